@@ -1,0 +1,191 @@
+// Package leasedb is blobgw's metadata store: containers, blob rows, ETags,
+// leases and the collection queue. Every decision that depends on current
+// state (a precondition, a lease check, a commit) is taken inside one
+// transaction that holds the row lock, so any number of gateway replicas
+// sharing one database behave as one storage account.
+//
+// The package is layered like a driver: Store and Tx are the small set of
+// primitives a database implements (sqlite, postgres); the rules (conditions,
+// lease state machine) are pure functions; the operations in ops.go combine
+// them inside Store.Update. This package never touches blob bytes.
+package leasedb
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by primitives when a row does not exist where one
+// is required (for example UpdateContainer on a missing row).
+var ErrNotFound = errors.New("leasedb: not found")
+
+// ErrExists is returned by insert primitives when the row already exists.
+var ErrExists = errors.New("leasedb: already exists")
+
+// ErrSchemaTooNew is returned by Migrate/Open when the database carries a
+// schema version newer than this binary knows.
+var ErrSchemaTooNew = errors.New("leasedb: database schema is newer than this blobgw")
+
+// Lease is the stored lease columns of a blob or container row. The
+// effective state (expired, broken) is derived from them and the database
+// clock at the moment of the locked read; see lease.go.
+type Lease struct {
+	// ID is the lease id in lowercase hyphenated GUID form; "" when the
+	// resource has never been leased or the lease was released/cleared.
+	ID string
+	// State is the stored state: "" or "available", "leased", "breaking",
+	// "broken". "expired" is never stored; it is computed.
+	State string
+	// Duration is -1 for an infinite lease, 15..60 for a fixed one, 0 when none.
+	Duration int
+	// Expires is the end of the current fixed term (zero for infinite/none).
+	Expires time.Time
+	// BreakAt is when a breaking lease becomes broken (zero otherwise).
+	BreakAt time.Time
+}
+
+// Container is one container row.
+type Container struct {
+	Account      string
+	Name         string
+	ETag         string // quoted form, "\"0x...\""
+	LastModified time.Time
+	Metadata     map[string]string
+	PublicAccess string // "", "blob", "container"
+	Lease        Lease
+}
+
+// Props are a blob's system properties (the x-ms-blob-content-* set).
+type Props struct {
+	ContentType        string
+	ContentEncoding    string
+	ContentLanguage    string
+	ContentDisposition string
+	CacheControl       string
+	ContentMD5         []byte // nil when unknown
+}
+
+// Extent is one immutable backend object, read in order to form the blob.
+type Extent struct {
+	Key  string `json:"k"`
+	Size int64  `json:"n"`
+}
+
+// Blob is one committed blob row.
+type Blob struct {
+	Account      string
+	Container    string
+	Name         string
+	Type         string // "BlockBlob", "AppendBlob"
+	ETag         string // quoted form
+	Created      time.Time
+	LastModified time.Time
+	Size         int64
+	Props        Props
+	Metadata     map[string]string
+	Extents      []Extent
+	// BlockCount is the committed block count (append blobs).
+	BlockCount int
+	Lease      Lease
+}
+
+// Keys returns the backend keys the row references.
+func (b *Blob) Keys() []string {
+	keys := make([]string, 0, len(b.Extents))
+	for _, e := range b.Extents {
+		keys = append(keys, e.Key)
+	}
+	return keys
+}
+
+// Store is what a database implements. Implementations must make every Tx
+// method safe against concurrent transactions from other processes sharing
+// the same database.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it when fn
+	// returns nil. On a serialization failure or deadlock detected by the
+	// database, the implementation rolls back and runs fn again (fn must be
+	// safe to re-run). Errors returned by fn are returned unchanged.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only transaction (a consistent snapshot).
+	View(ctx context.Context, fn func(Tx) error) error
+
+	// ClaimDue claims up to limit collection entries whose due time has
+	// passed (including intents whose deadline passed) and entries claimed
+	// more than reclaimAfter ago (their collector died). Claiming is
+	// committed before the call returns and is permanent: a claimed intent
+	// can no longer be committed (Tx.TakeIntent fails). Concurrent callers
+	// never receive the same key while its claim is fresh (Postgres: FOR
+	// UPDATE SKIP LOCKED).
+	ClaimDue(ctx context.Context, limit int, reclaimAfter time.Duration) ([]string, error)
+	// Forget removes collection entries after their objects were deleted.
+	Forget(ctx context.Context, keys []string) error
+	// CollectionKeys lists every key in the collection queue (fsck, tests).
+	CollectionKeys(ctx context.Context) ([]string, error)
+
+	Close() error
+}
+
+// Tx is one transaction. Times are the database's: Now is read once per
+// transaction after the first lock is taken (Postgres clock_timestamp()).
+type Tx interface {
+	// Now is the database clock, read once per transaction (truncated to
+	// microseconds).
+	Now(ctx context.Context) (time.Time, error)
+	// NextETag returns a new ETag, unique across the whole database forever,
+	// in quoted form "\"0x8D...\"" (at least 15 uppercase hex digits).
+	NextETag(ctx context.Context) (string, error)
+
+	// Container reads a container row; (nil, nil) when absent. With lock it
+	// takes the row lock (FOR UPDATE) for the rest of the transaction. With
+	// share it takes a shared lock (FOR SHARE) so the container cannot be
+	// deleted while a blob commit in it is running.
+	Container(ctx context.Context, account, name string, lock LockMode) (*Container, error)
+	// InsertContainer inserts; ErrExists when the name is taken.
+	InsertContainer(ctx context.Context, c *Container) error
+	// UpdateContainer overwrites every column of an existing row.
+	UpdateContainer(ctx context.Context, c *Container) error
+	// DeleteContainer deletes the container row and every blob row in it and
+	// returns the backend keys those blob rows referenced.
+	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
+	// ListContainers returns up to limit containers of account with the
+	// prefix whose name is > after (byte order), ordered by name.
+	ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*Container, error)
+
+	// Blob reads a blob row; (nil, nil) when absent. With LockExclusive it
+	// serializes against every other locking transaction on the same
+	// (account, container, name), whether or not the row exists (Postgres:
+	// pg_advisory_xact_lock on a hash of the name, then SELECT ... FOR
+	// UPDATE; SQLite: the write transaction already serializes).
+	Blob(ctx context.Context, account, container, name string, lock LockMode) (*Blob, error)
+	// PutBlob inserts or overwrites the row (every column).
+	PutBlob(ctx context.Context, b *Blob) error
+	// DeleteBlob deletes the row; ErrNotFound when absent.
+	DeleteBlob(ctx context.Context, account, container, name string) error
+	// ListBlobs returns up to limit blobs of the container with the prefix
+	// whose name is > after (byte order), ordered by name.
+	ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*Blob, error)
+
+	// AddIntent records an upload intent: key goes into the collection queue
+	// with the given deadline before any byte is written.
+	AddIntent(ctx context.Context, key string, deadline time.Time) error
+	// TakeIntent removes an unclaimed intent for key and reports whether it
+	// was there. A commit that cannot take its intent must fail: the
+	// collector has claimed (and may already have deleted) the object.
+	TakeIntent(ctx context.Context, key string) (bool, error)
+	// AddGC queues keys for deletion at due.
+	AddGC(ctx context.Context, keys []string, due time.Time) error
+}
+
+// LockMode says which lock a read takes.
+type LockMode int
+
+const (
+	// LockNone reads without locking.
+	LockNone LockMode = iota
+	// LockShare takes a shared row lock (containers only).
+	LockShare
+	// LockExclusive takes the exclusive lock on the name.
+	LockExclusive
+)

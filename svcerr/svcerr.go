@@ -1,0 +1,218 @@
+// Package svcerr holds the Blob service error codes and the one table that
+// maps each code to its HTTP status. Every layer returns *Error values (or
+// wraps them); only the HTTP layer turns them into the XML body. Nothing in
+// this package does I/O.
+package svcerr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a Blob service error code as sent in x-ms-error-code.
+type Code string
+
+// The codes blobgw emits. Statuses come from the contract (§8).
+const (
+	AuthenticationFailed                  Code = "AuthenticationFailed"
+	AuthorizationFailure                  Code = "AuthorizationFailure"
+	AuthorizationPermissionMismatch       Code = "AuthorizationPermissionMismatch"
+	AuthorizationProtocolMismatch         Code = "AuthorizationProtocolMismatch"
+	AuthorizationSourceIPMismatch         Code = "AuthorizationSourceIPMismatch"
+	AuthorizationServiceMismatch          Code = "AuthorizationServiceMismatch"
+	AuthorizationResourceTypeMismatch     Code = "AuthorizationResourceTypeMismatch"
+	InvalidAuthenticationInfo             Code = "InvalidAuthenticationInfo"
+	NoAuthenticationInformation           Code = "NoAuthenticationInformation"
+	ConditionNotMet                       Code = "ConditionNotMet"
+	SourceConditionNotMet                 Code = "SourceConditionNotMet"
+	TargetConditionNotMet                 Code = "TargetConditionNotMet"
+	MultipleConditionHeadersNotSupported  Code = "MultipleConditionHeadersNotSupported"
+	ConditionHeadersNotSupported          Code = "ConditionHeadersNotSupported"
+	AppendPositionConditionNotMet         Code = "AppendPositionConditionNotMet"
+	MaxBlobSizeConditionNotMet            Code = "MaxBlobSizeConditionNotMet"
+	LeaseAlreadyPresent                   Code = "LeaseAlreadyPresent"
+	LeaseIdMismatchWithLeaseOperation     Code = "LeaseIdMismatchWithLeaseOperation"
+	LeaseNotPresentWithLeaseOperation     Code = "LeaseNotPresentWithLeaseOperation"
+	LeaseIsBreakingAndCannotBeAcquired    Code = "LeaseIsBreakingAndCannotBeAcquired"
+	LeaseIsBreakingAndCannotBeChanged     Code = "LeaseIsBreakingAndCannotBeChanged"
+	LeaseIsBrokenAndCannotBeRenewed       Code = "LeaseIsBrokenAndCannotBeRenewed"
+	LeaseIdMissing                        Code = "LeaseIdMissing"
+	LeaseIdMismatchWithBlobOperation      Code = "LeaseIdMismatchWithBlobOperation"
+	LeaseIdMismatchWithContainerOperation Code = "LeaseIdMismatchWithContainerOperation"
+	LeaseNotPresentWithBlobOperation      Code = "LeaseNotPresentWithBlobOperation"
+	LeaseNotPresentWithContainerOperation Code = "LeaseNotPresentWithContainerOperation"
+	LeaseLost                             Code = "LeaseLost"
+	InfiniteLeaseDurationRequired         Code = "InfiniteLeaseDurationRequired"
+	BlobNotFound                          Code = "BlobNotFound"
+	ContainerNotFound                     Code = "ContainerNotFound"
+	ResourceNotFound                      Code = "ResourceNotFound"
+	BlobAlreadyExists                     Code = "BlobAlreadyExists"
+	ContainerAlreadyExists                Code = "ContainerAlreadyExists"
+	InvalidBlobType                       Code = "InvalidBlobType"
+	BlockCountExceedsLimit                Code = "BlockCountExceedsLimit"
+	BlockListTooLong                      Code = "BlockListTooLong"
+	InvalidBlockList                      Code = "InvalidBlockList"
+	InvalidBlobOrBlock                    Code = "InvalidBlobOrBlock"
+	InvalidBlockId                        Code = "InvalidBlockId"
+	SnapshotsPresent                      Code = "SnapshotsPresent"
+	InvalidOperation                      Code = "InvalidOperation"
+	InvalidHeaderValue                    Code = "InvalidHeaderValue"
+	MissingRequiredHeader                 Code = "MissingRequiredHeader"
+	MissingContentLengthHeader            Code = "MissingContentLengthHeader"
+	InvalidQueryParameterValue            Code = "InvalidQueryParameterValue"
+	OutOfRangeQueryParameterValue         Code = "OutOfRangeQueryParameterValue"
+	InvalidResourceName                   Code = "InvalidResourceName"
+	InvalidXmlDocument                    Code = "InvalidXmlDocument"
+	InvalidInput                          Code = "InvalidInput"
+	Md5Mismatch                           Code = "Md5Mismatch"
+	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
+	InvalidRange                          Code = "InvalidRange"
+	UnsupportedHeader                     Code = "UnsupportedHeader"
+	UnsupportedQueryParameter             Code = "UnsupportedQueryParameter"
+	UnsupportedHttpVerb                   Code = "UnsupportedHttpVerb"
+	InvalidUri                            Code = "InvalidUri"
+	InternalError                         Code = "InternalError"
+	ServerBusy                            Code = "ServerBusy"
+	OperationTimedOut                     Code = "OperationTimedOut"
+)
+
+type entry struct {
+	status int
+	msg    string
+}
+
+// table is the single code → (status, default message) mapping.
+var table = map[Code]entry{
+	AuthenticationFailed:                  {403, "Server failed to authenticate the request. Make sure the value of the Authorization header is formed correctly including the signature."},
+	AuthorizationFailure:                  {403, "This request is not authorized to perform this operation."},
+	AuthorizationPermissionMismatch:       {403, "This request is not authorized to perform this operation using this permission."},
+	AuthorizationProtocolMismatch:         {403, "This request is not authorized to perform this operation using this protocol."},
+	AuthorizationSourceIPMismatch:         {403, "This request is not authorized to perform this operation using this source IP."},
+	AuthorizationServiceMismatch:          {403, "This request is not authorized to perform this operation using this service."},
+	AuthorizationResourceTypeMismatch:     {403, "This request is not authorized to perform this operation using this resource type."},
+	InvalidAuthenticationInfo:             {400, "Authentication information is not given in the correct format. Check the value of Authorization header."},
+	NoAuthenticationInformation:           {401, "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."},
+	ConditionNotMet:                       {412, "The condition specified using HTTP conditional header(s) is not met."},
+	SourceConditionNotMet:                 {412, "The source condition specified using HTTP conditional header(s) is not met."},
+	TargetConditionNotMet:                 {412, "The target condition specified using HTTP conditional header(s) is not met."},
+	MultipleConditionHeadersNotSupported:  {400, "Multiple condition headers are not supported."},
+	ConditionHeadersNotSupported:          {400, "Condition headers are not supported."},
+	AppendPositionConditionNotMet:         {412, "The append position condition specified was not met."},
+	MaxBlobSizeConditionNotMet:            {412, "The max blob size condition specified was not met."},
+	LeaseAlreadyPresent:                   {409, "There is already a lease present."},
+	LeaseIdMismatchWithLeaseOperation:     {409, "The lease ID specified did not match the lease ID for the blob."},
+	LeaseNotPresentWithLeaseOperation:     {409, "There is currently no lease on the blob."},
+	LeaseIsBreakingAndCannotBeAcquired:    {409, "There is already a breaking lease on the blob and the lease ID specified does not match."},
+	LeaseIsBreakingAndCannotBeChanged:     {409, "The lease ID specified did not match the lease ID for the blob, and the lease is breaking."},
+	LeaseIsBrokenAndCannotBeRenewed:       {409, "The lease ID matched, but the lease has been broken explicitly and cannot be renewed."},
+	LeaseIdMissing:                        {412, "There is currently a lease on the resource and no lease ID was specified in the request."},
+	LeaseIdMismatchWithBlobOperation:      {412, "The lease ID specified did not match the lease ID for the blob."},
+	LeaseIdMismatchWithContainerOperation: {412, "The lease ID specified did not match the lease ID for the container."},
+	LeaseNotPresentWithBlobOperation:      {412, "There is currently no lease on the blob."},
+	LeaseNotPresentWithContainerOperation: {412, "There is currently no lease on the container."},
+	LeaseLost:                             {412, "A lease ID was specified, but the lease for the resource has expired."},
+	InfiniteLeaseDurationRequired:         {412, "The lease ID matched, but the specified lease must be an infinite-duration lease."},
+	BlobNotFound:                          {404, "The specified blob does not exist."},
+	ContainerNotFound:                     {404, "The specified container does not exist."},
+	ResourceNotFound:                      {404, "The specified resource does not exist."},
+	BlobAlreadyExists:                     {409, "The specified blob already exists."},
+	ContainerAlreadyExists:                {409, "The specified container already exists."},
+	InvalidBlobType:                       {409, "The blob type is invalid for this operation."},
+	BlockCountExceedsLimit:                {409, "The committed block count cannot exceed the maximum limit."},
+	BlockListTooLong:                      {400, "The block list may not contain more than 50,000 blocks."},
+	InvalidBlockList:                      {400, "The specified block list is invalid."},
+	InvalidBlobOrBlock:                    {400, "The specified blob or block content is invalid."},
+	InvalidBlockId:                        {400, "The specified block ID is invalid. The block ID must be Base64-encoded."},
+	SnapshotsPresent:                      {409, "This operation is not permitted because the blob has snapshots."},
+	InvalidOperation:                      {400, "Invalid operation against a blob snapshot."},
+	InvalidHeaderValue:                    {400, "The value for one of the HTTP headers is not in the correct format."},
+	MissingRequiredHeader:                 {400, "An HTTP header that's mandatory for this request is not specified."},
+	MissingContentLengthHeader:            {411, "The Content-Length header was not specified."},
+	InvalidQueryParameterValue:            {400, "Value for one of the query parameters specified in the request URI is invalid."},
+	OutOfRangeQueryParameterValue:         {400, "One of the query parameters specified in the request URI is outside the permissible range."},
+	InvalidResourceName:                   {400, "The specified resource name contains invalid characters."},
+	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
+	InvalidInput:                          {400, "One of the request inputs is not valid."},
+	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
+	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
+	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
+	UnsupportedHeader:                     {400, "One of the HTTP headers specified in the request is not supported."},
+	UnsupportedQueryParameter:             {400, "One of the query parameters specified in the request URI is not supported."},
+	UnsupportedHttpVerb:                   {405, "The resource doesn't support the specified HTTP verb."},
+	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
+	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
+	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
+	OperationTimedOut:                     {500, "The operation could not be completed within the permitted time."},
+}
+
+// Error is a service error: a code, its status and optional detail elements
+// that the XML body carries (HeaderName, AuthenticationErrorDetail, ...).
+type Error struct {
+	Code    Code
+	Message string
+	// Details are extra child elements of <Error>, in order.
+	Details [][2]string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Status is the HTTP status for the error's code (500 for unknown codes).
+func (e *Error) Status() int { return Status(e.Code) }
+
+// Is lets errors.Is(err, svcerr.New(code)) match on the code alone.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Status returns the HTTP status for code.
+func Status(code Code) int {
+	if e, ok := table[code]; ok {
+		return e.status
+	}
+	return http.StatusInternalServerError
+}
+
+// Known reports whether code is in the table.
+func Known(code Code) bool { _, ok := table[code]; return ok }
+
+// New returns an error with the code's default message.
+func New(code Code) *Error { return &Error{Code: code, Message: table[code].msg} }
+
+// Newf returns an error with a custom message.
+func Newf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Header returns InvalidHeaderValue (or another header code) naming the header.
+func Header(code Code, name, value string) *Error {
+	e := New(code)
+	e.Details = [][2]string{{"HeaderName", name}, {"HeaderValue", value}}
+	return e
+}
+
+// Query returns an error naming a query parameter.
+func Query(code Code, name, value, reason string) *Error {
+	e := New(code)
+	e.Details = [][2]string{{"QueryParameterName", name}, {"QueryParameterValue", value}}
+	if reason != "" {
+		e.Details = append(e.Details, [2]string{"Reason", reason})
+	}
+	return e
+}
+
+// As extracts a *Error from err.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// HasCode reports whether err carries code.
+func HasCode(err error, code Code) bool {
+	e, ok := As(err)
+	return ok && e.Code == code
+}
