@@ -49,7 +49,7 @@ type Backend interface {
 
 // ValidKey reports whether key is acceptable to every backend: 1..512 bytes
 // of [a-zA-Z0-9/_.-], no leading or trailing '/', no empty, "." or ".."
-// segment. The gateway generates keys; this guards against misuse.
+// segment, no segment longer than 255 bytes (a file name on disk). The gateway generates keys; this guards against misuse.
 func ValidKey(key string) bool {
 	if len(key) == 0 || len(key) > 512 || key[0] == '/' || key[len(key)-1] == '/' {
 		return false
@@ -58,7 +58,7 @@ func ValidKey(key string) bool {
 	for i := 0; i <= len(key); i++ {
 		if i == len(key) || key[i] == '/' {
 			s := key[seg:i]
-			if s == "" || s == "." || s == ".." {
+			if s == "" || s == "." || s == ".." || len(s) > 255 {
 				return false
 			}
 			seg = i + 1

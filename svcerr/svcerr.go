@@ -72,6 +72,8 @@ const (
 	UnsupportedQueryParameter             Code = "UnsupportedQueryParameter"
 	UnsupportedHttpVerb                   Code = "UnsupportedHttpVerb"
 	InvalidUri                            Code = "InvalidUri"
+	InvalidMetadata                       Code = "InvalidMetadata"
+	NotImplemented                        Code = "NotImplemented"
 	InternalError                         Code = "InternalError"
 	ServerBusy                            Code = "ServerBusy"
 	OperationTimedOut                     Code = "OperationTimedOut"
@@ -141,6 +143,8 @@ var table = map[Code]entry{
 	UnsupportedQueryParameter:             {400, "One of the query parameters specified in the request URI is not supported."},
 	UnsupportedHttpVerb:                   {405, "The resource doesn't support the specified HTTP verb."},
 	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
+	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
+	NotImplemented:                        {501, "The requested operation is not implemented by this gateway yet."},
 	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
 	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
 	OperationTimedOut:                     {500, "The operation could not be completed within the permitted time."},

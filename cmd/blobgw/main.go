@@ -1,0 +1,281 @@
+// Command blobgw is the one binary: serve the Blob REST API, migrate the
+// metadata schema, run a collection pass.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/blobgw/blobgw/backends/disk"
+	"github.com/blobgw/blobgw/gateway"
+	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/dbopen"
+	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
+)
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, "blobgw:", msg)
+			}
+			os.Exit(ec.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "blobgw:", err)
+		os.Exit(1)
+	}
+}
+
+// configFlags are shared by every command that touches the store.
+func configFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BLOBGW_CONFIG"}, Usage: "YAML config file"},
+		&cli.StringFlag{Name: "listen", EnvVars: []string{"BLOBGW_LISTEN"}, Usage: "listen address (default 127.0.0.1:10000)"},
+		&cli.StringFlag{Name: "data-dir", EnvVars: []string{"BLOBGW_DATA_DIR"}, Usage: "directory for blob bytes (default ./data)"},
+		&cli.StringFlag{Name: "metadata", EnvVars: []string{"BLOBGW_METADATA"}, Usage: "metadata DSN: a SQLite path or postgres:// URL (default <data-dir>/blobgw.db)"},
+		&cli.StringFlag{Name: "backend", EnvVars: []string{"BLOBGW_BACKEND"}, Usage: "byte backend: disk"},
+		&cli.StringSliceFlag{Name: "account", EnvVars: []string{"BLOBGW_ACCOUNTS"}, Usage: "account as name:key1[,key2] (repeatable; ';' separates several in the env var)"},
+		&cli.DurationFlag{Name: "gc-grace", EnvVars: []string{"BLOBGW_GC_GRACE"}, Usage: "how long replaced bytes stay readable (default 15m)"},
+		&cli.DurationFlag{Name: "gc-interval", EnvVars: []string{"BLOBGW_GC_INTERVAL"}, Usage: "collector pass interval (default 30s)"},
+		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
+		&cli.BoolFlag{Name: "strict-conditions", EnvVars: []string{"BLOBGW_STRICT_CONDITIONS"}, Usage: "reject condition header combinations the REST docs forbid on writes"},
+		&cli.StringFlag{Name: "log-level", EnvVars: []string{"BLOBGW_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+	}
+}
+
+// loadConfig applies defaults < file < environment < flags (urfave/cli
+// already gives flags precedence over their environment variables) and
+// validates. Errors exit with status 2 and one line.
+func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg := config.Default()
+	if p := c.String("config"); p != "" {
+		if err := cfg.LoadFile(p); err != nil {
+			return cfg, cli.Exit(err.Error(), 2)
+		}
+	}
+	if c.IsSet("listen") {
+		cfg.Listen = c.String("listen")
+	}
+	if c.IsSet("data-dir") {
+		cfg.DataDir = c.String("data-dir")
+	}
+	if c.IsSet("metadata") {
+		cfg.Metadata = c.String("metadata")
+	}
+	if c.IsSet("backend") {
+		cfg.Backend = c.String("backend")
+	}
+	if c.IsSet("account") {
+		accts, err := config.ParseAccounts(c.StringSlice("account"))
+		if err != nil {
+			return cfg, cli.Exit("config: "+err.Error(), 2)
+		}
+		cfg.Accounts = accts
+	}
+	if c.IsSet("gc-grace") {
+		cfg.GCGrace = c.Duration("gc-grace")
+	}
+	if c.IsSet("gc-interval") {
+		cfg.GCInterval = c.Duration("gc-interval")
+	}
+	if c.IsSet("intent-ttl") {
+		cfg.IntentTTL = c.Duration("intent-ttl")
+	}
+	if c.IsSet("strict-conditions") {
+		cfg.StrictConditions = c.Bool("strict-conditions")
+	}
+	if c.IsSet("log-level") {
+		cfg.LogLevel = c.String("log-level")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, cli.Exit("config: "+err.Error(), 2)
+	}
+	return cfg, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "blobgw",
+		Usage: "an Azure Blob Storage gateway over local disk or S3, with SQL-kept ETags and leases",
+		// main decides the exit status; Run must not exit the process.
+		ExitErrHandler: func(*cli.Context, error) {},
+		// Account keys are comma-separated inside one --account value.
+		DisableSliceFlagSeparator: true,
+		Commands: []*cli.Command{
+			{
+				Name:   "serve",
+				Usage:  "serve the Blob REST API",
+				Flags:  configFlags(),
+				Action: serve,
+			},
+			{
+				Name:  "migrate",
+				Usage: "apply the embedded schema migrations to the metadata database",
+				Flags: configFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := loadConfig(c)
+					if err != nil {
+						return err
+					}
+					if err := ensureDataDir(cfg); err != nil {
+						return err
+					}
+					from, to, err := dbopen.Migrate(c.Context, cfg.Metadata)
+					if err != nil {
+						return cli.Exit("migrate: "+err.Error(), 1)
+					}
+					if from == to {
+						fmt.Printf("schema is up to date at version %d\n", to)
+					} else {
+						fmt.Printf("migrated schema from version %d to %d\n", from, to)
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "config",
+				Usage: "print the effective configuration (account keys redacted)",
+				Flags: configFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := loadConfig(c)
+					if err != nil {
+						return err
+					}
+					out := cfg
+					out.Metadata = redactDSN(cfg.Metadata)
+					out.Accounts = nil
+					for _, a := range cfg.Accounts {
+						ra := config.Account{Name: a.Name}
+						for range a.Keys {
+							ra.Keys = append(ra.Keys, "<redacted>")
+						}
+						out.Accounts = append(out.Accounts, ra)
+					}
+					enc := yaml.NewEncoder(c.App.Writer)
+					defer enc.Close()
+					return enc.Encode(out)
+				},
+			},
+			{
+				Name:  "gc",
+				Usage: "run one collection pass: delete backend objects that are due",
+				Flags: configFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := loadConfig(c)
+					if err != nil {
+						return err
+					}
+					store, backend, err := openParts(c.Context, cfg)
+					if err != nil {
+						return err
+					}
+					defer store.Close()
+					n, err := gateway.Collect(c.Context, store, backend, newLogger(cfg.LogLevel))
+					fmt.Printf("deleted %d objects\n", n)
+					return err
+				},
+			},
+		},
+	}
+}
+
+func ensureDataDir(cfg config.Config) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return cli.Exit("data_dir: "+err.Error(), 2)
+	}
+	return nil
+}
+
+func openParts(ctx context.Context, cfg config.Config) (leasedb.Store, *disk.Store, error) {
+	if err := ensureDataDir(cfg); err != nil {
+		return nil, nil, err
+	}
+	store, err := dbopen.Open(ctx, cfg.Metadata)
+	if err != nil {
+		return nil, nil, cli.Exit("metadata: "+err.Error(), 1)
+	}
+	backend, err := disk.New(filepath.Join(cfg.DataDir, "blobs"))
+	if err != nil {
+		store.Close()
+		return nil, nil, cli.Exit("backend: "+err.Error(), 1)
+	}
+	return store, backend, nil
+}
+
+func serve(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, backend, err := openParts(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if n, err := backend.CleanTemp(time.Hour); err != nil {
+		log.Warn("cleaning stale temp files", "err", err)
+	} else if n > 0 {
+		log.Info("removed stale temp files", "count", n)
+	}
+	accounts, err := cfg.AuthAccounts()
+	if err != nil {
+		return cli.Exit("config: "+err.Error(), 2)
+	}
+	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
+	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return cli.Exit("listen: "+err.Error(), 1)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go srv.RunCollector(ctx, cfg.GCInterval)
+	names := make([]string, 0, len(cfg.Accounts))
+	for _, a := range cfg.Accounts {
+		names = append(names, a.Name)
+	}
+	log.Info("blobgw serving", "addr", ln.Addr().String(), "accounts", names, "data_dir", cfg.DataDir,
+		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("http://%s/%s", ln.Addr(), names[0]))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// redactDSN hides a password in a postgres URL for logging.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			return u.Redacted()
+		}
+	}
+	return dsn
+}

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// writeConds parses the conditions and lease id every blob write carries.
+func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
+	cond, err := leasedb.ParseConditions(r.Header)
+	if err != nil {
+		return cond, "", err
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	return cond, leaseID, err
+}
+
+// Set Blob Properties: PUT ?comp=properties → 200, new ETag. The
+// x-ms-blob-content-* set replaces the stored one wholesale.
+func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *request) error {
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return err
+	}
+	if r.Header.Get("x-ms-blob-content-length") != "" || r.Header.Get("x-ms-sequence-number-action") != "" {
+		return svcerr.Newf(svcerr.InvalidHeaderValue, "Page blob properties are not supported.")
+	}
+	props, err := parseBlobProps(r.Header, false)
+	if err != nil {
+		return err
+	}
+	b, err := s.db.SetBlobProperties(r.Context(), req.ref(), leaseID, cond, props)
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), b.ETag, b.LastModified)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Set Blob Metadata: PUT ?comp=metadata → 200, new ETag.
+func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return err
+	}
+	meta, err := parseMetadata(r.Header)
+	if err != nil {
+		return err
+	}
+	b, err := s.db.SetBlobMetadata(r.Context(), req.ref(), leaseID, cond, meta)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	setETagLM(h, b.ETag, b.LastModified)
+	h.Set("x-ms-request-server-encrypted", "true")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Delete Blob: DELETE → 202. The bytes are collected after the grace
+// period.
+func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request, req *request) error {
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return err
+	}
+	if err := s.db.DeleteBlob(r.Context(), req.ref(), leaseID, cond); err != nil {
+		return err
+	}
+	w.Header().Set("x-ms-delete-type-permanent", "true")
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Put Blob: PUT /<container>/<blob> with x-ms-blob-type → 201. The write
+// path of design.md: pre-check without locks, record the upload intent,
+// stream the body to a new key while counting and hashing, then commit in
+// one locked transaction; a refused commit deletes the staged object.
+func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) error {
+	ctx := r.Context()
+	blobType := r.Header.Get("x-ms-blob-type")
+	switch blobType {
+	case "BlockBlob", "AppendBlob":
+	case "":
+		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-blob-type", "")
+	default:
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-type", blobType)
+	}
+	size := r.ContentLength
+	if size < 0 {
+		return svcerr.New(svcerr.MissingContentLengthHeader)
+	}
+	if size > s.opt.MaxPutBlobSize {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	if blobType == "AppendBlob" && size != 0 {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", fmt.Sprint(size))
+	}
+	var wantMD5 []byte
+	if v := r.Header.Get("Content-MD5"); v != "" {
+		var err error
+		if wantMD5, err = decodeMD5(v); err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+		}
+	}
+	props, err := parseBlobProps(r.Header, true)
+	if err != nil {
+		return err
+	}
+	meta, err := parseMetadata(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := leasedb.ParseConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: blobType, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond}
+
+	// Fast pre-check: a request that will certainly fail does so before
+	// any byte is read.
+	if err := s.db.Precheck(ctx, preq.Ref, leaseID, cond, leasedb.CreateWrite); err != nil {
+		return err
+	}
+
+	var sum []byte
+	if size > 0 {
+		key := newKey()
+		ext, digest, err := s.stage(ctx, r.Body, key, size)
+		if err != nil {
+			return err
+		}
+		sum = digest
+		preq.Extents = []leasedb.Extent{ext}
+		if wantMD5 != nil && !bytes.Equal(wantMD5, sum) {
+			s.discard(key)
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
+	} else {
+		sum = md5.New().Sum(nil)
+		if wantMD5 != nil && !bytes.Equal(wantMD5, sum) {
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
+	}
+	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
+		preq.Props.ContentMD5 = sum
+	}
+	b, err := s.db.PutBlob(ctx, preq)
+	if err != nil {
+		for _, e := range preq.Extents {
+			s.discard(e.Key)
+		}
+		return err
+	}
+	h := w.Header()
+	setETagLM(h, b.ETag, b.LastModified)
+	if blobType == "BlockBlob" {
+		h.Set("Content-MD5", b64(sum))
+	}
+	h.Set("x-ms-request-server-encrypted", "true")
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// stage records the upload intent for key and streams body into the
+// backend under it, counting and hashing as it goes. On failure nothing
+// stays behind except an intent the collector will find.
+func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int64) (leasedb.Extent, []byte, error) {
+	if err := s.db.AddIntent(ctx, key, s.opt.IntentTTL); err != nil {
+		return leasedb.Extent{}, nil, err
+	}
+	hr := &hashingReader{r: body, h: md5.New(), limit: size}
+	if err := s.backend.Put(ctx, key, hr, size); err != nil {
+		s.discard(key)
+		if hr.err != nil {
+			// The client's body failed (disconnect, short body).
+			if errors.Is(hr.err, io.ErrUnexpectedEOF) || hr.n < size {
+				return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body is shorter than Content-Length.")
+			}
+			return leasedb.Extent{}, nil, fmt.Errorf("reading request body: %w", hr.err)
+		}
+		if hr.n > size {
+			return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body is longer than Content-Length.")
+		}
+		return leasedb.Extent{}, nil, fmt.Errorf("backend put: %w", err)
+	}
+	if hr.n != size {
+		s.discard(key)
+		return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
+	}
+	return leasedb.Extent{Key: key, Size: size}, hr.h.Sum(nil), nil
+}
+
+// discard deletes a staged object that will never be committed and drops
+// its intent. It runs detached from the request context: the client may be
+// gone, but the cleanup must still happen (if it fails, the intent's
+// deadline lets the collector finish the job).
+func (s *Server) discard(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.backend.Delete(ctx, key); err != nil {
+		s.log.Warn("discard staged object", "key", key, "err", err)
+		return
+	}
+	if err := s.db.Store.Forget(ctx, []string{key}); err != nil {
+		s.log.Warn("forget intent", "key", key, "err", err)
+	}
+}
+
+// hashingReader counts and hashes what it passes through and remembers the
+// source's error so the handler can tell a client failure from a backend
+// failure.
+type hashingReader struct {
+	r     io.Reader
+	h     hash.Hash
+	n     int64
+	limit int64
+	err   error
+}
+
+func (hr *hashingReader) Read(p []byte) (int, error) {
+	n, err := hr.r.Read(p)
+	if n > 0 {
+		hr.h.Write(p[:n])
+		hr.n += int64(n)
+	}
+	if err != nil && err != io.EOF {
+		hr.err = err
+	}
+	if err == io.EOF && hr.n < hr.limit {
+		hr.err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}

@@ -1,0 +1,333 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/leasedb"
+)
+
+// TestCreateOnlyRace: 32 goroutines released together doing Put Blob with
+// If-None-Match: * on one new name, spread over two gateways sharing the
+// metadata store and the data directory: exactly one 201, 31 × 409
+// BlobAlreadyExists, and the stored content is the winner's.
+func TestCreateOnlyRace(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{replicas: 2})
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
+			t.Fatal(err)
+		}
+		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1)}
+		const n = 32
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				bc := clients[i%2].ServiceClient().NewContainerClient("race").NewBlockBlobClient("once")
+				body := bytes.Repeat([]byte(fmt.Sprintf("writer-%02d;", i)), 1000)
+				<-start
+				_, errs[i] = bc.Upload(ctx, rsc{bytes.NewReader(body)}, &blockblob.UploadOptions{
+					AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}},
+				})
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		winner, conflicts := -1, 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("two writers won: %d and %d", winner, i)
+				}
+				winner = i
+			case statusOf(err) == 409 && codeOf(err) == "BlobAlreadyExists":
+				conflicts++
+			default:
+				t.Fatalf("writer %d: unexpected %v", i, err)
+			}
+		}
+		if winner < 0 || conflicts != n-1 {
+			t.Fatalf("winner %d, conflicts %d", winner, conflicts)
+		}
+		got := download(t, b.client, "race", "once")
+		if want := bytes.Repeat([]byte(fmt.Sprintf("writer-%02d;", winner)), 1000); !bytes.Equal(got, want) {
+			t.Fatalf("stored content is not the winner's (%q...)", got[:20])
+		}
+		// The losers' staged objects were discarded.
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
+}
+
+// TestCounterIncrements: 16 workers × 25 read-modify-write increments of a
+// counter blob with If-Match, retrying on 412, end at exactly 400.
+func TestCounterIncrements(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{replicas: 2})
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "ctr", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, "ctr", "n", []byte("0"), nil); err != nil {
+			t.Fatal(err)
+		}
+		const workers, each = 16, 25
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		retries := 0
+		errc := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				bc := b.clientFor(t, w%2).ServiceClient().NewContainerClient("ctr").NewBlockBlobClient("n")
+				for i := 0; i < each; {
+					resp, err := bc.DownloadStream(ctx, nil)
+					if err != nil {
+						errc <- err
+						return
+					}
+					data, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						errc <- err
+						return
+					}
+					v, err := strconv.Atoi(string(data))
+					if err != nil {
+						errc <- fmt.Errorf("counter body %q: %w", data, err)
+						return
+					}
+					_, err = bc.Upload(ctx, nopSeeker(strconv.Itoa(v+1)), &blockblob.UploadOptions{
+						AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+					})
+					switch {
+					case err == nil:
+						i++
+					case statusOf(err) == 412 && codeOf(err) == "ConditionNotMet":
+						mu.Lock()
+						retries++
+						mu.Unlock()
+					default:
+						errc <- err
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		if got := string(download(t, b.client, "ctr", "n")); got != strconv.Itoa(workers*each) {
+			t.Fatalf("counter = %s, want %d", got, workers*each)
+		}
+		t.Logf("%d increments, %d retries on 412", workers*each, retries)
+	})
+}
+
+// TestReadDuringOverwrite: a reader that started before an overwrite
+// finishes on the old bytes, whole.
+func TestReadDuringOverwrite(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{grace: time.Hour})
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "overwrite", nil); err != nil {
+			t.Fatal(err)
+		}
+		old := randBytes(8<<20, 7)
+		if _, err := b.client.UploadBuffer(ctx, "overwrite", "big", old, nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := b.client.DownloadStream(ctx, "overwrite", "big", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		head := make([]byte, 1<<20)
+		if _, err := io.ReadFull(resp.Body, head); err != nil {
+			t.Fatal(err)
+		}
+		newer := randBytes(8<<20, 8)
+		if _, err := b.client.UploadBuffer(ctx, "overwrite", "big", newer, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.DeleteBlob(ctx, "overwrite", "big", nil); err != nil {
+			t.Fatal(err)
+		}
+		// A collection pass now must not touch the old bytes (grace).
+		b.collectAll(t)
+		rest, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(append(head, rest...), old) {
+			t.Fatal("the reader saw a mix of old and new bytes")
+		}
+	})
+}
+
+// TestCollection: replaced and deleted blobs' objects are collected once
+// due, and an interrupted upload leaves nothing visible or stored.
+func TestCollection(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind) // grace 0: due at once
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "gcc", nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := b.client.UploadBuffer(ctx, "gcc", "a", randBytes(1000, int64(i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.client.UploadBuffer(ctx, "gcc", "b", []byte("bee"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.countObjects(t); n != 4 {
+			t.Fatalf("%d objects before collection, want 4 (3 versions of a, 1 of b)", n)
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 2 {
+			t.Fatalf("%d objects after collection, want 2", n)
+		}
+		if _, err := b.client.DeleteBlob(ctx, "gcc", "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 1 {
+			t.Fatalf("%d objects after deleting a, want 1", n)
+		}
+		if got := string(download(t, b.client, "gcc", "b")); got != "bee" {
+			t.Fatalf("b = %q", got)
+		}
+
+		// Interrupted upload: announce 1 MiB, send 100 KiB, hang up.
+		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"gcc/cut", nil)
+		req.ContentLength = 1 << 20
+		req.Header.Set("x-ms-blob-type", "BlockBlob")
+		req.Header.Set("Content-Length", strconv.Itoa(1<<20))
+		b.sign(t, req)
+		conn, err := net.Dial("tcp", b.servers[0].Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(conn)
+		fmt.Fprintf(w, "PUT %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.URL.Host)
+		req.Header.Write(w)
+		fmt.Fprintf(w, "\r\n")
+		w.Write(make([]byte, 100<<10))
+		w.Flush()
+		time.Sleep(200 * time.Millisecond)
+		conn.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			keys, err := b.db.Store.CollectionKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) == 0 && b.countObjects(t) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("interrupted upload left %d queue entries and %d objects", len(keys), b.countObjects(t))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		_, err = b.client.ServiceClient().NewContainerClient("gcc").NewBlobClient("cut").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+
+		// Deleting the container queues its blobs' bytes.
+		if _, err := b.client.DeleteContainer(ctx, "gcc", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 0 {
+			t.Fatalf("%d objects after deleting the container", n)
+		}
+	})
+}
+
+func (b *bundle) collectAll(t *testing.T) {
+	t.Helper()
+	for _, gw := range b.gws {
+		if _, err := gw.Collect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (b *bundle) countObjects(t *testing.T) int {
+	t.Helper()
+	n := 0
+	if err := b.backend.List(context.Background(), "", func(backends.ObjectInfo) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkNoLeak asserts invariant 4: every backend object is referenced by a
+// blob row or a collection entry.
+func (b *bundle) checkNoLeak(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	ref := map[string]bool{}
+	keys, err := b.db.Store.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		ref[k] = true
+	}
+	err = b.db.Store.View(ctx, func(tx leasedb.Tx) error {
+		conts, err := tx.ListContainers(ctx, "devstoreaccount1", "", "", 10000)
+		if err != nil {
+			return err
+		}
+		for _, c := range conts {
+			blobs, err := tx.ListBlobs(ctx, c.Account, c.Name, "", "", 100000)
+			if err != nil {
+				return err
+			}
+			for _, bl := range blobs {
+				for _, k := range bl.Keys() {
+					ref[k] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.backend.List(ctx, "", func(o backends.ObjectInfo) error {
+		if !ref[o.Key] {
+			return fmt.Errorf("leaked object %s", o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Create Container: PUT ?restype=container → 201.
+func (s *Server) createContainer(w http.ResponseWriter, r *http.Request, req *request) error {
+	meta, err := parseMetadata(r.Header)
+	if err != nil {
+		return err
+	}
+	access, err := parsePublicAccess(r.Header)
+	if err != nil {
+		return err
+	}
+	c, err := s.db.CreateContainer(r.Context(), req.account, req.container, meta, access)
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), c.ETag, c.LastModified)
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// Get Container Properties / Metadata: GET|HEAD ?restype=container[&comp=metadata] → 200.
+func (s *Server) getContainerProperties(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	c, now, err := s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
+	if err != nil {
+		return err
+	}
+	writeContainerHeaders(w.Header(), c, now)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// containerConditions parses the conditions a container operation accepts:
+// the date conditions only; If-Match/If-None-Match are 400
+// ConditionHeadersNotSupported (contract §3.2).
+func containerConditions(r *http.Request, allowIUS bool) (leasedb.Conditions, error) {
+	cond, err := leasedb.ParseConditions(r.Header)
+	if err != nil {
+		return cond, err
+	}
+	if len(cond.IfMatch) > 0 || len(cond.IfNoneMatch) > 0 || (!allowIUS && cond.HadIUS) {
+		return cond, svcerr.New(svcerr.ConditionHeadersNotSupported)
+	}
+	return cond, nil
+}
+
+// Set Container Metadata: PUT ?restype=container&comp=metadata → 200.
+func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := containerConditions(r, false)
+	if err != nil {
+		return err
+	}
+	meta, err := parseMetadata(r.Header)
+	if err != nil {
+		return err
+	}
+	c, err := s.db.SetContainerMetadata(r.Context(), req.account, req.container, leaseID, cond, meta)
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), c.ETag, c.LastModified)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Delete Container: DELETE ?restype=container → 202. Blobs go with it;
+// their bytes are collected after the grace period.
+func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := containerConditions(r, true)
+	if err != nil {
+		return err
+	}
+	if err := s.db.DeleteContainer(r.Context(), req.account, req.container, leaseID, cond); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// Get Container ACL: the public access level; stored access policies are
+// not kept yet, so the identifier list is empty.
+func (s *Server) getContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	setETagLM(h, c.ETag, c.LastModified)
+	if c.PublicAccess != "" {
+		h.Set("x-ms-blob-public-access", c.PublicAccess)
+	}
+	return writeXML(w, r, http.StatusOK, signedIdentifiers{})
+}
+
+type signedIdentifiers struct {
+	XMLName     struct{} `xml:"SignedIdentifiers"`
+	Identifiers []struct {
+		ID string `xml:"Id"`
+	} `xml:"SignedIdentifier"`
+}
+
+// Set Container ACL: sets the public access level. A body naming stored
+// access policies is refused until they are implemented rather than
+// silently dropped.
+func (s *Server) setContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := containerConditions(r, true)
+	if err != nil {
+		return err
+	}
+	access, err := parsePublicAccess(r.Header)
+	if err != nil {
+		return err
+	}
+	var ids signedIdentifiers
+	if err := readXML(r, 64<<10, &ids, true); err != nil {
+		return err
+	}
+	if len(ids.Identifiers) > 0 {
+		return svcerr.Newf(svcerr.NotImplemented, "Stored access policies are not supported yet.")
+	}
+	c, err := s.db.SetContainerAccess(r.Context(), req.account, req.container, leaseID, cond, access)
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), c.ETag, c.LastModified)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// drain discards a small request body so the connection can be reused.
+func drain(r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+}

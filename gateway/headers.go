@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+const metaPrefix = "x-ms-meta-"
+
+// parseMetadata collects x-ms-meta-* headers. Names must be valid C#
+// identifiers (Azure's rule); they keep the case the client sent, which Go's
+// header canonicalization loses, so names are lowercased consistently —
+// Azure itself treats metadata names case-insensitively.
+func parseMetadata(h http.Header) (map[string]string, error) {
+	meta := map[string]string{}
+	size := 0
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if !strings.HasPrefix(lk, metaPrefix) {
+			continue
+		}
+		name := lk[len(metaPrefix):]
+		if !validMetaName(name) {
+			return nil, svcerr.Header(svcerr.InvalidMetadata, k, strings.Join(vs, ","))
+		}
+		v := strings.Join(vs, ",")
+		meta[name] = v
+		size += len(name) + len(v)
+	}
+	if size > 8<<10 {
+		return nil, svcerr.Newf(svcerr.InvalidMetadata, "The metadata exceeds 8 KiB.")
+	}
+	return meta, nil
+}
+
+func validMetaName(n string) bool {
+	if n == "" || len(n) > 256 {
+		return false
+	}
+	for i, c := range n {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func writeMetadata(h http.Header, meta map[string]string) {
+	for k, v := range meta {
+		h[metaPrefix+k] = []string{v}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// parseBlobProps reads the x-ms-blob-content-* headers; on Put Blob the
+// standard Content-* headers stand in when the x-ms-blob form is absent
+// (contract §7.1).
+func parseBlobProps(h http.Header, fallback bool) (leasedb.Props, error) {
+	get := func(xms, std string) string {
+		if v, ok := h[http.CanonicalHeaderKey(xms)]; ok {
+			return strings.Join(v, ",")
+		}
+		if fallback && std != "" {
+			return h.Get(std)
+		}
+		return ""
+	}
+	p := leasedb.Props{
+		ContentType:        get("x-ms-blob-content-type", "Content-Type"),
+		ContentEncoding:    get("x-ms-blob-content-encoding", "Content-Encoding"),
+		ContentLanguage:    get("x-ms-blob-content-language", "Content-Language"),
+		ContentDisposition: get("x-ms-blob-content-disposition", ""),
+		CacheControl:       get("x-ms-blob-cache-control", "Cache-Control"),
+	}
+	if v := h.Get("x-ms-blob-content-md5"); v != "" {
+		md5, err := decodeMD5(v)
+		if err != nil {
+			return p, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-content-md5", v)
+		}
+		p.ContentMD5 = md5
+	}
+	return p, nil
+}
+
+func decodeMD5(v string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(b) != 16 {
+		return nil, svcerr.New(svcerr.InvalidHeaderValue)
+	}
+	return b, nil
+}
+
+// leaseIDHeader reads and normalizes x-ms-lease-id.
+func leaseIDHeader(h http.Header) (string, error) {
+	v := h.Get("x-ms-lease-id")
+	if v == "" {
+		return "", nil
+	}
+	id, ok := leasedb.NormalizeLeaseID(v)
+	if !ok {
+		return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-lease-id", v)
+	}
+	return id, nil
+}
+
+func httpTime(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
+
+func setETagLM(h http.Header, etag string, lm time.Time) {
+	h.Set("ETag", etag)
+	h.Set("Last-Modified", httpTime(lm))
+}
+
+// writeBlobHeaders sets the property headers of Get Blob / Get Blob
+// Properties.
+func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
+	setETagLM(h, b.ETag, b.LastModified)
+	h.Set("x-ms-creation-time", httpTime(b.Created))
+	h.Set("x-ms-blob-type", b.Type)
+	ct := b.Props.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	for _, kv := range [][2]string{
+		{"Content-Encoding", b.Props.ContentEncoding},
+		{"Content-Language", b.Props.ContentLanguage},
+		{"Content-Disposition", b.Props.ContentDisposition},
+		{"Cache-Control", b.Props.CacheControl},
+	} {
+		if kv[1] != "" {
+			h.Set(kv[0], kv[1])
+		}
+	}
+	status, state, duration := b.Lease.Headers(now)
+	h.Set("x-ms-lease-status", status)
+	h.Set("x-ms-lease-state", state)
+	if duration != "" {
+		h.Set("x-ms-lease-duration", duration)
+	}
+	h.Set("x-ms-server-encrypted", "true")
+	h.Set("Accept-Ranges", "bytes")
+	if b.Type == "AppendBlob" {
+		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
+	}
+	writeMetadata(h, b.Metadata)
+}
+
+func writeContainerHeaders(h http.Header, c *leasedb.Container, now time.Time) {
+	setETagLM(h, c.ETag, c.LastModified)
+	status, state, duration := c.Lease.Headers(now)
+	h.Set("x-ms-lease-status", status)
+	h.Set("x-ms-lease-state", state)
+	if duration != "" {
+		h.Set("x-ms-lease-duration", duration)
+	}
+	if c.PublicAccess != "" {
+		h.Set("x-ms-blob-public-access", c.PublicAccess)
+	}
+	h.Set("x-ms-has-immutability-policy", "false")
+	h.Set("x-ms-has-legal-hold", "false")
+	h.Set("x-ms-default-encryption-scope", "$account-encryption-key")
+	h.Set("x-ms-deny-encryption-scope-override", "false")
+	writeMetadata(h, c.Metadata)
+}
+
+func parsePublicAccess(h http.Header) (string, error) {
+	v := h.Get("x-ms-blob-public-access")
+	switch v {
+	case "", "blob", "container":
+		return v, nil
+	}
+	return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-public-access", v)
+}

@@ -1,0 +1,245 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// xmlWriter builds listing bodies by hand: entries must interleave Blob and
+// BlobPrefix in name order (contract §9.1), which struct tags cannot say.
+type xmlWriter struct{ strings.Builder }
+
+func (x *xmlWriter) elem(name, value string) {
+	if value == "" {
+		x.WriteString("<" + name + " />")
+		return
+	}
+	x.WriteString("<" + name + ">")
+	xmlEscape(&x.Builder, value)
+	x.WriteString("</" + name + ">")
+}
+
+func (x *xmlWriter) open(name string)  { x.WriteString("<" + name + ">") }
+func (x *xmlWriter) close(name string) { x.WriteString("</" + name + ">") }
+
+func (x *xmlWriter) metadata(meta map[string]string) {
+	x.open("Metadata")
+	for _, k := range sortedKeys(meta) {
+		x.elem(k, meta[k])
+	}
+	x.close("Metadata")
+}
+
+func (x *xmlWriter) send(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(x.String()))
+}
+
+func serviceEndpoint(r *http.Request, req *request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := r.Host
+	if strings.HasPrefix(strings.ToLower(host), req.account+".") {
+		return scheme + "://" + host + "/"
+	}
+	return scheme + "://" + host + "/" + req.account + "/"
+}
+
+// parseMaxResults reads maxresults: default and cap 5000; ≤0 is 400
+// OutOfRangeQueryParameterValue.
+func parseMaxResults(req *request) (int, error) {
+	v, ok := req.query["maxresults"]
+	if !ok || v == "" {
+		return 5000, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, svcerr.Query(svcerr.InvalidQueryParameterValue, "maxresults", v, "not an integer")
+	}
+	if n <= 0 {
+		return 0, svcerr.Query(svcerr.OutOfRangeQueryParameterValue, "maxresults", v, "must be at least 1")
+	}
+	return min(n, 5000), nil
+}
+
+// parseInclude validates include= against the values the operation knows.
+func parseInclude(req *request, known ...string) (map[string]bool, error) {
+	out := map[string]bool{}
+	v := req.query["include"]
+	if v == "" {
+		return out, nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		ok := false
+		for _, k := range known {
+			ok = ok || k == p
+		}
+		if !ok {
+			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "include", v, "unknown value "+p)
+		}
+		out[p] = true
+	}
+	return out, nil
+}
+
+// List Containers: GET /?comp=list → 200 (contract §9.2).
+func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *request) error {
+	max, err := parseMaxResults(req)
+	if err != nil {
+		return err
+	}
+	include, err := parseInclude(req, "metadata", "deleted", "system")
+	if err != nil {
+		return err
+	}
+	prefix, marker := req.query["prefix"], req.query["marker"]
+	rows, next, now, err := s.db.ListContainers(r.Context(), req.account, prefix, marker, max)
+	if err != nil {
+		return err
+	}
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
+	xmlEscape(&x.Builder, serviceEndpoint(r, req))
+	x.WriteString(`">`)
+	if _, ok := req.query["prefix"]; ok {
+		x.elem("Prefix", prefix)
+	}
+	if marker != "" {
+		x.elem("Marker", marker)
+	}
+	if _, ok := req.query["maxresults"]; ok {
+		x.elem("MaxResults", strconv.Itoa(max))
+	}
+	x.open("Containers")
+	for _, c := range rows {
+		x.open("Container")
+		x.elem("Name", c.Name)
+		x.open("Properties")
+		x.elem("Last-Modified", httpTime(c.LastModified))
+		x.elem("Etag", c.ETag)
+		status, state, duration := c.Lease.Headers(now)
+		x.elem("LeaseStatus", status)
+		x.elem("LeaseState", state)
+		if duration != "" {
+			x.elem("LeaseDuration", duration)
+		}
+		if c.PublicAccess != "" {
+			x.elem("PublicAccess", c.PublicAccess)
+		}
+		x.elem("DefaultEncryptionScope", "$account-encryption-key")
+		x.elem("DenyEncryptionScopeOverride", "false")
+		x.elem("HasImmutabilityPolicy", "false")
+		x.elem("HasLegalHold", "false")
+		x.close("Properties")
+		if include["metadata"] {
+			x.metadata(c.Metadata)
+		}
+		x.close("Container")
+	}
+	x.close("Containers")
+	x.elem("NextMarker", next)
+	x.close("EnumerationResults")
+	x.send(w)
+	return nil
+}
+
+// List Blobs: GET ?restype=container&comp=list → 200 (contract §9.1).
+func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request) error {
+	max, err := parseMaxResults(req)
+	if err != nil {
+		return err
+	}
+	include, err := parseInclude(req, "metadata", "snapshots", "uncommittedblobs", "copy", "deleted", "tags", "versions",
+		"deletedwithversions", "immutabilitypolicy", "legalhold", "permissions")
+	if err != nil {
+		return err
+	}
+	prefix, delimiter, marker := req.query["prefix"], req.query["delimiter"], req.query["marker"]
+	if delimiter != "" && include["snapshots"] {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "include", req.query["include"], "snapshots cannot be listed with a delimiter")
+	}
+	res, err := s.db.ListBlobs(r.Context(), req.account, req.container, prefix, delimiter, marker, max)
+	if err != nil {
+		return err
+	}
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
+	xmlEscape(&x.Builder, serviceEndpoint(r, req))
+	x.WriteString(`" ContainerName="`)
+	xmlEscape(&x.Builder, req.container)
+	x.WriteString(`">`)
+	if _, ok := req.query["prefix"]; ok {
+		x.elem("Prefix", prefix)
+	}
+	if marker != "" {
+		x.elem("Marker", marker)
+	}
+	if _, ok := req.query["maxresults"]; ok {
+		x.elem("MaxResults", strconv.Itoa(max))
+	}
+	if delimiter != "" {
+		x.elem("Delimiter", delimiter)
+	}
+	x.open("Blobs")
+	for _, it := range res.Items {
+		if it.Prefix != "" {
+			x.open("BlobPrefix")
+			x.elem("Name", it.Prefix)
+			x.close("BlobPrefix")
+			continue
+		}
+		writeBlobEntry(&x, it.Blob, include, res.Now)
+	}
+	x.close("Blobs")
+	x.elem("NextMarker", res.Next)
+	x.close("EnumerationResults")
+	x.send(w)
+	return nil
+}
+
+func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time) {
+	x.open("Blob")
+	x.elem("Name", b.Name)
+	x.open("Properties")
+	x.elem("Creation-Time", httpTime(b.Created))
+	x.elem("Last-Modified", httpTime(b.LastModified))
+	x.elem("Etag", strings.Trim(b.ETag, `"`))
+	x.elem("Content-Length", strconv.FormatInt(b.Size, 10))
+	ct := b.Props.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	x.elem("Content-Type", ct)
+	x.elem("Content-Encoding", b.Props.ContentEncoding)
+	x.elem("Content-Language", b.Props.ContentLanguage)
+	x.elem("Content-CRC64", "")
+	md5 := ""
+	if b.Props.ContentMD5 != nil {
+		md5 = b64(b.Props.ContentMD5)
+	}
+	x.elem("Content-MD5", md5)
+	x.elem("Cache-Control", b.Props.CacheControl)
+	x.elem("Content-Disposition", b.Props.ContentDisposition)
+	x.elem("BlobType", b.Type)
+	status, state, duration := b.Lease.Headers(now)
+	x.elem("LeaseStatus", status)
+	x.elem("LeaseState", state)
+	if duration != "" {
+		x.elem("LeaseDuration", duration)
+	}
+	x.elem("ServerEncrypted", "true")
+	x.close("Properties")
+	if include["metadata"] {
+		x.metadata(b.Metadata)
+	}
+	x.close("Blob")
+}

@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+type handler func(w http.ResponseWriter, r *http.Request, req *request) error
+
+// route picks the operation from method + restype + comp + discriminating
+// headers (contract §1.3).
+func (s *Server) route(r *http.Request, req *request) (handler, error) {
+	restype, comp := req.query["restype"], req.query["comp"]
+	m := r.Method
+	get := m == http.MethodGet || m == http.MethodHead
+	if restype == "account" && comp == "properties" && get {
+		return s.getAccountInfo, nil
+	}
+	switch {
+	case req.container == "":
+		switch {
+		case comp == "list" && m == http.MethodGet:
+			return s.listContainers, nil
+		case restype == "service" && comp == "properties" && get:
+			return s.getServiceProperties, nil
+		case restype == "service" && comp == "properties" && m == http.MethodPut:
+			return s.setServiceProperties, nil
+		}
+	case req.blob == "":
+		if restype != "container" {
+			break
+		}
+		switch comp {
+		case "":
+			switch {
+			case m == http.MethodPut:
+				return s.createContainer, nil
+			case get:
+				return s.getContainerProperties, nil
+			case m == http.MethodDelete:
+				return s.deleteContainer, nil
+			}
+		case "metadata":
+			switch {
+			case get:
+				return s.getContainerProperties, nil
+			case m == http.MethodPut:
+				return s.setContainerMetadata, nil
+			}
+		case "acl":
+			switch {
+			case get:
+				return s.getContainerACL, nil
+			case m == http.MethodPut:
+				return s.setContainerACL, nil
+			}
+		case "list":
+			if m == http.MethodGet {
+				return s.listBlobs, nil
+			}
+		case "lease":
+			if m == http.MethodPut {
+				return s.notImplemented, nil
+			}
+		default:
+			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		}
+	default:
+		if _, ok := req.query["snapshot"]; ok {
+			return s.notImplemented, nil
+		}
+		switch comp {
+		case "":
+			switch {
+			case m == http.MethodPut:
+				if r.Header.Get("x-ms-copy-source") != "" {
+					return s.notImplemented, nil
+				}
+				return s.putBlob, nil
+			case get:
+				return s.getBlob, nil
+			case m == http.MethodDelete:
+				return s.deleteBlob, nil
+			}
+		case "metadata":
+			switch {
+			case get:
+				return s.getBlob, nil
+			case m == http.MethodPut:
+				return s.setBlobMetadata, nil
+			}
+		case "properties":
+			if m == http.MethodPut {
+				return s.setBlobProperties, nil
+			}
+		case "lease", "snapshot", "block", "blocklist", "appendblock", "seal", "tags", "tier", "copy":
+			return s.notImplemented, nil
+		default:
+			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		}
+	}
+	return nil, svcerr.New(svcerr.UnsupportedHttpVerb)
+}
+
+func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request, req *request) error {
+	return svcerr.New(svcerr.NotImplemented)
+}

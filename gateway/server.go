@@ -1,0 +1,253 @@
+// Package gateway speaks the Azure Blob Storage REST dialect: it routes Blob
+// operations, authenticates them (Shared Key), parses headers, and ties the
+// byte backend to the metadata store along the write and read paths of
+// design.md. Handlers glue: decisions live in leasedb, signing in
+// gateway/auth. The gateway never holds a whole blob in memory, never writes
+// over bytes a reader may stream, and never answers a conflict with a 5xx.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/gateway/auth"
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+	"github.com/google/uuid"
+)
+
+// DefaultVersion is echoed in x-ms-version when a request carries none.
+const DefaultVersion = "2025-11-05"
+
+// Options tune a Server. Zero values take the defaults noted.
+type Options struct {
+	// IntentTTL is how long an upload may take before its staged object
+	// becomes collectable (default 24h).
+	IntentTTL time.Duration
+	// MaxPutBlobSize caps a single Put Blob body (default 5000 MiB).
+	MaxPutBlobSize int64
+	// EmulatorHosts are extra host names treated as path-style.
+	EmulatorHosts []string
+	// Now is the gateway's clock for Shared Key date checks (default time.Now).
+	Now func() time.Time
+}
+
+// Server is an http.Handler serving the Blob REST API.
+type Server struct {
+	db       *leasedb.DB
+	backend  backends.Backend
+	accounts auth.Accounts
+	log      *slog.Logger
+	opt      Options
+
+	svcProps *serviceProps
+}
+
+// New returns a Server.
+func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *slog.Logger, opt Options) *Server {
+	if opt.IntentTTL <= 0 {
+		opt.IntentTTL = 24 * time.Hour
+	}
+	if opt.MaxPutBlobSize <= 0 {
+		opt.MaxPutBlobSize = 5000 << 20
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, svcProps: newServiceProps()}
+}
+
+// request is the parsed addressing of one call.
+type request struct {
+	id        string
+	version   string
+	account   string
+	container string
+	blob      string
+	query     map[string]string // lowercased keys, first value
+	start     time.Time
+}
+
+func (q *request) ref() leasedb.BlobRef {
+	return leasedb.BlobRef{Account: q.account, Container: q.container, Name: q.blob}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := &request{id: uuid.NewString(), start: time.Now()}
+	h := w.Header()
+	h.Set("x-ms-request-id", req.id)
+	h.Set("Server", "blobgw")
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	req.version = r.Header.Get("x-ms-version")
+	if req.version == "" {
+		h.Set("x-ms-version", DefaultVersion)
+	} else {
+		h.Set("x-ms-version", req.version)
+	}
+	if id := r.Header.Get("x-ms-client-request-id"); id != "" && len(id) <= 1024 {
+		h.Set("x-ms-client-request-id", id)
+	}
+	rw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "request_id", req.id, "panic", p)
+			if !rw.wrote {
+				s.writeError(rw, r, req, svcerr.New(svcerr.InternalError))
+			}
+		}
+		s.log.Debug("request", "request_id", req.id, "method", r.Method, "uri", r.RequestURI,
+			"status", rw.status, "duration", time.Since(req.start))
+	}()
+	if err := s.serve(rw, r, req); err != nil {
+		s.writeError(rw, r, req, err)
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) error {
+	if v := req.version; v != "" && !versionRE.MatchString(v) {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-version", v)
+	}
+	req.query = lowerQuery(r)
+	if err := s.parseAddress(r, req); err != nil {
+		return err
+	}
+	if _, ok := s.accounts.Lookup(req.account); !ok {
+		return svcerr.New(svcerr.ResourceNotFound)
+	}
+	if _, err := auth.VerifySharedKey(r, s.accounts, req.account, s.opt.Now()); err != nil {
+		if err == auth.ErrNoCredentials {
+			return svcerr.New(svcerr.NoAuthenticationInformation)
+		}
+		return err
+	}
+	h, err := s.route(r, req)
+	if err != nil {
+		return err
+	}
+	return h(w, r, req)
+}
+
+var versionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+func lowerQuery(r *http.Request) map[string]string {
+	out := map[string]string{}
+	for k, v := range r.URL.Query() {
+		lk := strings.ToLower(k)
+		if _, dup := out[lk]; !dup && len(v) > 0 {
+			out[lk] = v[0]
+		}
+	}
+	return out
+}
+
+// parseAddress splits the URL into account, container and blob (contract
+// §1.1): path-style for IP literals, dot-free hosts and configured emulator
+// names; host-style (first DNS label) otherwise.
+func (s *Server) parseAddress(r *http.Request, req *request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	pathStyle := host == "" || net.ParseIP(host) != nil || !strings.Contains(host, ".")
+	for _, e := range s.opt.EmulatorHosts {
+		if strings.EqualFold(e, host) {
+			pathStyle = true
+		}
+	}
+	if pathStyle {
+		acct, rest, _ := strings.Cut(path, "/")
+		req.account, path = acct, rest
+	} else {
+		req.account = strings.ToLower(strings.SplitN(host, ".", 2)[0])
+	}
+	if req.account == "" {
+		return svcerr.New(svcerr.InvalidUri)
+	}
+	container, blob, _ := strings.Cut(path, "/")
+	req.container = container
+	req.blob = strings.ReplaceAll(blob, `\`, "/")
+	if req.container != "" && !validContainerName(req.container) {
+		return svcerr.New(svcerr.InvalidResourceName)
+	}
+	if req.blob != "" && (len(req.blob) > 1024 || strings.ContainsRune(req.blob, 0)) {
+		return svcerr.New(svcerr.InvalidResourceName)
+	}
+	return nil
+}
+
+var containerNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
+
+// validContainerName: 3–63 of a-z0-9-, starting and ending with a letter or
+// digit, no "--" (contract §1.1). $root is Azure's implicit container.
+func validContainerName(n string) bool {
+	if n == "$root" {
+		return true
+	}
+	return len(n) >= 3 && len(n) <= 63 && containerNameRE.MatchString(n)
+}
+
+// newKey returns a fresh backend key. 128 random bits: never reused.
+func newKey() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	x := hex.EncodeToString(b[:])
+	return "b/" + x[:2] + "/" + x[2:4] + "/" + x
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = 200, true
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// RunCollector deletes due backend objects every interval until ctx ends.
+func (s *Server) RunCollector(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Collect(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("collector", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

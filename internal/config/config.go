@@ -1,0 +1,177 @@
+// Package config loads blobgw's settings from a YAML file, BLOBGW_*
+// environment variables and command-line flags (flags override the
+// environment, which overrides the file). It validates everything up front
+// so a bad setting is one clear line before anything starts.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/blobgw/blobgw/gateway/auth"
+	"gopkg.in/yaml.v3"
+)
+
+// DevAccountName and DevAccountKey are Azure's published development
+// account (contract §1.2); used when no account is configured.
+const (
+	DevAccountName = "devstoreaccount1"
+	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// Account is one configured storage account.
+type Account struct {
+	Name string   `yaml:"name"`
+	Keys []string `yaml:"keys"`
+}
+
+// Config is every setting; config.example.yaml documents each key.
+type Config struct {
+	Listen           string        `yaml:"listen"`
+	DataDir          string        `yaml:"data_dir"`
+	Metadata         string        `yaml:"metadata"`
+	Backend          string        `yaml:"backend"`
+	Accounts         []Account     `yaml:"accounts"`
+	GCGrace          time.Duration `yaml:"gc_grace"`
+	GCInterval       time.Duration `yaml:"gc_interval"`
+	IntentTTL        time.Duration `yaml:"intent_ttl"`
+	StrictConditions bool          `yaml:"strict_conditions"`
+	EmulatorHosts    []string      `yaml:"emulator_hosts"`
+	LogLevel         string        `yaml:"log_level"`
+}
+
+// Default is the zero-set-up configuration: the dev account on
+// 127.0.0.1:10000, bytes under ./data, metadata in ./data/blobgw.db.
+func Default() Config {
+	return Config{
+		Listen:     "127.0.0.1:10000",
+		DataDir:    "./data",
+		Backend:    "disk",
+		GCGrace:    15 * time.Minute,
+		GCInterval: 30 * time.Second,
+		IntentTTL:  24 * time.Hour,
+		LogLevel:   "info",
+	}
+}
+
+// LoadFile merges a YAML file over c. Unknown keys are errors: a typo must
+// not silently fall back to a default.
+func (c *Config) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config file %s: %v", path, err)
+	}
+	return nil
+}
+
+// ParseAccounts parses "name:key1[,key2][;name2:key...]" (the BLOBGW_ACCOUNTS
+// and --account form).
+func ParseAccounts(specs []string) ([]Account, error) {
+	var out []Account
+	for _, spec := range specs {
+		for _, one := range strings.Split(spec, ";") {
+			one = strings.TrimSpace(one)
+			if one == "" {
+				continue
+			}
+			name, keys, ok := strings.Cut(one, ":")
+			if !ok || name == "" || keys == "" {
+				return nil, fmt.Errorf("account %q: want name:key[,key2]", redact(one))
+			}
+			out = append(out, Account{Name: name, Keys: strings.Split(keys, ",")})
+		}
+	}
+	return out, nil
+}
+
+func redact(s string) string {
+	name, _, _ := strings.Cut(s, ":")
+	return name + ":…"
+}
+
+// Validate checks every setting and fills derived defaults (the dev
+// account when none is configured, the SQLite path under the data dir).
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		return errors.New("listen: empty address")
+	}
+	if c.DataDir == "" {
+		return errors.New("data_dir: empty")
+	}
+	if c.Metadata == "" {
+		c.Metadata = filepath.Join(c.DataDir, "blobgw.db")
+	}
+	if c.Backend != "disk" {
+		return fmt.Errorf("backend: %q is not supported (supported: disk)", c.Backend)
+	}
+	if len(c.Accounts) == 0 {
+		c.Accounts = []Account{{Name: DevAccountName, Keys: []string{DevAccountKey}}}
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Accounts {
+		if !validAccountName(a.Name) {
+			return fmt.Errorf("accounts: %q is not a valid account name (3-24 lowercase letters and digits)", a.Name)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("accounts: %q configured twice", a.Name)
+		}
+		seen[a.Name] = true
+		if len(a.Keys) == 0 || len(a.Keys) > 2 {
+			return fmt.Errorf("accounts: %q needs one or two keys", a.Name)
+		}
+		for i, k := range a.Keys {
+			if _, err := auth.DecodeKey(k); err != nil {
+				return fmt.Errorf("accounts: %q key %d is not valid base64", a.Name, i+1)
+			}
+		}
+	}
+	if c.GCGrace < 0 || c.GCInterval <= 0 || c.IntentTTL <= 0 {
+		return errors.New("gc_grace must be ≥ 0, gc_interval and intent_ttl > 0")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level: %q (want debug, info, warn or error)", c.LogLevel)
+	}
+	return nil
+}
+
+func validAccountName(n string) bool {
+	if len(n) < 3 || len(n) > 24 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// AuthAccounts builds the verifier's account table.
+func (c *Config) AuthAccounts() (auth.MapAccounts, error) {
+	m := auth.MapAccounts{}
+	for _, a := range c.Accounts {
+		acct := &auth.Account{Name: a.Name}
+		for _, k := range a.Keys {
+			key, err := auth.DecodeKey(k)
+			if err != nil {
+				return nil, err
+			}
+			acct.Keys = append(acct.Keys, key)
+		}
+		m[a.Name] = acct
+	}
+	return m, nil
+}

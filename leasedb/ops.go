@@ -1,0 +1,600 @@
+package leasedb
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// DB is the operation layer: each method is one Blob operation's metadata
+// decision, taken in one transaction under the row lock, with the rules in
+// conditions.go and lease.go. The gateway calls only these.
+type DB struct {
+	Store Store
+	// Grace is how long replaced backend objects stay readable after an
+	// overwrite or delete, so a reader that started before finishes on the
+	// old bytes.
+	Grace time.Duration
+	// StrictConditions rejects the header combinations the docs forbid on
+	// writes (ValidateWrite); off by default.
+	StrictConditions bool
+}
+
+// BlobRef names a blob.
+type BlobRef struct {
+	Account, Container, Name string
+}
+
+func (r BlobRef) String() string { return r.Account + "/" + r.Container + "/" + r.Name }
+
+func blobResource(b *Blob) Resource {
+	if b == nil {
+		return Resource{}
+	}
+	return Resource{Exists: true, ETag: b.ETag, LastModified: b.LastModified}
+}
+
+func containerResource(c *Container) Resource {
+	if c == nil {
+		return Resource{}
+	}
+	return Resource{Exists: true, ETag: c.ETag, LastModified: c.LastModified}
+}
+
+// ---- containers ----
+
+// CreateContainer creates a container; 409 ContainerAlreadyExists if taken.
+func (d *DB) CreateContainer(ctx context.Context, account, name string, meta map[string]string, access string) (*Container, error) {
+	var out *Container
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		c := &Container{Account: account, Name: name, ETag: etag, LastModified: now, Metadata: meta, PublicAccess: access}
+		if err := tx.InsertContainer(ctx, c); err != nil {
+			if errors.Is(err, ErrExists) {
+				return svcerr.New(svcerr.ContainerAlreadyExists)
+			}
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// GetContainer reads a container; a lease id, when given, must match an
+// active lease (contract §6).
+func (d *DB) GetContainer(ctx context.Context, account, name, leaseID string) (*Container, time.Time, error) {
+	var out *Container
+	var now time.Time
+	err := d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, account, name, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		if now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, now, err
+}
+
+// SetContainerMetadata replaces the container's metadata (new ETag).
+func (d *DB) SetContainerMetadata(ctx context.Context, account, name, leaseID string, cond Conditions, meta map[string]string) (*Container, error) {
+	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
+		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		c.Metadata, c.ETag, c.LastModified = meta, etag, now
+		return tx.UpdateContainer(ctx, c)
+	})
+}
+
+// SetContainerAccess sets the public access level (Set Container ACL).
+func (d *DB) SetContainerAccess(ctx context.Context, account, name, leaseID string, cond Conditions, access string) (*Container, error) {
+	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
+		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		c.PublicAccess, c.ETag, c.LastModified = access, etag, now
+		return tx.UpdateContainer(ctx, c)
+	})
+}
+
+func (d *DB) mutateContainer(ctx context.Context, account, name string, fn func(tx Tx, now time.Time, c *Container) error) (*Container, error) {
+	var out *Container
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, account, name, LockExclusive)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, now, c); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// DeleteContainer deletes the container and every blob in it; their backend
+// objects are queued for collection after the grace period. A leased
+// container needs its lease id (contract §6); leased blobs inside do not
+// block the delete (§5.4).
+func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string, cond Conditions) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, account, name, LockExclusive)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := CheckWriteLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		keys, err := tx.DeleteContainer(ctx, account, name)
+		if err != nil {
+			return err
+		}
+		return tx.AddGC(ctx, keys, now.Add(d.Grace))
+	})
+}
+
+// ListContainers lists one page; next is "" on the last page.
+func (d *DB) ListContainers(ctx context.Context, account, prefix, marker string, max int) (out []*Container, next string, now time.Time, err error) {
+	err = d.Store.View(ctx, func(tx Tx) error {
+		if now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		rows, err := tx.ListContainers(ctx, account, prefix, marker, max+1)
+		if err != nil {
+			return err
+		}
+		if len(rows) > max {
+			rows = rows[:max]
+			next = rows[max-1].Name
+		}
+		out = rows
+		return nil
+	})
+	return out, next, now, err
+}
+
+// ---- blobs ----
+
+// GetBlob reads a committed blob row for Get Blob / Get Blob Properties:
+// 404 when absent, then the read lease check, then the read conditions
+// (ErrNotModified for 304). The returned time is the database clock, for
+// computing lease headers.
+func (d *DB) GetBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) (*Blob, time.Time, error) {
+	var out *Blob
+	var now time.Time
+	err := d.Store.View(ctx, func(tx Tx) error {
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				return svcerr.New(svcerr.ContainerNotFound)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		if now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+			return err
+		}
+		if err := EvalRead(cond, blobResource(b)); err != nil {
+			// The row is still returned with a 304 so the caller can send
+			// its ETag and Last-Modified.
+			out = b
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, now, err
+}
+
+// blobTx locks the container (shared) and the blob name (exclusive) and
+// hands fn the current row (nil when absent) and the database clock.
+func (d *DB) blobTx(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, ref.Account, ref.Container, LockShare)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockExclusive)
+		if err != nil {
+			return err
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return fn(tx, now, b)
+	})
+}
+
+func (d *DB) checkWrite(cond Conditions) error {
+	if d.StrictConditions {
+		return ValidateWrite(cond)
+	}
+	return nil
+}
+
+// PutBlobRequest is the metadata half of Put Blob: the bytes are already
+// durable in the backend under the keys in Extents, each recorded as an
+// upload intent.
+type PutBlobRequest struct {
+	Ref      BlobRef
+	Type     string
+	Props    Props
+	Metadata map[string]string
+	Extents  []Extent
+	LeaseID  string
+	Cond     Conditions
+}
+
+// PutBlob commits a new version of a blob (contract §3.10 order: lease,
+// conditions, create-only). The intents of the new extents are taken (a
+// commit whose intent the collector claimed fails), the row swings to the
+// new extents with a new ETag, and the replaced extents are queued for
+// collection after the grace period. An active lease is kept (§5.5).
+func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, error) {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return nil, err
+	}
+	var out *Blob
+	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
+		lease := Lease{}
+		if old != nil {
+			var err error
+			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
+				return err
+			}
+		} else if req.LeaseID != "" {
+			// Put Blob with a lease id on a blob that does not exist
+			// (contract §5.4).
+			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
+		}
+		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
+			return err
+		}
+		for _, e := range req.Extents {
+			ok, err := tx.TakeIntent(ctx, e.Key)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
+			}
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		var size int64
+		for _, e := range req.Extents {
+			size += e.Size
+		}
+		b := &Blob{
+			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
+			Type: req.Type, ETag: etag, Created: now, LastModified: now, Size: size,
+			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
+		}
+		if old != nil {
+			b.Created = old.Created
+			if err := tx.AddGC(ctx, old.Keys(), now.Add(d.Grace)); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// updateBlob is the shared shape of Set Blob Properties / Set Blob Metadata:
+// existing blob, write lease check, update-kind conditions, new ETag.
+func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, mutate func(b *Blob)) (*Blob, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
+	var out *Blob
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if b == nil {
+			if len(cond.IfMatch) > 0 {
+				return svcerr.New(svcerr.ConditionNotMet)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+		if err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		mutate(b)
+		b.Lease, b.ETag, b.LastModified = lease, etag, now
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// SetBlobProperties replaces the blob's system properties wholesale (as
+// Azure does: properties not sent are cleared), keeping Content-MD5 unless
+// a new one is given.
+func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
+	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
+		md5 := b.Props.ContentMD5
+		b.Props = p
+		if p.ContentMD5 == nil {
+			b.Props.ContentMD5 = md5
+		}
+	})
+}
+
+// SetBlobMetadata replaces the blob's metadata.
+func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
+	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) { b.Metadata = meta })
+}
+
+// DeleteBlob deletes a committed blob; its objects are collected after the
+// grace period.
+func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) error {
+	if err := d.checkWrite(cond); err != nil {
+		return err
+	}
+	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if b == nil {
+			if len(cond.IfMatch) > 0 {
+				return svcerr.New(svcerr.ConditionNotMet)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+			return err
+		}
+		if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+			return err
+		}
+		return tx.AddGC(ctx, b.Keys(), now.Add(d.Grace))
+	})
+}
+
+// ListResult is one page of List Blobs. Items holds blobs and prefixes in
+// name order; a prefix item has Prefix set and Blob nil.
+type ListResult struct {
+	Items []ListItem
+	Next  string // opaque marker; "" on the last page
+	Now   time.Time
+}
+
+// ListItem is a blob or a virtual directory (BlobPrefix).
+type ListItem struct {
+	Blob   *Blob
+	Prefix string
+}
+
+// maxRune sorts after every character a blob name can contain (names are
+// UTF-8; U+10FFFF is a noncharacter), so prefix+maxRune skips every name
+// under prefix.
+const maxRune = "\U0010FFFF"
+
+// EncodeMarker and DecodeMarker make the listing cursor opaque: it means
+// "resume strictly after this name", which keeps paging stable under
+// concurrent writes (contract §9.1).
+func EncodeMarker(after string) string {
+	if after == "" {
+		return ""
+	}
+	return "1" + base64.RawURLEncoding.EncodeToString([]byte(after))
+}
+
+// DecodeMarker reverses EncodeMarker.
+func DecodeMarker(m string) (string, error) {
+	if m == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(m, "1") {
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, "unknown marker")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(m[1:])
+	if err != nil {
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, "malformed marker")
+	}
+	return string(b), nil
+}
+
+// ListBlobs lists one page of committed blobs under prefix. With a
+// delimiter, names that contain it after the prefix roll up into one
+// BlobPrefix item each; every item counts toward max (contract §9.1).
+func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimiter, marker string, max int) (*ListResult, error) {
+	after, err := DecodeMarker(marker)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListResult{}
+	err = d.Store.View(ctx, func(tx Tx) error {
+		res.Items, res.Next = nil, ""
+		c, err := tx.Container(ctx, account, container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		if res.Now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		cursor := after
+		lastPrefix := ""
+		batch := max + 1
+		if batch < 16 {
+			batch = 16
+		}
+		for {
+			rows, err := tx.ListBlobs(ctx, account, container, prefix, cursor, batch)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			requery := false
+			for _, b := range rows {
+				item, next := ListItem{Blob: b}, b.Name
+				if delimiter != "" {
+					rest := b.Name[len(prefix):]
+					if i := strings.Index(rest, delimiter); i >= 0 {
+						p := prefix + rest[:i+len(delimiter)]
+						if p == lastPrefix {
+							cursor = b.Name
+							continue
+						}
+						item, next, lastPrefix = ListItem{Prefix: p}, p+maxRune, p
+					}
+				}
+				if len(res.Items) == max {
+					// At least one more item exists: the page is full.
+					res.Next = EncodeMarker(cursor)
+					return nil
+				}
+				res.Items = append(res.Items, item)
+				cursor = next
+				if item.Prefix != "" {
+					// Resume past the prefix instead of walking every
+					// name under it.
+					requery = true
+					break
+				}
+			}
+			if !requery && len(rows) < batch {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Precheck evaluates container existence, the write lease check and the
+// write conditions against the unlocked row: the write path's step 2, so a
+// request that will certainly fail is refused before any byte is read. The
+// commit re-checks everything under the lock.
+func (d *DB) Precheck(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, kind WriteKind) error {
+	if err := d.checkWrite(cond); err != nil {
+		return err
+	}
+	return d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+				return err
+			}
+		} else if leaseID != "" && kind == CreateWrite {
+			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
+		}
+		return EvalWrite(cond, blobResource(b), kind)
+	})
+}
+
+// AddIntent records an upload intent for key, collectable after ttl unless
+// a commit takes it first.
+func (d *DB) AddIntent(ctx context.Context, key string, ttl time.Duration) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return tx.AddIntent(ctx, key, now.Add(ttl))
+	})
+}

@@ -1,0 +1,520 @@
+// Package pgtest runs a throwaway PostgreSQL server for tests: initdb into a
+// temporary directory, postgres on a free 127.0.0.1 port, one fresh
+// database per test.
+//
+// Typical use shares one server per test binary:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		dsn := pgtest.Start(t) // a fresh, empty database owned by this test
+//		...
+//	}
+//
+// Main starts nothing by itself; it stops the shared server (and removes its
+// directory) after the tests if one was started. Packages that want their
+// own server call StartServer and Server.NewDatabase.
+//
+// When the PostgreSQL binaries are missing, Start fails the test if the
+// environment variable CI is set (to anything but "false" or "0") and skips
+// it otherwise. This package must never skip silently in CI, never leave a
+// server running after the test binary exits (the server gets a parent-death
+// signal as a last resort), and never touch a server it did not start.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNotInstalled is returned by StartServer when initdb or postgres cannot
+// be found.
+var ErrNotInstalled = errors.New("pgtest: PostgreSQL server binaries (initdb, postgres) not found on PATH or in /usr/lib/postgresql/*/bin")
+
+const dirPrefix = "blobgw-pgtest-"
+
+// Server is one running PostgreSQL server started by this package.
+type Server struct {
+	dir  string // temporary root: data/, the socket, the log
+	port int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the postgres process has exited
+
+	admin *pgxpool.Pool // connected to the "postgres" database
+	seq   atomic.Int64
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// binaries locates initdb and postgres, from one installation.
+func binaries() (initdb, postgres string, err error) {
+	var dirs []string
+	if d := os.Getenv("PGTEST_BINDIR"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			dirs = append(dirs, filepath.Dir(r))
+		}
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	installed, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(installed, func(i, j int) bool { // newest major first
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(installed[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(installed[j])))
+		return vi > vj
+	})
+	dirs = append(dirs, installed...)
+	for _, d := range dirs {
+		i, p := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
+		if isExec(i) && isExec(p) {
+			return i, p, nil
+		}
+	}
+	return "", "", ErrNotInstalled
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// runAs says which user the server runs as: initdb refuses root, so as
+// root it is the "postgres" user; otherwise the current user (nil).
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root, and initdb refuses root, but there is no postgres user to run as: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("pgtest: postgres user has uid %q gid %q", u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+// StartServer runs initdb in a new temporary directory and starts postgres
+// on a free port. The caller must call Stop. It returns an error wrapping
+// ErrNotInstalled when the binaries are missing.
+func StartServer() (*Server, error) {
+	initdb, postgres, err := binaries()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	sweepStale()
+
+	base := os.TempDir()
+	if len(base) > 60 { // the socket path must stay under ~107 bytes
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, dirPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	s := &Server{dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("pgtest: chown %s to postgres: %w", dir, err)
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+
+	if err := s.initdb(initdb, cred); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		retry, err := s.start(postgres, cred, port)
+		if err == nil {
+			ok = true
+			return s, nil
+		}
+		lastErr = err
+		if !retry {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// initdb creates the cluster. It prefers an ICU en-US default collation so
+// that tests would notice a name column that forgot COLLATE "C"; it falls
+// back to the C locale where ICU is unavailable.
+func (s *Server) initdb(initdb string, cred *syscall.Credential) error {
+	data := filepath.Join(s.dir, "data")
+	common := []string{"-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"}
+	variants := [][]string{
+		{"--locale=C.UTF-8", "--locale-provider=icu", "--icu-locale=en-US"},
+		{"--no-locale"},
+	}
+	var out []byte
+	var err error
+	for _, v := range variants {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, initdb, append(append([]string(nil), common...), v...)...)
+		s.prepare(cmd, cred)
+		out, err = cmd.CombinedOutput()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		os.RemoveAll(data)
+	}
+	return fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+}
+
+// prepare sets what every child process gets: the server's user, a clean
+// environment, the temporary directory as working directory, and a
+// parent-death signal so a test binary that dies does not leave it behind.
+func (s *Server) prepare(cmd *exec.Cmd, cred *syscall.Credential) {
+	cmd.Dir = s.dir
+	env := []string{"HOME=" + s.dir, "LC_ALL=C.UTF-8"}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PG") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "LC_") || strings.HasPrefix(kv, "LANG") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	// The kernel applies the parent-death signal after the user switch (Go
+	// sets it after setuid), so it survives Credential.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+}
+
+// start runs postgres on port and waits until it accepts connections.
+// retry reports whether another port may help (the port was taken).
+func (s *Server) start(postgres string, cred *syscall.Credential, port int) (retry bool, err error) {
+	logPath := filepath.Join(s.dir, "postgres.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("pgtest: %w", err)
+	}
+	defer logf.Close() // the child has its own descriptor
+	cmd := exec.Command(postgres,
+		"-D", filepath.Join(s.dir, "data"),
+		"-k", s.dir,
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=200",
+		"-c", "log_min_messages=warning",
+	)
+	s.prepare(cmd, cred)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return false, fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done, s.port = cmd, done, port
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-done:
+			log, _ := os.ReadFile(logPath)
+			s.cmd, s.done = nil, nil
+			taken := bytes.Contains(log, []byte("could not bind")) || bytes.Contains(log, []byte("already in use")) ||
+				bytes.Contains(log, []byte("could not create any TCP/IP sockets"))
+			return taken, fmt.Errorf("pgtest: postgres exited during start-up (%v):\n%s", cmd.ProcessState, tail(log))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		pool, err := pgxpool.New(ctx, s.DSN("postgres"))
+		if err == nil {
+			err = pool.Ping(ctx)
+			if err == nil {
+				cancel()
+				s.admin = pool
+				return false, nil
+			}
+			pool.Close()
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			return false, fmt.Errorf("pgtest: postgres not ready after 60s: %v\n%s", err, tail(log))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 4000 {
+		return b[len(b)-4000:]
+	}
+	return b
+}
+
+// freePort asks the kernel for a free port. Another process may take it
+// before postgres binds it; StartServer then retries with a new one.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// DSN returns the URL of database on this server (superuser postgres, no
+// password).
+func (s *Server) DSN(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
+}
+
+// Port returns the TCP port the server listens on (127.0.0.1).
+func (s *Server) Port() int { return s.port }
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// CreateDatabase creates a new empty database and returns its DSN. The name
+// is derived from hint and made unique.
+func (s *Server) CreateDatabase(ctx context.Context, hint string) (name, dsn string, err error) {
+	if s.admin == nil {
+		return "", "", errors.New("pgtest: server is not running")
+	}
+	name = fmt.Sprintf("t%d_%s", s.seq.Add(1), unsafeChars.ReplaceAllString(strings.ToLower(hint), "_"))
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", "", fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	return name, s.DSN(name), nil
+}
+
+// DropDatabase drops a database, disconnecting whoever is still connected.
+func (s *Server) DropDatabase(ctx context.Context, name string) error {
+	if s.admin == nil {
+		return errors.New("pgtest: server is not running")
+	}
+	if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("pgtest: drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// NewDatabase creates a fresh database for t, dropped when t ends, and
+// returns its DSN.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name, dsn, err := s.CreateDatabase(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.DropDatabase(ctx, name); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return dsn
+}
+
+// Stop shuts the server down (fast shutdown, then immediate, then kill)
+// and removes its directory. It is safe to call more than once.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		if s.admin != nil {
+			s.admin.Close()
+		}
+		if s.cmd != nil {
+			s.stopErr = stopProcess(s.cmd.Process, s.done)
+		}
+		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
+			s.stopErr = fmt.Errorf("pgtest: remove %s: %w", s.dir, err)
+		}
+	})
+	return s.stopErr
+}
+
+// stopProcess asks postgres to shut down: SIGINT is a fast shutdown, SIGQUIT
+// an immediate one; SIGKILL is the last resort.
+func stopProcess(p *os.Process, done <-chan struct{}) error {
+	for _, step := range []struct {
+		sig  os.Signal
+		wait time.Duration
+	}{{syscall.SIGINT, 30 * time.Second}, {syscall.SIGQUIT, 10 * time.Second}, {syscall.SIGKILL, 10 * time.Second}} {
+		if err := p.Signal(step.sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("pgtest: signal postgres (pid %d): %w", p.Pid, err)
+		}
+		select {
+		case <-done:
+			return nil
+		case <-time.After(step.wait):
+		}
+	}
+	return fmt.Errorf("pgtest: postgres (pid %d) did not exit", p.Pid)
+}
+
+// sweepStale removes directories of servers whose test binary died without
+// stopping them (killed by a timeout, say). A leftover postgres is stopped
+// only if its command line names that directory, so nothing else is touched.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	if os.TempDir() != "/tmp" {
+		more, _ := filepath.Glob(filepath.Join("/tmp", dirPrefix+"*"))
+		dirs = append(dirs, more...)
+	}
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		owner, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || owner <= 0 || alive(owner) {
+			continue
+		}
+		if pb, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			line, _, _ := strings.Cut(string(pb), "\n")
+			if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 0 && alive(pid) {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if !bytes.Contains(cmdline, []byte(dir)) {
+					continue
+				}
+				syscall.Kill(pid, syscall.SIGQUIT)
+				for i := 0; i < 100 && alive(pid); i++ {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if alive(pid) {
+					continue
+				}
+			}
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// The shared server of this test binary.
+var shared struct {
+	mu      sync.Mutex
+	srv     *Server
+	err     error
+	started bool
+	main    bool // Main is in charge of stopping it
+}
+
+// SharedServer returns the test binary's shared server, starting it at the
+// first call. When the binaries are missing it fails t if CI is set and
+// skips t otherwise; any other start-up failure fails t.
+func SharedServer(t testing.TB) *Server {
+	t.Helper()
+	shared.mu.Lock()
+	if !shared.started {
+		shared.started = true
+		shared.srv, shared.err = StartServer()
+		if shared.err == nil && !shared.main {
+			t.Logf("pgtest: started a shared PostgreSQL server without pgtest.Main; call pgtest.Main(m) from TestMain so it is stopped when the tests end")
+		}
+	}
+	srv, err := shared.srv, shared.err
+	shared.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) {
+			if inCI() {
+				t.Fatalf("%v (CI is set: PostgreSQL tests must run; install the PostgreSQL server or set PGTEST_BINDIR)", err)
+			}
+			t.Skipf("%v; skipping (install the PostgreSQL server or set PGTEST_BINDIR; with CI=true this fails)", err)
+		}
+		t.Fatalf("%v", err)
+	}
+	return srv
+}
+
+// Start returns the DSN of a fresh, empty database on the shared server,
+// dropped when t ends.
+func Start(t testing.TB) string {
+	t.Helper()
+	return SharedServer(t).NewDatabase(t)
+}
+
+// Main runs the tests and then stops the shared server if one was started.
+// Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+func Main(m *testing.M) {
+	shared.mu.Lock()
+	shared.main = true
+	shared.mu.Unlock()
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// StopShared stops the shared server if it was started. Main calls it; a
+// TestMain that needs more control may call it itself after m.Run.
+func StopShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv == nil {
+		return nil
+	}
+	return shared.srv.Stop()
+}
+
+func inCI() bool {
+	v := strings.TrimSpace(strings.ToLower(os.Getenv("CI")))
+	return v != "" && v != "false" && v != "0"
+}

@@ -1,0 +1,899 @@
+// Package postgres is the production leasedb.Store: PostgreSQL through
+// pgx/v5's connection pool, shared by any number of gateway replicas.
+//
+// Writes run at READ COMMITTED and take row locks where Go code decides
+// (SELECT ... FOR UPDATE / FOR SHARE). A blob name is additionally guarded by
+// a transaction-scoped advisory lock on a hash of (account, container,
+// name), so two transactions racing to create the same absent blob are
+// serialized too. Update reruns its function on serialization failures and
+// deadlocks. The clock is the database's (clock_timestamp()).
+//
+// This package must never decide on data it read without the lock the
+// decision needs, never keep a transaction open beyond the function given to
+// Update or View, never put the DSN (it may hold a password) in an error,
+// and never touch blob bytes.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/migrations"
+)
+
+var (
+	_ leasedb.Store = (*Store)(nil)
+	_ leasedb.Tx    = (*tx)(nil)
+)
+
+const (
+	// maxAttempts bounds how often Update runs fn after serialization
+	// failures or deadlocks.
+	maxAttempts = 10
+	// etagBase makes the ETags look like Azure's ("0x8D...").
+	etagBase = 0x8D0000000000000
+	// The migration lock uses the two-int4 advisory lock key space, which
+	// never overlaps the bigint key space of the blob-name locks.
+	migrateLockClass = 0x626c6f62 // "blob"
+	migrateLockObj   = 1
+)
+
+// SQLSTATE codes Update retries on.
+const (
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeForeignKeyViolation  = "23503"
+)
+
+// Store is a leasedb.Store on a Postgres database. It is safe for
+// concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value connection string; pgxpool settings such as pool_max_conns are
+// honoured). It does not migrate; call Migrate (dbopen.Open does).
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("leasedb/postgres: parse dsn: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("leasedb/postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Update runs fn in a READ COMMITTED transaction and commits it when fn
+// returns nil. On serialization_failure (40001) or deadlock_detected (40P01)
+// it rolls back and runs fn again, up to 10 times in all, with a short
+// randomized backoff. Errors returned by fn are returned unchanged.
+//
+// After a statement fails inside the transaction (say PutBlob into a
+// deleted container), Postgres refuses every further statement until
+// rollback: fn should return the error.
+func (s *Store) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}, false, fn)
+}
+
+// View runs fn in a REPEATABLE READ, READ ONLY transaction: one consistent
+// snapshot. Lock modes are ignored in a View (a snapshot has nothing to
+// lock); writes fail.
+func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.retry(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, true, fn)
+}
+
+func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.run(ctx, opts, readOnly, fn)
+		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return fmt.Errorf("leasedb/postgres: retry: %w", err)
+		}
+	}
+}
+
+// errBegin marks a failure to start a transaction; it is retried when pgx
+// says nothing reached the server.
+type errBegin struct{ err error }
+
+func (e *errBegin) Error() string { return "leasedb/postgres: begin: " + e.err.Error() }
+func (e *errBegin) Unwrap() error { return e.err }
+
+func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
+	ptx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return &errBegin{ctxErr(ctx, err)}
+	}
+	done := false
+	defer func() {
+		if !done { // fn panicked
+			rollback(ctx, ptx)
+		}
+	}()
+	t := &tx{tx: ptx, readOnly: readOnly}
+	if err := fn(t); err != nil {
+		done = true
+		rollback(ctx, ptx)
+		return err
+	}
+	done = true
+	if readOnly {
+		rollback(ctx, ptx)
+		return nil
+	}
+	if err := ptx.Commit(ctx); err != nil {
+		return fmt.Errorf("leasedb/postgres: commit: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// rollback ends ptx even when ctx is already canceled, so the connection
+// goes back to the pool clean instead of being closed. If the rollback
+// fails, pgx closes the connection, which ends the transaction server-side.
+func rollback(ctx context.Context, ptx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = ptx.Rollback(rctx)
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
+	}
+	var be *errBegin
+	return errors.As(err, &be) && pgconn.SafeToRetry(be.err)
+}
+
+// ClaimDue implements leasedb.Store in one statement (its own short
+// transaction): due rows are locked with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers skip each other's rows, and marked claimed. A row
+// another claimer committed meanwhile is re-checked against the WHERE
+// clause and skipped. reclaimAfter <= 0 disables reclaiming. The keys are
+// returned sorted.
+func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Duration) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var stale any // NULL: never reclaim
+	if reclaimAfter > 0 {
+		stale = reclaimAfter.Microseconds()
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH due AS MATERIALIZED (
+			SELECT key FROM gc_queue
+			WHERE (claimed_at IS NULL AND due_at <= statement_timestamp())
+			   OR claimed_at <= statement_timestamp() - $2::bigint * interval '1 microsecond'
+			ORDER BY due_at, key
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED)
+		UPDATE gc_queue g SET claimed_at = statement_timestamp()
+		FROM due WHERE g.key = due.key
+		RETURNING g.key`, limit, stale)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", ctxErr(ctx, err))
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", ctxErr(ctx, err))
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// Forget implements leasedb.Store.
+func (s *Store) Forget(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys); err != nil {
+		return fmt.Errorf("leasedb/postgres: forget: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// CollectionKeys implements leasedb.Store; keys are sorted (byte order).
+func (s *Store) CollectionKeys(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM gc_queue ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", ctxErr(ctx, err))
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", ctxErr(ctx, err))
+	}
+	return keys, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// SchemaVersion returns the database's schema version: 0 for an empty
+// database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	return schemaVersion(ctx, s.pool)
+}
+
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", ctxErr(ctx, err))
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", ctxErr(ctx, err))
+	}
+	return v, nil
+}
+
+// Migrate brings the schema to the newest embedded migration and returns
+// the versions before and after. Everything runs in one transaction that
+// first takes an advisory lock, so replicas starting at once migrate one
+// after the other (the later ones find nothing to do). A database newer
+// than this binary is refused with an error wrapping
+// leasedb.ErrSchemaTooNew.
+func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
+	files, err := migrations.Files(migrations.Postgres)
+	if err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", err)
+	}
+	latest := files[len(files)-1].Version
+	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: begin: %w", ctxErr(ctx, err))
+	}
+	defer rollback(ctx, ptx)
+	if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, migrateLockClass, migrateLockObj); err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: lock: %w", ctxErr(ctx, err))
+	}
+	if _, err := ptx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())`); err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", ctxErr(ctx, err))
+	}
+	from, err = schemaVersion(ctx, ptx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if from > latest {
+		return from, from, fmt.Errorf("leasedb/postgres: database has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
+			from, latest, leasedb.ErrSchemaTooNew)
+	}
+	for _, f := range files {
+		if f.Version <= from {
+			continue
+		}
+		// No arguments: pgx uses the simple protocol, which runs a file of
+		// several statements.
+		if _, err := ptx.Exec(ctx, f.SQL); err != nil {
+			return from, from, fmt.Errorf("leasedb/postgres: migrate: %s: %w", f.Name, ctxErr(ctx, err))
+		}
+		if _, err := ptx.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, $2)`, f.Version, f.Name); err != nil {
+			return from, from, fmt.Errorf("leasedb/postgres: migrate: record %s: %w", f.Name, ctxErr(ctx, err))
+		}
+	}
+	if err := ptx.Commit(ctx); err != nil {
+		return from, from, fmt.Errorf("leasedb/postgres: migrate: commit: %w", ctxErr(ctx, err))
+	}
+	return from, latest, nil
+}
+
+// tx is one transaction. It is not safe for concurrent use and must not be
+// used after the function it was passed to returns.
+type tx struct {
+	tx       pgx.Tx
+	readOnly bool
+	now      time.Time
+}
+
+// Now returns clock_timestamp(), read at the first call (normally after
+// the transaction took its locks) and reused for the rest of the
+// transaction.
+func (t *tx) Now(ctx context.Context) (time.Time, error) {
+	if t.now.IsZero() {
+		var now time.Time
+		if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", ctxErr(ctx, err))
+		}
+		t.now = now.UTC().Truncate(time.Microsecond)
+	}
+	return t.now, nil
+}
+
+func (t *tx) NextETag(ctx context.Context) (string, error) {
+	var n int64
+	if err := t.tx.QueryRow(ctx, `SELECT nextval('etag_seq')`).Scan(&n); err != nil {
+		return "", fmt.Errorf("leasedb/postgres: next etag: %w", ctxErr(ctx, err))
+	}
+	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
+}
+
+// lockClause returns the row-lock clause for mode; none in a read-only
+// transaction.
+func (t *tx) lockClause(mode leasedb.LockMode) string {
+	if t.readOnly {
+		return ""
+	}
+	switch mode {
+	case leasedb.LockShare:
+		return " FOR SHARE"
+	case leasedb.LockExclusive:
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+const containerCols = `account, name, etag, last_modified, metadata, public_access,
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+
+// Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
+// FOR UPDATE.
+func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.LockMode) (*leasedb.Container, error) {
+	if err := checkText(account, name); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
+		account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, ctxErr(ctx, err))
+	}
+	cs, err := scanContainers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, ctxErr(ctx, err))
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return cs[0], nil
+}
+
+// InsertContainer implements leasedb.Tx. ON CONFLICT DO NOTHING reports an
+// existing name without aborting the transaction.
+func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
+	if err := checkText(c.Account, c.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(c.Metadata)
+	if err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO containers (`+containerCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (account, name) DO NOTHING`,
+		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt))
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, leasedb.ErrExists)
+	}
+	return nil
+}
+
+func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
+	if err := checkText(c.Account, c.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(c.Metadata)
+	if err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `UPDATE containers SET etag = $3, last_modified = $4, metadata = $5, public_access = $6,
+			lease_id = $7, lease_state = $8, lease_duration = $9, lease_expires = $10, lease_break_at = $11
+		WHERE account = $1 AND name = $2`,
+		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt))
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, leasedb.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
+// does not exist. It locks the container row first, so no blob commit in it
+// (which holds FOR SHARE or, through the foreign key, FOR KEY SHARE) can
+// run between the two deletes. Keys are returned in blob-name order,
+// extents in order.
+func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
+	if err := checkText(account, name); err != nil {
+		return nil, err
+	}
+	tag, err := t.tx.Exec(ctx, `SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: lock: %w", account, name, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
+	}
+	rows, err := t.tx.Query(ctx, `DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, extents`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: blobs: %w", account, name, ctxErr(ctx, err))
+	}
+	type deleted struct{ name, extents string }
+	var ds []deleted
+	var d deleted
+	_, err = pgx.ForEachRow(rows, []any{&d.name, &d.extents}, func() error {
+		ds = append(ds, d)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: blobs: %w", account, name, ctxErr(ctx, err))
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].name < ds[j].name })
+	var keys []string
+	for _, d := range ds {
+		x, err := decodeExtents(d.extents)
+		if err != nil {
+			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
+		}
+		for _, e := range x {
+			keys = append(keys, e.Key)
+		}
+	}
+	if _, err := t.tx.Exec(ctx, `DELETE FROM containers WHERE account = $1 AND name = $2`, account, name); err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, ctxErr(ctx, err))
+	}
+	return keys, nil
+}
+
+// ListContainers implements leasedb.Tx. limit <= 0 means no limit.
+func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*leasedb.Container, error) {
+	if err := checkText(account, prefix, after); err != nil {
+		return nil, err
+	}
+	cond, args := nameRange(2, prefix, after, limit)
+	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND `+cond,
+		append([]any{account}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, ctxErr(ctx, err))
+	}
+	cs, err := scanContainers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, ctxErr(ctx, err))
+	}
+	return cs, nil
+}
+
+const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
+	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+
+// Blob implements leasedb.Tx. With LockExclusive it first takes
+// pg_advisory_xact_lock on a hash of the name (held until the transaction
+// ends, whether or not the row exists), then reads the row FOR UPDATE; both
+// statements go in one round trip. LockShare reads FOR SHARE.
+func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
+	if err := checkText(account, container, name); err != nil {
+		return nil, err
+	}
+	const q = `SELECT ` + blobCols + ` FROM blobs WHERE account = $1 AND container = $2 AND name = $3`
+	var (
+		bs  []*leasedb.Blob
+		err error
+	)
+	if lock == leasedb.LockExclusive && !t.readOnly {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, nameLockKey(account, container, name))
+		b.Queue(q+` FOR UPDATE`, account, container, name)
+		br := t.tx.SendBatch(ctx, b)
+		if _, err = br.Exec(); err == nil {
+			var rows pgx.Rows
+			rows, err = br.Query()
+			if err == nil {
+				bs, err = scanBlobs(rows)
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	} else {
+		var rows pgx.Rows
+		rows, err = t.tx.Query(ctx, q+t.lockClause(lock), account, container, name)
+		if err == nil {
+			bs, err = scanBlobs(rows)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: get blob %s/%s/%s: %w", account, container, name, ctxErr(ctx, err))
+	}
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	return bs[0], nil
+}
+
+// nameLockKey is the advisory lock key of a blob name: FNV-1a 64 over the
+// NUL-separated parts (names cannot contain NUL, so the encoding is
+// unambiguous). A collision only serializes two unrelated names.
+func nameLockKey(account, container, name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("blob\x00"))
+	h.Write([]byte(account))
+	h.Write([]byte{0})
+	h.Write([]byte(container))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return int64(h.Sum64())
+}
+
+// PutBlob implements leasedb.Tx. A missing container is ErrNotFound (the
+// transaction is then aborted; see Update).
+func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
+	if err := checkText(b.Account, b.Container, b.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(b.Metadata)
+	if err != nil {
+		return err
+	}
+	ext, err := encodeExtents(b.Extents)
+	if err != nil {
+		return err
+	}
+	var md5 any // nil []byte must be NULL
+	if b.Props.ContentMD5 != nil {
+		md5 = b.Props.ContentMD5
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO blobs (`+blobCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		ON CONFLICT (account, container, name) DO UPDATE SET
+			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
+			last_modified = excluded.last_modified, size = excluded.size,
+			content_type = excluded.content_type, content_encoding = excluded.content_encoding,
+			content_language = excluded.content_language, content_disposition = excluded.content_disposition,
+			cache_control = excluded.cache_control, content_md5 = excluded.content_md5,
+			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
+			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
+			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
+			lease_break_at = excluded.lease_break_at`,
+		b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt))
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
+			return fmt.Errorf("leasedb/postgres: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
+		}
+		return fmt.Errorf("leasedb/postgres: put blob %s/%s/%s: %w", b.Account, b.Container, b.Name, ctxErr(ctx, err))
+	}
+	return nil
+}
+
+func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) error {
+	if err := checkText(account, container, name); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `DELETE FROM blobs WHERE account = $1 AND container = $2 AND name = $3`, account, container, name)
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: delete blob %s/%s/%s: %w", account, container, name, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: delete blob %s/%s/%s: %w", account, container, name, leasedb.ErrNotFound)
+	}
+	return nil
+}
+
+// ListBlobs implements leasedb.Tx. limit <= 0 means no limit.
+func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, prefix, after); err != nil {
+		return nil, err
+	}
+	cond, args := nameRange(3, prefix, after, limit)
+	rows, err := t.tx.Query(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = $1 AND container = $2 AND `+cond,
+		append([]any{account, container}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	bs, err := scanBlobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	return bs, nil
+}
+
+// AddIntent implements leasedb.Tx; ErrExists when key is already queued.
+func (t *tx) AddIntent(ctx context.Context, key string, deadline time.Time) error {
+	if err := checkText(key); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES ($1, $2, TRUE)
+		ON CONFLICT (key) DO NOTHING`, key, dueTS(deadline))
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: add intent %s: %w", key, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: add intent %s: %w", key, leasedb.ErrExists)
+	}
+	return nil
+}
+
+// TakeIntent implements leasedb.Tx. If a ClaimDue holds the row, the DELETE
+// waits for it and then finds the row claimed: false.
+func (t *tx) TakeIntent(ctx context.Context, key string) (bool, error) {
+	if err := checkText(key); err != nil {
+		return false, err
+	}
+	tag, err := t.tx.Exec(ctx, `DELETE FROM gc_queue WHERE key = $1 AND is_intent AND claimed_at IS NULL`, key)
+	if err != nil {
+		return false, fmt.Errorf("leasedb/postgres: take intent %s: %w", key, ctxErr(ctx, err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// AddGC implements leasedb.Tx. A key already queued (an intent, say)
+// becomes a plain collection entry due at due; an existing claim is kept.
+func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	// Deduplicate: ON CONFLICT cannot touch one row twice in a statement.
+	uniq := append([]string(nil), keys...)
+	sort.Strings(uniq)
+	uniq = compact(uniq)
+	if _, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent)
+		SELECT k, $2, FALSE FROM unnest($1::text[]) AS k
+		ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE`, uniq, dueTS(due)); err != nil {
+		return fmt.Errorf("leasedb/postgres: add gc (%d keys): %w", len(uniq), ctxErr(ctx, err))
+	}
+	return nil
+}
+
+func compact(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// nameRange returns "name <range> ORDER BY name [LIMIT $n]" with
+// placeholders numbered from first, and its arguments: names with prefix
+// and > after. The prefix becomes a range [prefix, prefixEnd(prefix)) on
+// the primary key (COLLATE "C", so byte order), so there is no LIKE and no
+// escaping of % or _.
+func nameRange(first int, prefix, after string, limit int) (string, []any) {
+	var b strings.Builder
+	var args []any
+	n := first
+	ph := func(v any) string {
+		args = append(args, v)
+		s := "$" + strconv.Itoa(n)
+		n++
+		return s
+	}
+	if after >= prefix {
+		b.WriteString("name > " + ph(after))
+	} else {
+		b.WriteString("name >= " + ph(prefix))
+	}
+	if end, ok := prefixEnd(prefix); ok {
+		b.WriteString(" AND name < " + ph(end))
+	}
+	b.WriteString(" ORDER BY name")
+	if limit > 0 {
+		b.WriteString(" LIMIT " + ph(limit))
+	}
+	return b.String(), args
+}
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with p, in code point (= UTF-8 byte) order; ok is false when there
+// is none (p is empty or all U+10FFFF). p must be valid UTF-8; so is the
+// result, which Postgres requires of a text parameter.
+func prefixEnd(p string) (string, bool) {
+	r := []rune(p)
+	for len(r) > 0 {
+		last := r[len(r)-1]
+		if last < utf8.MaxRune {
+			next := last + 1
+			if next >= 0xD800 && next <= 0xDFFF { // surrogates are not characters
+				next = 0xE000
+			}
+			r[len(r)-1] = next
+			return string(r), true
+		}
+		r = r[:len(r)-1]
+	}
+	return "", false
+}
+
+// checkText refuses what a Postgres text value cannot hold (invalid UTF-8,
+// NUL) before it reaches the server, where the error would abort the
+// transaction. The SQLite store refuses the same names.
+func checkText(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("leasedb/postgres: %q: names must be valid UTF-8 without NUL", s)
+		}
+	}
+	return nil
+}
+
+func scanContainers(rows pgx.Rows) ([]*leasedb.Container, error) {
+	defer rows.Close()
+	var out []*leasedb.Container
+	for rows.Next() {
+		var (
+			c            leasedb.Container
+			lm, exp, brk pgtype.Timestamptz
+			meta         string
+		)
+		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk); err != nil {
+			return nil, err
+		}
+		var err error
+		if c.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		c.LastModified, c.Lease.Expires, c.Lease.BreakAt = fromTS(lm), fromTS(exp), fromTS(brk)
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
+	defer rows.Close()
+	var out []*leasedb.Blob
+	for rows.Next() {
+		var (
+			b                     leasedb.Blob
+			created, lm, exp, brk pgtype.Timestamptz
+			meta, ext             string
+		)
+		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
+			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
+			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk); err != nil {
+			return nil, err
+		}
+		var err error
+		if b.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		if b.Extents, err = decodeExtents(ext); err != nil {
+			return nil, err
+		}
+		b.Created, b.LastModified = fromTS(created), fromTS(lm)
+		b.Lease.Expires, b.Lease.BreakAt = fromTS(exp), fromTS(brk)
+		out = append(out, &b)
+	}
+	return out, rows.Err()
+}
+
+// ts stores a time truncated to microseconds (Postgres' precision); the
+// zero time is NULL so it comes back as the zero time.
+func ts(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+}
+
+// dueTS is ts for the NOT NULL due_at column: the zero time means "due
+// now", stored as the earliest timestamp Go's zero time maps to.
+func dueTS(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+}
+
+func fromTS(v pgtype.Timestamptz) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return v.Time.UTC()
+}
+
+// encodeMeta stores a nil map like an empty one; it reads back as an empty,
+// non-nil map.
+func encodeMeta(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("leasedb/postgres: encode metadata: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeMeta(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("decode metadata: %w", err)
+	}
+	return m, nil
+}
+
+// encodeExtents stores no extents as "[]"; they read back as nil.
+func encodeExtents(x []leasedb.Extent) (string, error) {
+	if len(x) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return "", fmt.Errorf("leasedb/postgres: encode extents: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeExtents(s string) ([]leasedb.Extent, error) {
+	var x []leasedb.Extent
+	if err := json.Unmarshal([]byte(s), &x); err != nil {
+		return nil, fmt.Errorf("decode extents: %w", err)
+	}
+	if len(x) == 0 {
+		return nil, nil
+	}
+	return x, nil
+}
+
+// ctxErr prefers the context's error when the context ended, so callers can
+// test errors.Is(err, context.Canceled) whatever pgx said.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond // up to 128ms
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,233 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/storetest"
+	"github.com/blobgw/blobgw/migrations"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// open opens and migrates a store on dsn, closed when t ends.
+func open(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) leasedb.Store {
+		return open(t, pgtest.Start(t))
+	})
+}
+
+// Two stores on one database are two gateway replicas: separate pools,
+// serialized only by the database's locks.
+func TestTwoReplicas(t *testing.T) {
+	t.Run("CreateOnce", func(t *testing.T) {
+		dsn := pgtest.Start(t)
+		storetest.CreateOnce(t, open(t, dsn), open(t, dsn))
+	})
+	t.Run("Counter", func(t *testing.T) {
+		dsn := pgtest.Start(t)
+		storetest.Counter(t, open(t, dsn), open(t, dsn), open(t, dsn))
+	})
+}
+
+// The harness creates databases whose default collation is not byte order,
+// so the ordering tests above prove the schema's COLLATE "C".
+func TestDefaultCollationIsNotBytewise(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var lt bool
+	if err := conn.QueryRow(ctx, `SELECT 'a_b'::text < 'aB'::text`).Scan(&lt); err != nil {
+		t.Fatal(err)
+	}
+	if !lt {
+		t.Logf("default collation of the test database is byte order; ordering tests are weaker here")
+	}
+}
+
+// Two transactions lock two names in opposite order: Postgres detects the
+// deadlock, aborts one, and Update runs it again.
+func TestDeadlockIsRetried(t *testing.T) {
+	s := open(t, pgtest.Start(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"e"`})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ready sync.WaitGroup
+	ready.Add(2)
+	var runs atomic.Int32
+	lockBoth := func(first, second string) error {
+		attempt := 0
+		return s.Update(ctx, func(tx leasedb.Tx) error {
+			runs.Add(1)
+			attempt++
+			if _, err := tx.Blob(ctx, "a", "c", first, leasedb.LockExclusive); err != nil {
+				return err
+			}
+			if attempt == 1 {
+				ready.Done()
+				ready.Wait() // both hold their first lock
+			}
+			if _, err := tx.Blob(ctx, "a", "c", second, leasedb.LockExclusive); err != nil {
+				return err
+			}
+			return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: first + second, Type: "BlockBlob", ETag: `"e"`})
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- lockBoth("x", "y") }()
+	go func() { errs <- lockBoth("y", "x") }()
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("Update: %v", err)
+		}
+	}
+	if n := runs.Load(); n < 3 {
+		t.Errorf("fn ran %d times; a deadlock should have forced a re-run", n)
+	}
+}
+
+// A serialization failure returned by fn is retried a bounded number of
+// times, then returned unchanged; any other error of fn is not retried.
+func TestRetryBounded(t *testing.T) {
+	s := open(t, pgtest.Start(t))
+	ctx := context.Background()
+	serial := &pgconn.PgError{Code: "40001", Message: "fake serialization failure"}
+	runs := 0
+	err := s.Update(ctx, func(tx leasedb.Tx) error {
+		runs++
+		return serial
+	})
+	if err != serial {
+		t.Fatalf("Update returned %v, want fn's error unchanged", err)
+	}
+	if runs < 2 || runs > 20 {
+		t.Errorf("fn ran %d times; want a bounded number of retries", runs)
+	}
+	other := &pgconn.PgError{Code: "23505", Message: "unique violation"}
+	runs = 0
+	if err := s.Update(ctx, func(tx leasedb.Tx) error { runs++; return other }); err != other || runs != 1 {
+		t.Errorf("Update = %v after %d runs; want fn's error after 1 run", err, runs)
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	latest, err := migrations.Latest(migrations.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := pgtest.Start(t)
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 0 {
+		t.Fatalf("SchemaVersion of an empty database = %d, %v; want 0", v, err)
+	}
+	// Replicas starting at once: all succeed, exactly one migrates.
+	const n = 6
+	var wg sync.WaitGroup
+	froms := make([]int, n)
+	tos := make([]int, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := postgres.Open(ctx, dsn)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer r.Close()
+			froms[i], tos[i], errs[i] = r.Migrate(ctx)
+		}()
+	}
+	wg.Wait()
+	zero := 0
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			t.Errorf("migrator %d: %v", i, errs[i])
+		}
+		if tos[i] != latest {
+			t.Errorf("migrator %d ended at %d, want %d", i, tos[i], latest)
+		}
+		if froms[i] == 0 {
+			zero++
+		}
+	}
+	if zero != 1 {
+		t.Errorf("%d migrators started from version 0, want 1", zero)
+	}
+	if v, err := s.SchemaVersion(ctx); err != nil || v != latest {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, latest)
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, 'future.sql')`, latest+1); err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := s.Migrate(ctx)
+	if !errors.Is(err, leasedb.ErrSchemaTooNew) {
+		t.Fatalf("Migrate of a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	if from != latest+1 || to != latest+1 {
+		t.Errorf("Migrate of a newer schema = %d, %d", from, to)
+	}
+	for _, want := range []string{strconv.Itoa(latest + 1), strconv.Itoa(latest)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name version %s", err, want)
+		}
+	}
+}
+
+func TestOpenBadDSN(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, "postgres://nobody:s3cret@127.0.0.1:1/nope?sslmode=disable&connect_timeout=2")
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of an unreachable server succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+}

@@ -1,0 +1,893 @@
+// Package sqlite is the embedded leasedb.Store: one SQLite file (WAL mode)
+// through the pure-Go driver modernc.org/sqlite, for single-host setups.
+//
+// Every write transaction starts with BEGIN IMMEDIATE, so it holds the
+// database's single write lock from its first statement to COMMIT. That lock
+// is a file lock: it serializes writers in this Store, in another Store on
+// the same file, and in other processes. That is what makes a read inside
+// Update a locked read; LockShare and LockExclusive need no further work
+// here. Reads (View) run in deferred transactions on separate, read-only
+// connections and see one consistent snapshot.
+//
+// This package must never hold the write lock outside Update, ClaimDue,
+// Forget and Migrate, never let a writer upgrade from a deferred
+// transaction (that fails with SQLITE_BUSY_SNAPSHOT instead of waiting), and
+// never touch blob bytes.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/migrations"
+)
+
+var (
+	_ leasedb.Store = (*Store)(nil)
+	_ leasedb.Tx    = (*tx)(nil)
+)
+
+const (
+	// busyTimeout is how long SQLite itself waits for a lock held by another
+	// connection before returning SQLITE_BUSY.
+	busyTimeout = 5 * time.Second
+	// maxAttempts bounds how often Update runs fn when SQLite reports
+	// SQLITE_BUSY (each attempt already waited up to busyTimeout).
+	maxAttempts = 8
+	// etagBase makes the ETags look like Azure's ("0x8D...").
+	etagBase = 0x8D0000000000000
+)
+
+// Store is a leasedb.Store on one SQLite file. It is safe for concurrent
+// use.
+type Store struct {
+	path string
+	// w is the write pool: one connection, transactions start with BEGIN
+	// IMMEDIATE. One connection is enough (SQLite has one writer at a time)
+	// and makes writers of this Store queue in database/sql instead of
+	// spinning in the busy handler.
+	w *sql.DB
+	// r is the read pool: query_only connections, deferred transactions.
+	r *sql.DB
+}
+
+// Open opens (creating if needed) the SQLite database at path. It does not
+// migrate; call Migrate (dbopen.Open does). path is a file system path, not
+// a URI; in-memory databases are refused because the read and write pools
+// must see the same database.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("leasedb/sqlite: open %q: want a plain file path (no URI, no ':memory:', no '?' or '#')", path)
+	}
+	bt := fmt.Sprint(busyTimeout.Milliseconds())
+	wq := url.Values{}
+	wq.Add("_pragma", "busy_timeout("+bt+")")
+	wq.Add("_pragma", "foreign_keys(1)")
+	wq.Add("_pragma", "journal_mode(WAL)")
+	// FULL: a committed write survives power loss (design invariant 5:
+	// a 2xx write means the transaction committed).
+	wq.Add("_pragma", "synchronous(FULL)")
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+
+	// The write connection first: it switches the file to WAL (a persistent
+	// setting) before any reader opens it.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+	}
+
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout("+bt+")")
+	rq.Add("_pragma", "foreign_keys(1)")
+	rq.Set("_query_only", "1")
+	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+	}
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
+		w.Close()
+		r.Close()
+		if err == nil {
+			err = fmt.Errorf("journal_mode is %q, want wal", mode)
+		}
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+	}
+	return &Store{path: path, w: w, r: r}, nil
+}
+
+// Path returns the file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.w.Close(), s.r.Close())
+}
+
+// Update runs fn in a write transaction (BEGIN IMMEDIATE) and commits it when
+// fn returns nil. When SQLite reports SQLITE_BUSY (another writer held the
+// lock for longer than the busy timeout), it rolls back and runs fn again, a
+// bounded number of times. Errors returned by fn are returned unchanged.
+func (s *Store) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.retry(ctx, func() error { return s.run(ctx, false, fn) })
+}
+
+// View runs fn in a read-only deferred transaction: one consistent
+// snapshot, concurrent with writers. Lock modes are ignored in a View (a
+// snapshot has nothing to lock); writes fail.
+func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.retry(ctx, func() error { return s.run(ctx, true, fn) })
+}
+
+// retry runs attempt until it succeeds, fails with something other than
+// SQLITE_BUSY, the context ends or maxAttempts is reached.
+func (s *Store) retry(ctx context.Context, attempt func() error) error {
+	for i := 1; ; i++ {
+		err := attempt()
+		if err == nil || !isBusy(err) || i >= maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		if err := sleep(ctx, backoff(i)); err != nil {
+			return fmt.Errorf("leasedb/sqlite: retry after busy: %w", err)
+		}
+	}
+}
+
+func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) error) (err error) {
+	db := s.w
+	if readOnly {
+		db = s.r
+	}
+	// ReadOnly makes the driver issue a plain (deferred) BEGIN; the write
+	// pool's default is BEGIN IMMEDIATE (DSN _txlock).
+	sqlTx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: begin: %w", ctxErr(ctx, err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			// fn panicked: release the lock before the panic goes on.
+			_ = sqlTx.Rollback()
+		}
+	}()
+	t := &tx{tx: sqlTx, readOnly: readOnly}
+	if err := fn(t); err != nil {
+		done = true
+		_ = sqlTx.Rollback()
+		return err
+	}
+	done = true
+	if readOnly {
+		if err := sqlTx.Rollback(); err != nil {
+			return fmt.Errorf("leasedb/sqlite: end read transaction: %w", err)
+		}
+		return nil
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: commit: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// ClaimDue implements leasedb.Store. The write lock serializes claimers, so
+// two callers never see the same unclaimed row. reclaimAfter <= 0 disables
+// reclaiming. The keys are returned sorted.
+func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Duration) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var keys []string
+	err := s.Update(ctx, func(ltx leasedb.Tx) error {
+		t := ltx.(*tx)
+		keys = keys[:0]
+		now, err := t.Now(ctx)
+		if err != nil {
+			return err
+		}
+		var stale any // NULL: never reclaim
+		if reclaimAfter > 0 {
+			stale = now.Add(-reclaimAfter).UnixMicro()
+		}
+		rows, err := t.tx.QueryContext(ctx, `
+			UPDATE gc_queue SET claimed_at = ?1
+			WHERE key IN (
+				SELECT key FROM gc_queue
+				WHERE (claimed_at IS NULL AND due_at <= ?1) OR claimed_at <= ?2
+				ORDER BY due_at, key
+				LIMIT ?3)
+			RETURNING key`, now.UnixMicro(), stale, limit)
+		if err != nil {
+			return fmt.Errorf("leasedb/sqlite: claim due: %w", err)
+		}
+		keys, err = scanStrings(rows, keys)
+		if err != nil {
+			return fmt.Errorf("leasedb/sqlite: claim due: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// Forget implements leasedb.Store.
+func (s *Store) Forget(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.Update(ctx, func(ltx leasedb.Tx) error {
+		t := ltx.(*tx)
+		const chunk = 500 // well under SQLite's bound-parameter limit
+		for start := 0; start < len(keys); start += chunk {
+			part := keys[start:min(start+chunk, len(keys))]
+			args := make([]any, len(part))
+			for i, k := range part {
+				args[i] = k
+			}
+			q := "DELETE FROM gc_queue WHERE key IN (?" + strings.Repeat(",?", len(part)-1) + ")"
+			if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
+				return fmt.Errorf("leasedb/sqlite: forget: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// CollectionKeys implements leasedb.Store; keys are sorted.
+func (s *Store) CollectionKeys(ctx context.Context) ([]string, error) {
+	var keys []string
+	err := s.View(ctx, func(ltx leasedb.Tx) error {
+		rows, err := ltx.(*tx).tx.QueryContext(ctx, "SELECT key FROM gc_queue ORDER BY key")
+		if err != nil {
+			return fmt.Errorf("leasedb/sqlite: collection keys: %w", err)
+		}
+		keys, err = scanStrings(rows, nil)
+		if err != nil {
+			return fmt.Errorf("leasedb/sqlite: collection keys: %w", err)
+		}
+		return nil
+	})
+	return keys, err
+}
+
+// SchemaVersion returns the database's schema version: 0 for an empty
+// database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.View(ctx, func(ltx leasedb.Tx) error {
+		var err error
+		v, err = schemaVersion(ctx, ltx.(*tx).tx)
+		return err
+	})
+	return v, err
+}
+
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("leasedb/sqlite: schema version: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("leasedb/sqlite: schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Migrate brings the schema to the newest embedded migration in one write
+// transaction (so concurrent migrators serialize on the write lock) and
+// returns the versions before and after. A database newer than this binary
+// is refused with an error wrapping leasedb.ErrSchemaTooNew.
+func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
+	files, err := migrations.Files(migrations.SQLite)
+	if err != nil {
+		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: %w", err)
+	}
+	latest := files[len(files)-1].Version
+	err = s.retry(ctx, func() error {
+		sqlTx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("leasedb/sqlite: migrate: begin: %w", ctxErr(ctx, err))
+		}
+		defer sqlTx.Rollback()
+		if _, err := sqlTx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+			version    INTEGER NOT NULL PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`); err != nil {
+			return fmt.Errorf("leasedb/sqlite: migrate: %w", err)
+		}
+		from, err = schemaVersion(ctx, sqlTx)
+		if err != nil {
+			return err
+		}
+		if from > latest {
+			to = from
+			return fmt.Errorf("leasedb/sqlite: %s has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
+				s.path, from, latest, leasedb.ErrSchemaTooNew)
+		}
+		for _, f := range files {
+			if f.Version <= from {
+				continue
+			}
+			if _, err := sqlTx.ExecContext(ctx, f.SQL); err != nil {
+				return fmt.Errorf("leasedb/sqlite: migrate: %s: %w", f.Name, err)
+			}
+			if _, err := sqlTx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
+				f.Version, f.Name, time.Now().UnixMicro()); err != nil {
+				return fmt.Errorf("leasedb/sqlite: migrate: record %s: %w", f.Name, err)
+			}
+		}
+		to = latest
+		if err := sqlTx.Commit(); err != nil {
+			return fmt.Errorf("leasedb/sqlite: migrate: commit: %w", ctxErr(ctx, err))
+		}
+		return nil
+	})
+	return from, to, err
+}
+
+// tx is one transaction. It is not safe for concurrent use and must not be
+// used after the function it was passed to returns.
+type tx struct {
+	tx       *sql.Tx
+	readOnly bool
+	now      time.Time
+}
+
+// Now returns Go's clock, read once per transaction. Inside Update the
+// write lock is already held (BEGIN IMMEDIATE), so the times of successive
+// writers are ordered like their commits as long as the host clock is.
+func (t *tx) Now(ctx context.Context) (time.Time, error) {
+	if t.now.IsZero() {
+		t.now = time.Now().UTC().Truncate(time.Microsecond)
+	}
+	return t.now, nil
+}
+
+func (t *tx) NextETag(ctx context.Context) (string, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `UPDATE etag_seq SET n = n + 1 WHERE id = 1 RETURNING n`).Scan(&n)
+	if err != nil {
+		return "", fmt.Errorf("leasedb/sqlite: next etag: %w", err)
+	}
+	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
+}
+
+const containerCols = `account, name, etag, last_modified, metadata, public_access,
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+
+// Container implements leasedb.Tx. The write transaction already excludes
+// every other writer, so the lock modes need no statement of their own.
+func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.LockMode) (*leasedb.Container, error) {
+	if err := checkText(account, name); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+containerCols+` FROM containers WHERE account = ? AND name = ?`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get container %s/%s: %w", account, name, err)
+	}
+	cs, err := scanContainers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get container %s/%s: %w", account, name, err)
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return cs[0], nil
+}
+
+func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
+	if err := checkText(c.Account, c.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(c.Metadata)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO containers (`+containerCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account, name) DO NOTHING`,
+		c.Account, c.Name, c.ETag, micros(c.LastModified), meta, c.PublicAccess,
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt))
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, leasedb.ErrExists)
+	}
+	return nil
+}
+
+func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
+	if err := checkText(c.Account, c.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(c.Metadata)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE containers SET etag = ?, last_modified = ?, metadata = ?, public_access = ?,
+			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?
+		WHERE account = ? AND name = ?`,
+		c.ETag, micros(c.LastModified), meta, c.PublicAccess,
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt),
+		c.Account, c.Name)
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, leasedb.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
+// does not exist. Keys are returned in blob-name order, extents in order.
+func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
+	if err := checkText(account, name); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+	}
+	exts, err := scanStrings(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+	}
+	var keys []string
+	for _, e := range exts {
+		x, err := decodeExtents(e)
+		if err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+		}
+		for _, e := range x {
+			keys = append(keys, e.Key)
+		}
+	}
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blobs WHERE account = ? AND container = ?`, account, name); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blobs: %w", account, name, err)
+	}
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM containers WHERE account = ? AND name = ?`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+	} else if n == 0 {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
+	}
+	return keys, nil
+}
+
+// ListContainers implements leasedb.Tx. limit <= 0 means no limit.
+func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*leasedb.Container, error) {
+	if err := checkText(account, prefix, after); err != nil {
+		return nil, err
+	}
+	cond, args := nameRange(prefix, after, limit)
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+containerCols+` FROM containers WHERE account = ? AND `+cond,
+		append([]any{account}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list containers %s: %w", account, err)
+	}
+	cs, err := scanContainers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list containers %s: %w", account, err)
+	}
+	return cs, nil
+}
+
+const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
+	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+
+// Blob implements leasedb.Tx; see Container for the lock modes.
+func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
+	if err := checkText(account, container, name); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
+		account, container, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
+	}
+	bs, err := scanBlobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
+	}
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	return bs[0], nil
+}
+
+// PutBlob implements leasedb.Tx. A missing container is ErrNotFound.
+func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
+	if err := checkText(b.Account, b.Container, b.Name); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(b.Metadata)
+	if err != nil {
+		return err
+	}
+	ext, err := encodeExtents(b.Extents)
+	if err != nil {
+		return err
+	}
+	var md5 any // nil []byte must be NULL, not an empty blob
+	if b.Props.ContentMD5 != nil {
+		md5 = b.Props.ContentMD5
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO blobs (`+blobCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account, container, name) DO UPDATE SET
+			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
+			last_modified = excluded.last_modified, size = excluded.size,
+			content_type = excluded.content_type, content_encoding = excluded.content_encoding,
+			content_language = excluded.content_language, content_disposition = excluded.content_disposition,
+			cache_control = excluded.cache_control, content_md5 = excluded.content_md5,
+			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
+			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
+			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
+			lease_break_at = excluded.lease_break_at`,
+		b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt))
+	if err != nil {
+		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
+		}
+		return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: %w", b.Account, b.Container, b.Name, err)
+	}
+	return nil
+}
+
+func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) error {
+	if err := checkText(account, container, name); err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM blobs WHERE account = ? AND container = ? AND name = ?`, account, container, name)
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: delete blob %s/%s/%s: %w", account, container, name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: delete blob %s/%s/%s: %w", account, container, name, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: delete blob %s/%s/%s: %w", account, container, name, leasedb.ErrNotFound)
+	}
+	return nil
+}
+
+// ListBlobs implements leasedb.Tx. limit <= 0 means no limit.
+func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, prefix, after); err != nil {
+		return nil, err
+	}
+	cond, args := nameRange(prefix, after, limit)
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND `+cond,
+		append([]any{account, container}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
+	}
+	bs, err := scanBlobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
+	}
+	return bs, nil
+}
+
+// AddIntent implements leasedb.Tx; ErrExists when key is already queued.
+func (t *tx) AddIntent(ctx context.Context, key string, deadline time.Time) error {
+	if err := checkText(key); err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES (?, ?, 1)
+		ON CONFLICT (key) DO NOTHING`, key, deadline.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: add intent %s: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: add intent %s: %w", key, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: add intent %s: %w", key, leasedb.ErrExists)
+	}
+	return nil
+}
+
+func (t *tx) TakeIntent(ctx context.Context, key string) (bool, error) {
+	if err := checkText(key); err != nil {
+		return false, err
+	}
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM gc_queue WHERE key = ? AND is_intent = 1 AND claimed_at IS NULL`, key)
+	if err != nil {
+		return false, fmt.Errorf("leasedb/sqlite: take intent %s: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("leasedb/sqlite: take intent %s: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// AddGC implements leasedb.Tx. A key already queued (an intent, say)
+// becomes a plain collection entry due at due; an existing claim is kept.
+func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES (?, ?, 0)
+			ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = 0`, k, due.UnixMicro()); err != nil {
+			return fmt.Errorf("leasedb/sqlite: add gc %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// nameRange returns "name <range> ORDER BY name [LIMIT ?]" and its
+// arguments: names with prefix and > after. The prefix becomes a range
+// [prefix, prefixEnd(prefix)) on the primary key, so there is no LIKE and
+// no escaping of % or _.
+func nameRange(prefix, after string, limit int) (string, []any) {
+	var b strings.Builder
+	var args []any
+	if after >= prefix {
+		b.WriteString("name > ?")
+		args = append(args, after)
+	} else {
+		b.WriteString("name >= ?")
+		args = append(args, prefix)
+	}
+	if end, ok := prefixEnd(prefix); ok {
+		b.WriteString(" AND name < ?")
+		args = append(args, end)
+	}
+	b.WriteString(" ORDER BY name")
+	if limit > 0 {
+		b.WriteString(" LIMIT ?")
+		args = append(args, limit)
+	}
+	return b.String(), args
+}
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with p, in code point (= UTF-8 byte) order; ok is false when there
+// is none (p is empty or all U+10FFFF). p must be valid UTF-8.
+func prefixEnd(p string) (string, bool) {
+	r := []rune(p)
+	for len(r) > 0 {
+		last := r[len(r)-1]
+		if last < utf8.MaxRune {
+			next := last + 1
+			if next >= 0xD800 && next <= 0xDFFF { // surrogates are not characters
+				next = 0xE000
+			}
+			r[len(r)-1] = next
+			return string(r), true
+		}
+		r = r[:len(r)-1]
+	}
+	return "", false
+}
+
+// checkText refuses names Postgres cannot store (invalid UTF-8, NUL), so
+// both stores accept exactly the same names.
+func checkText(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("leasedb/sqlite: %q: names must be valid UTF-8 without NUL", s)
+		}
+	}
+	return nil
+}
+
+func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
+	defer rows.Close()
+	var out []*leasedb.Container
+	for rows.Next() {
+		var (
+			c            leasedb.Container
+			lm, exp, brk sql.NullInt64
+			meta         string
+		)
+		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk); err != nil {
+			return nil, err
+		}
+		var err error
+		if c.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		c.LastModified, c.Lease.Expires, c.Lease.BreakAt = fromMicros(lm), fromMicros(exp), fromMicros(brk)
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
+	defer rows.Close()
+	var out []*leasedb.Blob
+	for rows.Next() {
+		var (
+			b                     leasedb.Blob
+			created, lm, exp, brk sql.NullInt64
+			meta, ext             string
+		)
+		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
+			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
+			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk); err != nil {
+			return nil, err
+		}
+		var err error
+		if b.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		if b.Extents, err = decodeExtents(ext); err != nil {
+			return nil, err
+		}
+		b.Created, b.LastModified = fromMicros(created), fromMicros(lm)
+		b.Lease.Expires, b.Lease.BreakAt = fromMicros(exp), fromMicros(brk)
+		out = append(out, &b)
+	}
+	return out, rows.Err()
+}
+
+func scanStrings(rows *sql.Rows, out []string) ([]string, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// micros stores a time as microseconds since the Unix epoch; the zero time
+// is NULL so it comes back as the zero time.
+func micros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
+
+// encodeMeta stores a nil map like an empty one; it reads back as an empty,
+// non-nil map.
+func encodeMeta(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("leasedb/sqlite: encode metadata: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeMeta(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("decode metadata: %w", err)
+	}
+	return m, nil
+}
+
+// encodeExtents stores no extents as "[]"; they read back as nil.
+func encodeExtents(x []leasedb.Extent) (string, error) {
+	if len(x) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return "", fmt.Errorf("leasedb/sqlite: encode extents: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeExtents(s string) ([]leasedb.Extent, error) {
+	var x []leasedb.Extent
+	if err := json.Unmarshal([]byte(s), &x); err != nil {
+		return nil, fmt.Errorf("decode extents: %w", err)
+	}
+	if len(x) == 0 {
+		return nil, nil
+	}
+	return x, nil
+}
+
+// code returns the SQLite (extended) result code of err, 0 if none.
+func code(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code): another connection held a lock we needed, and a retry may work.
+func isBusy(err error) bool {
+	c := code(err) & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// ctxErr prefers the context's error when the context ended, so callers can
+// test errors.Is(err, context.Canceled) whatever the driver said.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond // up to 128ms
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

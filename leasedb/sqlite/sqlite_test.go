@@ -1,0 +1,308 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/sqlite"
+	"github.com/blobgw/blobgw/leasedb/storetest"
+	"github.com/blobgw/blobgw/migrations"
+)
+
+// open opens and migrates the store at path, closed when t ends.
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if _, _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) leasedb.Store {
+		return open(t, filepath.Join(t.TempDir(), "meta.db"))
+	})
+}
+
+// Two *Store on one file have separate connection pools; only SQLite's
+// file lock (BEGIN IMMEDIATE) can serialize them.
+func TestTwoStoresSameFile(t *testing.T) {
+	t.Run("CreateOnce", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "meta.db")
+		storetest.CreateOnce(t, open(t, path), open(t, path))
+	})
+	t.Run("Counter", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "meta.db")
+		storetest.Counter(t, open(t, path), open(t, path), open(t, path))
+	})
+}
+
+const helperEnv = "BLOBGW_SQLITE_HELPER_DB"
+
+// increment adds 1 to Metadata["n"] of blob c/counter, n times.
+func increment(ctx context.Context, s leasedb.Store, n int) error {
+	for i := 0; i < n; i++ {
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			b, err := tx.Blob(ctx, "acct", "c", "counter", leasedb.LockExclusive)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return errors.New("counter missing")
+			}
+			v, err := strconv.Atoi(b.Metadata["n"])
+			if err != nil {
+				return err
+			}
+			b.Metadata["n"] = strconv.Itoa(v + 1)
+			if b.ETag, err = tx.NextETag(ctx); err != nil {
+				return err
+			}
+			return tx.PutBlob(ctx, b)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestHelperProcess is the child side of TestCrossProcess.
+func TestHelperProcess(t *testing.T) {
+	path := os.Getenv(helperEnv)
+	if path == "" {
+		t.Skip("child process of TestCrossProcess only")
+	}
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := increment(ctx, s, 50); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrossProcess runs increments from three processes at once: no
+// increment is lost.
+func TestCrossProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx leasedb.Tx) error {
+		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "acct", Name: "c", ETag: `"e"`}); err != nil {
+			return err
+		}
+		return tx.PutBlob(ctx, &leasedb.Blob{Account: "acct", Container: "c", Name: "counter", Type: "BlockBlob",
+			ETag: `"e"`, Metadata: map[string]string{"n": "0"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const children = 2
+	var wg sync.WaitGroup
+	errs := make(chan error, children+1)
+	for i := 0; i < children; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), helperEnv+"="+path)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("child: %v\n%s", err, out)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := increment(ctx, s, 50); err != nil {
+			errs <- err
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var n string
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		b, err := tx.Blob(ctx, "acct", "c", "counter", leasedb.LockNone)
+		if err == nil {
+			n = b.Metadata["n"]
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != strconv.Itoa(50*(children+1)) {
+		t.Errorf("counter = %s, want %d", n, 50*(children+1))
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	latest, err := migrations.Latest(migrations.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 0 {
+		t.Fatalf("SchemaVersion of an empty database = %d, %v; want 0", v, err)
+	}
+	if from, to, err := s.Migrate(ctx); err != nil || from != 0 || to != latest {
+		t.Fatalf("Migrate = %d, %d, %v; want 0, %d", from, to, err, latest)
+	}
+	if from, to, err := s.Migrate(ctx); err != nil || from != latest || to != latest {
+		t.Fatalf("second Migrate = %d, %d, %v; want %d, %d", from, to, err, latest, latest)
+	}
+	if v, err := s.SchemaVersion(ctx); err != nil || v != latest {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, latest)
+	}
+
+	// A newer blobgw migrated this database: refuse it.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'future.sql', 0)`, latest+1); err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := s.Migrate(ctx)
+	if !errors.Is(err, leasedb.ErrSchemaTooNew) {
+		t.Fatalf("Migrate of a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	if from != latest+1 || to != latest+1 {
+		t.Errorf("Migrate of a newer schema = %d, %d; want %d, %d", from, to, latest+1, latest+1)
+	}
+	for _, want := range []string{strconv.Itoa(latest + 1), strconv.Itoa(latest)} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error %q does not name version %s", err, want)
+		}
+	}
+}
+
+// Concurrent migrators on one new file: all succeed, one does the work.
+func TestMigrateConcurrent(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	const n = 4
+	var wg sync.WaitGroup
+	froms := make([]int, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := sqlite.Open(ctx, path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			froms[i], _, errs[i] = s.Migrate(ctx)
+		}()
+	}
+	wg.Wait()
+	zero := 0
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			t.Errorf("migrator %d: %v", i, errs[i])
+		}
+		if froms[i] == 0 {
+			zero++
+		}
+	}
+	if zero != 1 {
+		t.Errorf("%d migrators started from version 0, want 1", zero)
+	}
+}
+
+func TestOpenRefusesURIs(t *testing.T) {
+	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro", "a#b"} {
+		if s, err := sqlite.Open(context.Background(), p); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+}
+
+// A View must not wait for a writer, and sees the last commit.
+func TestViewDuringWrite(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "meta.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "old", ETag: `"e"`})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inWrite := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx leasedb.Tx) error {
+			if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "new", ETag: `"e"`}); err != nil {
+				return err
+			}
+			close(inWrite)
+			<-release
+			return nil
+		})
+	}()
+	<-inWrite
+	err := s.View(ctx, func(tx leasedb.Tx) error {
+		cs, err := tx.ListContainers(ctx, "a", "", "", 10)
+		if len(cs) != 1 {
+			t.Errorf("View during a write saw %d containers, want the 1 committed", len(cs))
+		}
+		return err
+	})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
