@@ -63,6 +63,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		return err
 	}
 	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: blobType, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond}
+	if err := parsePutLease(r, &preq); err != nil {
+		return err
+	}
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.
@@ -92,7 +95,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
 		preq.Props.ContentMD5 = sum
 	}
-	b, err := s.db.PutBlob(ctx, preq)
+	b, leaseRes, err := s.db.PutBlob(ctx, preq)
 	if err != nil {
 		for _, e := range preq.Extents {
 			s.discard(e.Key)
@@ -105,6 +108,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		h.Set("Content-MD5", b64(sum))
 	}
 	h.Set("x-ms-request-server-encrypted", "true")
+	if preq.LeaseAction == leasedb.PutLeaseAcquire {
+		h.Set("x-ms-lease-id", leaseRes.ID)
+	}
 	w.WriteHeader(http.StatusCreated)
 	return nil
 }

@@ -61,13 +61,13 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			}
 		case "lease":
 			if m == http.MethodPut {
-				return s.notImplemented, nil
+				return s.leaseContainer, nil
 			}
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 		}
 	default:
-		if _, ok := req.query["snapshot"]; ok {
+		if _, ok := req.query["snapshot"]; ok && comp != "lease" {
 			return s.notImplemented, nil
 		}
 		switch comp {
@@ -94,7 +94,11 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			if m == http.MethodPut {
 				return s.setBlobProperties, nil
 			}
-		case "lease", "snapshot", "block", "blocklist", "appendblock", "seal", "tags", "tier", "copy":
+		case "lease":
+			if m == http.MethodPut {
+				return s.leaseBlob, nil
+			}
+		case "snapshot", "block", "blocklist", "appendblock", "seal", "tags", "tier", "copy":
 			return s.notImplemented, nil
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

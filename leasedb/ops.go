@@ -290,6 +290,35 @@ type PutBlobRequest struct {
 	Extents  []Extent
 	LeaseID  string
 	Cond     Conditions
+	// LeaseAction is blobgw's put-and-release extension ("" for plain
+	// Azure behaviour): "release" writes then releases the lease named by
+	// LeaseID; "acquire" writes then acquires with Acquire (proposed id,
+	// duration); "acquire-release" writes under the usual lease check and
+	// leaves no lease. All in the commit transaction.
+	LeaseAction string
+	Acquire     LeaseRequest
+	NewLeaseID  string
+}
+
+// Put-and-release actions accepted on writes.
+const (
+	PutLeaseRelease        = "release"
+	PutLeaseAcquire        = "acquire"
+	PutLeaseAcquireRelease = "acquire-release"
+)
+
+// applyPutLease applies a put-and-release action to the lease that the
+// write's lease check left.
+func applyPutLease(lease Lease, req PutBlobRequest, now time.Time) (Lease, LeaseResult, error) {
+	switch req.LeaseAction {
+	case PutLeaseRelease, PutLeaseAcquireRelease:
+		return Lease{}, LeaseResult{}, nil
+	case PutLeaseAcquire:
+		acq := req.Acquire
+		acq.Action = LeaseAcquire
+		return ApplyLease(lease, acq, req.NewLeaseID, now)
+	}
+	return lease, LeaseResult{}, nil
 }
 
 // PutBlob commits a new version of a blob (contract §3.10 order: lease,
@@ -297,9 +326,10 @@ type PutBlobRequest struct {
 // commit whose intent the collector claimed fails), the row swings to the
 // new extents with a new ETag, and the replaced extents are queued for
 // collection after the grace period. An active lease is kept (§5.5).
-func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, error) {
+func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResult, error) {
+	var leaseRes LeaseResult
 	if err := d.checkWrite(req.Cond); err != nil {
-		return nil, err
+		return nil, leaseRes, err
 	}
 	var out *Blob
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
@@ -317,6 +347,11 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, error) {
 		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
 			return err
 		}
+		lease, res, err := applyPutLease(lease, req, now)
+		if err != nil {
+			return err
+		}
+		leaseRes = res
 		for _, e := range req.Extents {
 			ok, err := tx.TakeIntent(ctx, e.Key)
 			if err != nil {
@@ -351,7 +386,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, error) {
 		out = b
 		return nil
 	})
-	return out, err
+	return out, leaseRes, err
 }
 
 // updateBlob is the shared shape of Set Blob Properties / Set Blob Metadata:
@@ -597,4 +632,51 @@ func (d *DB) AddIntent(ctx context.Context, key string, ttl time.Duration) error
 		}
 		return tx.AddIntent(ctx, key, now.Add(ttl))
 	})
+}
+
+// LeaseBlob runs one lease action on a blob under the row lock (contract
+// §5.3). Lease actions never change the ETag or Last-Modified. newID is
+// used when an acquire carries no proposed id.
+func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*Blob, LeaseResult, error) {
+	var out *Blob
+	var res LeaseResult
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if b == nil {
+			if len(cond.IfMatch) > 0 {
+				return svcerr.New(svcerr.ConditionNotMet)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+			return err
+		}
+		l, r, err := ApplyLease(b.Lease, req, newID, now)
+		if err != nil {
+			return err
+		}
+		b.Lease, res = l, r
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, res, err
+}
+
+// LeaseContainer runs one lease action on a container (contract §6).
+func (d *DB) LeaseContainer(ctx context.Context, account, name string, req LeaseRequest, cond Conditions, newID string) (*Container, LeaseResult, error) {
+	var res LeaseResult
+	c, err := d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		l, r, err := ApplyLease(c.Lease, req, newID, now)
+		if err != nil {
+			return err
+		}
+		c.Lease, res = l, r
+		return tx.UpdateContainer(ctx, c)
+	})
+	return c, res, err
 }

@@ -298,6 +298,48 @@ func TestViewDuringWrite(t *testing.T) {
 	}
 }
 
+// A write transaction holds the write lock from BEGIN, before its first
+// statement: a second writer (another Store on the file) cannot start.
+func TestWriteLockTakenAtBegin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	a, b := open(t, path), open(t, path)
+	ctx := context.Background()
+	began := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Update(ctx, func(tx leasedb.Tx) error {
+			close(began)
+			<-release
+			return nil
+		})
+	}()
+	<-began
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	ran := false
+	err := b.Update(short, func(tx leasedb.Tx) error {
+		ran = true
+		return tx.InsertContainer(short, &leasedb.Container{Account: "a", Name: "c", ETag: `"e"`})
+	})
+	close(release)
+	if err == nil || ran {
+		t.Errorf("second writer ran (%v) while the first held BEGIN IMMEDIATE: err %v", ran, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second writer: got %v, want context.DeadlineExceeded", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Once the first commits, the second gets in.
+	if err := b.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"e"`})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func contains(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if s[i:i+len(sub)] == sub {

@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+	"github.com/google/uuid"
+)
+
+// parseLease reads the lease headers of a Lease Blob / Lease Container
+// request (contract §5.2).
+func parseLease(r *http.Request) (leasedb.LeaseRequest, error) {
+	h := r.Header
+	return leasedb.ParseLeaseRequest(h.Get("x-ms-lease-action"), h.Get("x-ms-lease-id"),
+		h.Get("x-ms-proposed-lease-id"), h.Get("x-ms-lease-duration"), h.Get("x-ms-lease-break-period"))
+}
+
+// leaseStatus is the success status per action (contract §1.3): the SDKs
+// accept nothing else.
+func leaseStatus(a leasedb.LeaseAction) int {
+	switch a {
+	case leasedb.LeaseAcquire:
+		return http.StatusCreated
+	case leasedb.LeaseBreak:
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+func writeLeaseResult(w http.ResponseWriter, a leasedb.LeaseAction, res leasedb.LeaseResult) {
+	h := w.Header()
+	switch a {
+	case leasedb.LeaseAcquire, leasedb.LeaseRenew, leasedb.LeaseChange:
+		h.Set("x-ms-lease-id", res.ID)
+	case leasedb.LeaseBreak:
+		h.Set("x-ms-lease-time", strconv.Itoa(res.BreakTime))
+	}
+	w.WriteHeader(leaseStatus(a))
+}
+
+// Lease Blob: PUT ?comp=lease (contract §5).
+func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request) error {
+	if _, ok := req.query["snapshot"]; ok {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots cannot be leased")
+	}
+	lr, err := parseLease(r)
+	if err != nil {
+		return err
+	}
+	cond, err := leasedb.ParseConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	b, res, err := s.db.LeaseBlob(r.Context(), req.ref(), lr, cond, uuid.NewString())
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), b.ETag, b.LastModified)
+	writeLeaseResult(w, lr.Action, res)
+	return nil
+}
+
+// Lease Container: PUT ?restype=container&comp=lease (contract §6). Only
+// the date conditions apply.
+func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *request) error {
+	lr, err := parseLease(r)
+	if err != nil {
+		return err
+	}
+	cond, err := containerConditions(r, true)
+	if err != nil {
+		return err
+	}
+	c, res, err := s.db.LeaseContainer(r.Context(), req.account, req.container, lr, cond, uuid.NewString())
+	if err != nil {
+		return err
+	}
+	setETagLM(w.Header(), c.ETag, c.LastModified)
+	writeLeaseResult(w, lr.Action, res)
+	return nil
+}
+
+// parsePutLease reads blobgw's put-and-release extension on a write:
+// x-ms-lease-action release | acquire | acquire-release. Without the header
+// the write behaves exactly as Azure's.
+func parsePutLease(r *http.Request, preq *leasedb.PutBlobRequest) error {
+	h := r.Header
+	action := h.Get("x-ms-lease-action")
+	switch action {
+	case "":
+		return nil
+	case leasedb.PutLeaseRelease:
+		if preq.LeaseID == "" {
+			return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-lease-id", "")
+		}
+	case leasedb.PutLeaseAcquire:
+		lr, err := leasedb.ParseLeaseRequest("acquire", "", h.Get("x-ms-proposed-lease-id"), h.Get("x-ms-lease-duration"), "")
+		if err != nil {
+			return err
+		}
+		preq.Acquire = lr
+		preq.NewLeaseID = uuid.NewString()
+	case leasedb.PutLeaseAcquireRelease:
+	default:
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-lease-action", action)
+	}
+	preq.LeaseAction = action
+	return nil
+}
