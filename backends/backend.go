@@ -18,6 +18,13 @@ var ErrNotFound = errors.New("backends: object not found")
 // reused; seeing this means a caller bug).
 var ErrExists = errors.New("backends: object already exists")
 
+// ErrUnavailable marks a failure of the backend itself (unreachable,
+// overloaded, timing out after retries), as opposed to a bad request. The
+// gateway answers it with 503 ServerBusy, which clients retry; a backend
+// wraps its transport errors with it (fmt.Errorf("...: %w: %v",
+// backends.ErrUnavailable, err)).
+var ErrUnavailable = errors.New("backends: backend unavailable")
+
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {
 	Key     string

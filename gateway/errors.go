@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blobgw/blobgw/backends"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -26,10 +27,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 	}
 	e, ok := svcerr.As(err)
 	if !ok {
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		switch {
+		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 			// The client went away; nobody reads the answer.
 			e = svcerr.New(svcerr.OperationTimedOut)
-		} else {
+		case errors.Is(err, backends.ErrUnavailable):
+			s.log.Warn("backend unavailable", "request_id", req.id, "err", err)
+			e = svcerr.New(svcerr.ServerBusy)
+		default:
 			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", r.RequestURI, "err", err)
 			e = svcerr.New(svcerr.InternalError)
 		}

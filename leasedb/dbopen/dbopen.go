@@ -39,7 +39,8 @@ var (
 )
 
 // Parse says which driver dsn selects and what that driver is given: the
-// DSN itself for Postgres, the file path for SQLite.
+// DSN itself for Postgres, the file path for SQLite. Postgres must be named
+// by URL; a key=value connection string would be taken for a file name.
 func Parse(dsn string) (driver, target string, err error) {
 	lower := strings.ToLower(dsn)
 	switch {

@@ -63,6 +63,7 @@ type Server struct {
 	seq   atomic.Int64
 
 	stopOnce sync.Once
+	stopped  atomic.Bool
 	stopErr  error
 }
 
@@ -133,7 +134,10 @@ func StartServer() (*Server, error) {
 	sweepStale()
 
 	base := os.TempDir()
-	if len(base) > 60 { // the socket path must stay under ~107 bytes
+	if len(base) > 60 || cred != nil {
+		// The socket path must stay under ~107 bytes, and the postgres
+		// user must be able to reach the directory (root's TMPDIR may sit
+		// under a directory only root can enter).
 		base = "/tmp"
 	}
 	dir, err := os.MkdirTemp(base, dirPrefix)
@@ -355,6 +359,9 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if s.stopped.Load() {
+			return // the database went with the server
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := s.DropDatabase(ctx, name); err != nil {
@@ -368,6 +375,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 // and removes its directory. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.stopped.Store(true)
 		if s.admin != nil {
 			s.admin.Close()
 		}

@@ -182,6 +182,7 @@ func TestMigrate(t *testing.T) {
 	for i := 0; i < n; i++ {
 		if errs[i] != nil {
 			t.Errorf("migrator %d: %v", i, errs[i])
+			continue
 		}
 		if tos[i] != latest {
 			t.Errorf("migrator %d ended at %d, want %d", i, tos[i], latest)

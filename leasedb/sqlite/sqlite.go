@@ -77,7 +77,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	wq := url.Values{}
 	wq.Add("_pragma", "busy_timeout("+bt+")")
 	wq.Add("_pragma", "foreign_keys(1)")
-	wq.Add("_pragma", "journal_mode(WAL)")
 	// FULL: a committed write survives power loss (design invariant 5:
 	// a 2xx write means the transaction committed).
 	wq.Add("_pragma", "synchronous(FULL)")
@@ -92,10 +91,25 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 
 	// The write connection first: it switches the file to WAL (a persistent
-	// setting) before any reader opens it.
-	if err := w.PingContext(ctx); err != nil {
+	// setting) before any reader opens it. Switching needs an exclusive lock
+	// and SQLite reports SQLITE_BUSY without waiting when another process
+	// is opening the same new file, hence the retries.
+	var mode string
+	for attempt := 1; ; attempt++ {
+		err = w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil || !isBusy(err) || attempt >= 50 || ctx.Err() != nil {
+			break
+		}
+		if err = sleep(ctx, backoff(attempt)); err != nil {
+			break
+		}
+	}
+	if err == nil && !strings.EqualFold(mode, "wal") {
+		err = fmt.Errorf("journal_mode is %q, want wal", mode)
+	}
+	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: set WAL mode: %w", path, ctxErr(ctx, err))
 	}
 
 	rq := url.Values{}
@@ -115,15 +129,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
 	}
-	var mode string
-	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
-		w.Close()
-		r.Close()
-		if err == nil {
-			err = fmt.Errorf("journal_mode is %q, want wal", mode)
-		}
-		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
-	}
 	return &Store{path: path, w: w, r: r}, nil
 }
 
@@ -139,6 +144,8 @@ func (s *Store) Close() error {
 // fn returns nil. When SQLite reports SQLITE_BUSY (another writer held the
 // lock for longer than the busy timeout), it rolls back and runs fn again, a
 // bounded number of times. Errors returned by fn are returned unchanged.
+// fn must not call Update, ClaimDue or Forget on the same Store: they wait
+// for the one write connection fn holds.
 func (s *Store) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
 	return s.retry(ctx, func() error { return s.run(ctx, false, fn) })
 }
@@ -190,9 +197,9 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 	}
 	done = true
 	if readOnly {
-		if err := sqlTx.Rollback(); err != nil {
-			return fmt.Errorf("leasedb/sqlite: end read transaction: %w", err)
-		}
+		// Nothing to commit; fn's reads stand even if the context ended
+		// meanwhile (database/sql then already rolled back).
+		_ = sqlTx.Rollback()
 		return nil
 	}
 	if err := sqlTx.Commit(); err != nil {

@@ -217,7 +217,7 @@ func TestMigrate(t *testing.T) {
 func TestMigrateConcurrent(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	const n = 4
+	const n = 8
 	var wg sync.WaitGroup
 	froms := make([]int, n)
 	errs := make([]error, n)
@@ -239,8 +239,7 @@ func TestMigrateConcurrent(t *testing.T) {
 	for i := 0; i < n; i++ {
 		if errs[i] != nil {
 			t.Errorf("migrator %d: %v", i, errs[i])
-		}
-		if froms[i] == 0 {
+		} else if froms[i] == 0 {
 			zero++
 		}
 	}
