@@ -98,7 +98,28 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			if m == http.MethodPut {
 				return s.leaseBlob, nil
 			}
-		case "snapshot", "block", "blocklist", "appendblock", "seal", "tags", "tier", "copy":
+		case "block":
+			if m == http.MethodPut {
+				if r.Header.Get("x-ms-copy-source") != "" {
+					return s.notImplemented, nil
+				}
+				return s.putBlock, nil
+			}
+		case "blocklist":
+			switch {
+			case m == http.MethodPut:
+				return s.putBlockList, nil
+			case get:
+				return s.getBlockList, nil
+			}
+		case "appendblock":
+			if m == http.MethodPut {
+				if r.Header.Get("x-ms-copy-source") != "" {
+					return s.notImplemented, nil
+				}
+				return s.appendBlock, nil
+			}
+		case "snapshot", "seal", "tags", "tier", "copy":
 			return s.notImplemented, nil
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

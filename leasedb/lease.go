@@ -309,6 +309,25 @@ func sameLeaseID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 // to whole seconds (0 when broken now), so a client that waits that long
 // always finds the lease broken. BreakAt itself is not rounded.
 func ApplyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, LeaseResult, error) {
+	nl, res, err := applyLease(l, req, newID, now)
+	if err != nil {
+		return nl, res, err
+	}
+	// Since records when the current lease was taken: an acquire from a
+	// state where nobody held the lease starts it now; every other
+	// transition that keeps a lease id keeps it; no id, no time.
+	switch {
+	case nl.ID == "":
+		nl.Since = time.Time{}
+	case req.Action == LeaseAcquire && l.Effective(now) != LeaseLeased:
+		nl.Since = now
+	default:
+		nl.Since = l.Since
+	}
+	return nl, res, nil
+}
+
+func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, LeaseResult, error) {
 	eff := l.Effective(now)
 	fail := func(code svcerr.Code) (Lease, LeaseResult, error) {
 		return l, LeaseResult{}, svcerr.New(code)

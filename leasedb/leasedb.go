@@ -43,6 +43,9 @@ type Lease struct {
 	Expires time.Time
 	// BreakAt is when a breaking lease becomes broken (zero otherwise).
 	BreakAt time.Time
+	// Since is when the current lease id was acquired (zero when none);
+	// operators use it to find stuck leases.
+	Since time.Time
 }
 
 // Container is one container row.
@@ -70,6 +73,31 @@ type Props struct {
 type Extent struct {
 	Key  string `json:"k"`
 	Size int64  `json:"n"`
+	// BlockID is the block id (base64, as the client sent it) for block
+	// blob extents; "" for Put Blob and append blocks.
+	BlockID string `json:"id,omitempty"`
+}
+
+// Block is one staged (uncommitted) block of a block blob.
+type Block struct {
+	ID       string // base64 block id as sent
+	Key      string
+	Size     int64
+	StagedAt time.Time
+}
+
+// LeaseRow is one leased container or blob, for operators.
+type LeaseRow struct {
+	Account   string
+	Container string
+	Blob      string // "" for a container lease
+	Lease     Lease
+}
+
+// LeaseFilter narrows ListLeases; empty fields match everything.
+type LeaseFilter struct {
+	Account   string
+	Container string
 }
 
 // Blob is one committed blob row.
@@ -90,11 +118,16 @@ type Blob struct {
 	Lease      Lease
 }
 
-// Keys returns the backend keys the row references.
+// Keys returns the distinct backend keys the row references (a block id
+// committed twice references its object twice).
 func (b *Blob) Keys() []string {
 	keys := make([]string, 0, len(b.Extents))
+	seen := make(map[string]bool, len(b.Extents))
 	for _, e := range b.Extents {
-		keys = append(keys, e.Key)
+		if !seen[e.Key] {
+			seen[e.Key] = true
+			keys = append(keys, e.Key)
+		}
 	}
 	return keys
 }
@@ -146,8 +179,8 @@ type Tx interface {
 	InsertContainer(ctx context.Context, c *Container) error
 	// UpdateContainer overwrites every column of an existing row.
 	UpdateContainer(ctx context.Context, c *Container) error
-	// DeleteContainer deletes the container row and every blob row in it and
-	// returns the backend keys those blob rows referenced.
+	// DeleteContainer deletes the container row, every blob row and every
+	// staged block in it, and returns the backend keys they referenced.
 	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
 	// ListContainers returns up to limit containers of account with the
 	// prefix whose name is > after (byte order), ordered by name.
@@ -166,6 +199,25 @@ type Tx interface {
 	// ListBlobs returns up to limit blobs of the container with the prefix
 	// whose name is > after (byte order), ordered by name.
 	ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*Blob, error)
+
+	// StageBlock records a staged block for the blob name (no blob row is
+	// needed: an uncommitted blob is only its blocks), replacing a block
+	// with the same id; it returns the replaced block's key ("" if none).
+	StageBlock(ctx context.Context, account, container, blob string, b Block) (string, error)
+	// Blocks lists the staged blocks of a blob name, oldest first.
+	Blocks(ctx context.Context, account, container, blob string) ([]Block, error)
+	// BlockStats counts the staged blocks of a blob name and returns the
+	// length of their ids (0 when none), without reading them all: Put
+	// Block checks both on every call.
+	BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error)
+	// DeleteBlocks removes every staged block of a blob name (the caller
+	// queues their keys for collection).
+	DeleteBlocks(ctx context.Context, account, container, blob string) error
+
+	// ListLeases returns every container and blob whose stored lease state
+	// is not available (leased, breaking, broken; the caller derives
+	// expired), ordered by account, container, blob.
+	ListLeases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error)
 
 	// AddIntent records an upload intent: key goes into the collection queue
 	// with the given deadline before any byte is written.

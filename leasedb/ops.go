@@ -380,6 +380,10 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 				return err
 			}
 		}
+		// Put Blob discards every uncommitted block (contract §7.1).
+		if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
+			return err
+		}
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}
@@ -463,6 +467,9 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 			return err
 		}
 		if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+			return err
+		}
+		if err := dropStaged(ctx, tx, ref, now); err != nil {
 			return err
 		}
 		return tx.AddGC(ctx, b.Keys(), now.Add(d.Grace))
@@ -679,4 +686,21 @@ func (d *DB) LeaseContainer(ctx context.Context, account, name string, req Lease
 		return tx.UpdateContainer(ctx, c)
 	})
 	return c, res, err
+}
+
+// dropStaged removes every staged block of a blob name and queues their
+// objects for collection at once: no committed blob references them.
+func dropStaged(ctx context.Context, tx Tx, ref BlobRef, now time.Time) error {
+	staged, err := tx.Blocks(ctx, ref.Account, ref.Container, ref.Name)
+	if err != nil || len(staged) == 0 {
+		return err
+	}
+	keys := make([]string, len(staged))
+	for i, b := range staged {
+		keys[i] = b.Key
+	}
+	if err := tx.DeleteBlocks(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+		return err
+	}
+	return tx.AddGC(ctx, keys, now)
 }

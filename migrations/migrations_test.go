@@ -58,6 +58,38 @@ func TestDialectsDeclareTheSameTables(t *testing.T) {
 	}
 }
 
+// Columns added by ALTER TABLE and indexes exist in both dialects, in the
+// same versions.
+func TestDialectsAlterAndIndexAlike(t *testing.T) {
+	re := regexp.MustCompile(`(?i)ALTER TABLE (\w+) ADD COLUMN (\w+)|CREATE (?:UNIQUE )?INDEX (\w+) ON (\w+)`)
+	seen := map[string][2]bool{}
+	for i, d := range []string{Postgres, SQLite} {
+		fs, err := Files(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			for _, m := range re.FindAllStringSubmatch(f.SQL, -1) {
+				what := f.Name + ": column " + m[1] + "." + m[2]
+				if m[3] != "" {
+					what = f.Name + ": index " + m[3] + " on " + m[4]
+				}
+				v := seen[what]
+				v[i] = true
+				seen[what] = v
+			}
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no ALTER TABLE or CREATE INDEX found; is the pattern stale?")
+	}
+	for what, in := range seen {
+		if !in[0] || !in[1] {
+			t.Errorf("%s: in postgres %v, in sqlite %v", what, in[0], in[1])
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for _, tc := range []struct {
 		name string

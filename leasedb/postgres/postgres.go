@@ -268,11 +268,25 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 // than this binary is refused with an error wrapping
 // leasedb.ErrSchemaTooNew.
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
+	return s.MigrateTo(ctx, 0)
+}
+
+// MigrateTo is Migrate stopping at schema version target (0: the newest),
+// for tests of upgrades from an older schema. A database already at or
+// past target is left alone (there are no down migrations); a target
+// beyond the newest embedded migration is an error.
+func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
 	files, err := migrations.Files(migrations.Postgres)
 	if err != nil {
 		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", err)
 	}
 	latest := files[len(files)-1].Version
+	if target < 0 || target > latest {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
+	}
+	if target == 0 {
+		target = latest
+	}
 	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: begin: %w", ctxErr(ctx, err))
@@ -295,8 +309,9 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 		return from, from, fmt.Errorf("leasedb/postgres: database has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
 			from, latest, leasedb.ErrSchemaTooNew)
 	}
+	reached := from
 	for _, f := range files {
-		if f.Version <= from {
+		if f.Version <= from || f.Version > target {
 			continue
 		}
 		// No arguments: pgx uses the simple protocol, which runs a file of
@@ -307,11 +322,12 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 		if _, err := ptx.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, $2)`, f.Version, f.Name); err != nil {
 			return from, from, fmt.Errorf("leasedb/postgres: migrate: record %s: %w", f.Name, ctxErr(ctx, err))
 		}
+		reached = f.Version
 	}
 	if err := ptx.Commit(ctx); err != nil {
 		return from, from, fmt.Errorf("leasedb/postgres: migrate: commit: %w", ctxErr(ctx, err))
 	}
-	return from, latest, nil
+	return from, reached, nil
 }
 
 // tx is one transaction. It is not safe for concurrent use and must not be
@@ -360,7 +376,7 @@ func (t *tx) lockClause(mode leasedb.LockMode) string {
 }
 
 const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
 // FOR UPDATE.
@@ -394,10 +410,10 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 		return err
 	}
 	tag, err := t.tx.Exec(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (account, name) DO NOTHING`,
 		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since))
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
 	}
@@ -416,10 +432,11 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 		return err
 	}
 	tag, err := t.tx.Exec(ctx, `UPDATE containers SET etag = $3, last_modified = $4, metadata = $5, public_access = $6,
-			lease_id = $7, lease_state = $8, lease_duration = $9, lease_expires = $10, lease_break_at = $11
+			lease_id = $7, lease_state = $8, lease_duration = $9, lease_expires = $10, lease_break_at = $11,
+			lease_since = $12
 		WHERE account = $1 AND name = $2`,
 		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since))
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
 	}
@@ -430,38 +447,80 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
-// does not exist. It locks the container row first, so no blob commit in it
-// (which holds FOR SHARE or, through the foreign key, FOR KEY SHARE) can
-// run between the two deletes. Keys are returned in blob-name order,
-// extents in order.
+// does not exist. It locks the container row first, so no blob commit or
+// block staging in it (which hold FOR SHARE or, through the foreign key,
+// FOR KEY SHARE) can run between the deletes. The lock and the three
+// deletes go in one round trip; each statement takes its snapshot when it
+// starts, so the deletes see every row committed before the lock was
+// granted. Keys are returned in blob-name order, extents in order, followed
+// by the staged blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
-	tag, err := t.tx.Exec(ctx, `SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: lock: %w", account, name, ctxErr(ctx, err))
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
+	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, extents`, account, name)
+	b.Queue(`DELETE FROM blocks WHERE account = $1 AND container = $2 RETURNING blob, block_id, key`, account, name)
+	b.Queue(`DELETE FROM containers WHERE account = $1 AND name = $2`, account, name)
+	type deletedBlob struct{ name, extents string }
+	type deletedBlock struct{ blob, id, key string }
+	var (
+		found  bool
+		blobs  []deletedBlob
+		blocks []deletedBlock
+	)
+	br := t.tx.SendBatch(ctx, b)
+	err := func() error {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		found = tag.RowsAffected() > 0
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("blobs: %w", err)
+		}
+		var d deletedBlob
+		if _, err := pgx.ForEachRow(rows, []any{&d.name, &d.extents}, func() error {
+			blobs = append(blobs, d)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("blobs: %w", err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return fmt.Errorf("blocks: %w", err)
+		}
+		var k deletedBlock
+		if _, err := pgx.ForEachRow(rows, []any{&k.blob, &k.id, &k.key}, func() error {
+			blocks = append(blocks, k)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("blocks: %w", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
-	if tag.RowsAffected() == 0 {
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, ctxErr(ctx, err))
+	}
+	if !found {
 		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
 	}
-	rows, err := t.tx.Query(ctx, `DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, extents`, account, name)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: blobs: %w", account, name, ctxErr(ctx, err))
-	}
-	type deleted struct{ name, extents string }
-	var ds []deleted
-	var d deleted
-	_, err = pgx.ForEachRow(rows, []any{&d.name, &d.extents}, func() error {
-		ds = append(ds, d)
-		return nil
+	sort.Slice(blobs, func(i, j int) bool { return blobs[i].name < blobs[j].name })
+	sort.Slice(blocks, func(i, j int) bool {
+		if blocks[i].blob != blocks[j].blob {
+			return blocks[i].blob < blocks[j].blob
+		}
+		return blocks[i].id < blocks[j].id
 	})
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: blobs: %w", account, name, ctxErr(ctx, err))
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i].name < ds[j].name })
 	var keys []string
-	for _, d := range ds {
+	for _, d := range blobs {
 		x, err := decodeExtents(d.extents)
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
@@ -470,8 +529,8 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			keys = append(keys, e.Key)
 		}
 	}
-	if _, err := t.tx.Exec(ctx, `DELETE FROM containers WHERE account = $1 AND name = $2`, account, name); err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, ctxErr(ctx, err))
+	for _, k := range blocks {
+		keys = append(keys, k.key)
 	}
 	return keys, nil
 }
@@ -496,7 +555,7 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
-	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
 
 // Blob implements leasedb.Tx. With LockExclusive it first takes
 // pg_advisory_xact_lock on a hash of the name (held until the transaction
@@ -575,7 +634,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 		md5 = b.Props.ContentMD5
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -585,11 +644,11 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at`,
+			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since`,
 		b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt))
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since))
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
@@ -630,6 +689,154 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
 	}
 	return bs, nil
+}
+
+// StageBlock implements leasedb.Tx. It first takes the blob name's
+// advisory lock (the one Blob takes with LockExclusive; re-taking it in the
+// same transaction is free), so stagers of one name, and a commit holding
+// that lock, run one after the other: the key read as replaced is the one
+// the upsert overwrites, and a replaced object is never lost to a
+// concurrent stager. Lock and upsert go in one round trip. A missing
+// container is ErrNotFound (the transaction is then aborted; see Update).
+func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b leasedb.Block) (string, error) {
+	if err := checkText(account, container, blob, b.ID, b.Key); err != nil {
+		return "", err
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock($1)`, nameLockKey(account, container, blob))
+	batch.Queue(`
+		WITH old AS (
+			SELECT key FROM blocks
+			WHERE account = $1 AND container = $2 AND blob = $3 AND block_id = $4),
+		up AS (
+			INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (account, container, blob, block_id) DO UPDATE SET
+				key = excluded.key, size = excluded.size, staged_at = excluded.staged_at)
+		SELECT coalesce((SELECT key FROM old), '')`,
+		account, container, blob, b.ID, b.Key, b.Size, dueTS(b.StagedAt))
+	var old string
+	br := t.tx.SendBatch(ctx, batch)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&old)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
+			return "", fmt.Errorf("leasedb/postgres: stage block %s/%s/%s %s: container: %w", account, container, blob, b.ID, leasedb.ErrNotFound)
+		}
+		return "", fmt.Errorf("leasedb/postgres: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, ctxErr(ctx, err))
+	}
+	return old, nil
+}
+
+// Blocks implements leasedb.Tx: oldest first, then by block id (COLLATE
+// "C", byte order); nil when there are none.
+func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, `SELECT block_id, key, size, staged_at FROM blocks
+		WHERE account = $1 AND container = $2 AND blob = $3
+		ORDER BY staged_at, block_id`, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	var (
+		out []leasedb.Block
+		b   leasedb.Block
+	)
+	_, err = pgx.ForEachRow(rows, []any{&b.ID, &b.Key, &b.Size, &b.StagedAt}, func() error {
+		b.StagedAt = b.StagedAt.UTC()
+		out = append(out, b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	return out, nil
+}
+
+// BlockStats implements leasedb.Tx.
+func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
+	if err := checkText(account, container, blob); err != nil {
+		return 0, 0, err
+	}
+	err = t.tx.QueryRow(ctx, `SELECT count(*), coalesce(max(length(block_id)), 0) FROM blocks
+		WHERE account = $1 AND container = $2 AND blob = $3`, account, container, blob).Scan(&count, &idLen)
+	if err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: block stats %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	return count, idLen, nil
+}
+
+// DeleteBlocks implements leasedb.Tx; deleting no blocks is not an error.
+func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) error {
+	if err := checkText(account, container, blob); err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(ctx, `DELETE FROM blocks WHERE account = $1 AND container = $2 AND blob = $3`,
+		account, container, blob); err != nil {
+		return fmt.Errorf("leasedb/postgres: delete blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// leasedPred selects rows holding a lease. It must stay textually identical
+// to the WHERE clause of the partial indexes containers_leased and
+// blobs_leased (migration 0002), or the planner cannot prove they apply.
+const leasedPred = `lease_state NOT IN ('', 'available')`
+
+// ListLeases implements leasedb.Tx in one statement. Both halves read only
+// the partial indexes' rows; a container's own row (kind 0) sorts before
+// its blobs. Every text column is COLLATE "C", so the order is byte order.
+func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.LeaseRow, error) {
+	if err := checkText(f.Account, f.Container); err != nil {
+		return nil, err
+	}
+	cw, bw := leasedPred, leasedPred
+	var args []any
+	if f.Account != "" {
+		args = append(args, f.Account)
+		n := strconv.Itoa(len(args))
+		cw += " AND account = $" + n
+		bw += " AND account = $" + n
+	}
+	if f.Container != "" {
+		args = append(args, f.Container)
+		n := strconv.Itoa(len(args))
+		cw += " AND name = $" + n
+		bw += " AND container = $" + n
+	}
+	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	rows, err := t.tx.Query(ctx, `
+		SELECT account, name, ''::text COLLATE "C", 0, `+leaseCols+` FROM containers WHERE `+cw+`
+		UNION ALL
+		SELECT account, container, name, 1, `+leaseCols+` FROM blobs WHERE `+bw+`
+		ORDER BY 1, 2, 4, 3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", ctxErr(ctx, err))
+	}
+	var (
+		out             []leasedb.LeaseRow
+		r               leasedb.LeaseRow
+		kind            int
+		exp, brk, since pgtype.Timestamptz
+	)
+	_, err = pgx.ForEachRow(rows, []any{&r.Account, &r.Container, &r.Blob, &kind,
+		&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since}, func() error {
+		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", ctxErr(ctx, err))
+	}
+	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.
@@ -760,19 +967,20 @@ func scanContainers(rows pgx.Rows) ([]*leasedb.Container, error) {
 	var out []*leasedb.Container
 	for rows.Next() {
 		var (
-			c            leasedb.Container
-			lm, exp, brk pgtype.Timestamptz
-			meta         string
+			c                   leasedb.Container
+			lm, exp, brk, since pgtype.Timestamptz
+			meta                string
 		)
 		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk); err != nil {
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since); err != nil {
 			return nil, err
 		}
 		var err error
 		if c.Metadata, err = decodeMeta(meta); err != nil {
 			return nil, err
 		}
-		c.LastModified, c.Lease.Expires, c.Lease.BreakAt = fromTS(lm), fromTS(exp), fromTS(brk)
+		c.LastModified = fromTS(lm)
+		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
 		out = append(out, &c)
 	}
 	return out, rows.Err()
@@ -783,14 +991,14 @@ func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
 	var out []*leasedb.Blob
 	for rows.Next() {
 		var (
-			b                     leasedb.Blob
-			created, lm, exp, brk pgtype.Timestamptz
-			meta, ext             string
+			b                            leasedb.Blob
+			created, lm, exp, brk, since pgtype.Timestamptz
+			meta, ext                    string
 		)
 		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since); err != nil {
 			return nil, err
 		}
 		var err error
@@ -801,7 +1009,7 @@ func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
 			return nil, err
 		}
 		b.Created, b.LastModified = fromTS(created), fromTS(lm)
-		b.Lease.Expires, b.Lease.BreakAt = fromTS(exp), fromTS(brk)
+		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
 		out = append(out, &b)
 	}
 	return out, rows.Err()
@@ -816,8 +1024,9 @@ func ts(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
 }
 
-// dueTS is ts for the NOT NULL due_at column: the zero time means "due
-// now", stored as the earliest timestamp Go's zero time maps to.
+// dueTS is ts for the NOT NULL columns due_at and staged_at: the zero time
+// (for due_at, "due now") is stored as the timestamp Go's zero time maps to
+// (0001-01-01 UTC), which reads back as the zero time.
 func dueTS(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
 }

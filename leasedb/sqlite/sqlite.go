@@ -325,11 +325,25 @@ func schemaVersion(ctx context.Context, q interface {
 // returns the versions before and after. A database newer than this binary
 // is refused with an error wrapping leasedb.ErrSchemaTooNew.
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
+	return s.MigrateTo(ctx, 0)
+}
+
+// MigrateTo is Migrate stopping at schema version target (0: the newest),
+// for tests of upgrades from an older schema. A database already at or
+// past target is left alone (there are no down migrations); a target
+// beyond the newest embedded migration is an error.
+func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
 	files, err := migrations.Files(migrations.SQLite)
 	if err != nil {
 		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: %w", err)
 	}
 	latest := files[len(files)-1].Version
+	if target < 0 || target > latest {
+		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
+	}
+	if target == 0 {
+		target = latest
+	}
 	err = s.retry(ctx, func() error {
 		sqlTx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
@@ -352,8 +366,9 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 			return fmt.Errorf("leasedb/sqlite: %s has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
 				s.path, from, latest, leasedb.ErrSchemaTooNew)
 		}
+		reached := from
 		for _, f := range files {
-			if f.Version <= from {
+			if f.Version <= from || f.Version > target {
 				continue
 			}
 			if _, err := sqlTx.ExecContext(ctx, f.SQL); err != nil {
@@ -363,11 +378,12 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 				f.Version, f.Name, time.Now().UnixMicro()); err != nil {
 				return fmt.Errorf("leasedb/sqlite: migrate: record %s: %w", f.Name, err)
 			}
+			reached = f.Version
 		}
-		to = latest
 		if err := sqlTx.Commit(); err != nil {
 			return fmt.Errorf("leasedb/sqlite: migrate: commit: %w", ctxErr(ctx, err))
 		}
+		to = reached
 		return nil
 	})
 	return from, to, err
@@ -401,7 +417,7 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 }
 
 const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
 
 // Container implements leasedb.Tx. The write transaction already excludes
 // every other writer, so the lock modes need no statement of their own.
@@ -432,10 +448,10 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 		return err
 	}
 	res, err := t.tx.ExecContext(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account, name) DO NOTHING`,
 		c.Account, c.Name, c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since))
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
 	}
@@ -456,10 +472,10 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 		return err
 	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE containers SET etag = ?, last_modified = ?, metadata = ?, public_access = ?,
-			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?
+			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?, lease_since = ?
 		WHERE account = ? AND name = ?`,
 		c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt),
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since),
 		c.Account, c.Name)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
@@ -473,7 +489,8 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
-// does not exist. Keys are returned in blob-name order, extents in order.
+// does not exist. Keys are returned in blob-name order, extents in order,
+// followed by the staged blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -496,8 +513,18 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			keys = append(keys, e.Key)
 		}
 	}
+	rows, err = t.tx.QueryContext(ctx, `SELECT key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`, account, name)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
+	}
+	if keys, err = scanStrings(rows, keys); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
+	}
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blobs WHERE account = ? AND container = ?`, account, name); err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blobs: %w", account, name, err)
+	}
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blocks WHERE account = ? AND container = ?`, account, name); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
 	}
 	res, err := t.tx.ExecContext(ctx, `DELETE FROM containers WHERE account = ? AND name = ?`, account, name)
 	if err != nil {
@@ -531,7 +558,7 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
-	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at`
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
 
 // Blob implements leasedb.Tx; see Container for the lock modes.
 func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
@@ -571,7 +598,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 		md5 = b.Props.ContentMD5
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -581,11 +608,11 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at`,
+			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since`,
 		b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt))
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since))
 	if err != nil {
 		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 			return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
@@ -627,6 +654,146 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
 	}
 	return bs, nil
+}
+
+// StageBlock implements leasedb.Tx. The write transaction excludes every
+// other writer, so reading the replaced key and upserting need no lock of
+// their own. A missing container is ErrNotFound.
+func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b leasedb.Block) (string, error) {
+	if err := checkText(account, container, blob, b.ID, b.Key); err != nil {
+		return "", err
+	}
+	var old string
+	err := t.tx.QueryRowContext(ctx, `SELECT key FROM blocks WHERE account = ? AND container = ? AND blob = ? AND block_id = ?`,
+		account, container, blob, b.ID).Scan(&old)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("leasedb/sqlite: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, err)
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account, container, blob, block_id) DO UPDATE SET
+			key = excluded.key, size = excluded.size, staged_at = excluded.staged_at`,
+		account, container, blob, b.ID, b.Key, b.Size, b.StagedAt.UnixMicro())
+	if err != nil {
+		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return "", fmt.Errorf("leasedb/sqlite: stage block %s/%s/%s %s: container: %w", account, container, blob, b.ID, leasedb.ErrNotFound)
+		}
+		return "", fmt.Errorf("leasedb/sqlite: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, err)
+	}
+	return old, nil
+}
+
+// Blocks implements leasedb.Tx: oldest first, then by block id (byte
+// BlockStats implements leasedb.Tx.
+func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
+	if err := checkText(account, container, blob); err != nil {
+		return 0, 0, err
+	}
+	err = t.tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(length(block_id)), 0) FROM blocks
+		WHERE account = ? AND container = ? AND blob = ?`, account, container, blob).Scan(&count, &idLen)
+	if err != nil {
+		return 0, 0, fmt.Errorf("leasedb/sqlite: block stats %s/%s/%s: %w", account, container, blob, err)
+	}
+	return count, idLen, nil
+}
+
+// order); nil when there are none.
+func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT block_id, key, size, staged_at FROM blocks
+		WHERE account = ? AND container = ? AND blob = ?
+		ORDER BY staged_at, block_id`, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
+	}
+	defer rows.Close()
+	var out []leasedb.Block
+	for rows.Next() {
+		var (
+			b  leasedb.Block
+			at int64
+		)
+		if err := rows.Scan(&b.ID, &b.Key, &b.Size, &at); err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
+		}
+		b.StagedAt = time.UnixMicro(at).UTC()
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
+	}
+	return out, nil
+}
+
+// DeleteBlocks implements leasedb.Tx; deleting no blocks is not an error.
+func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) error {
+	if err := checkText(account, container, blob); err != nil {
+		return err
+	}
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blocks WHERE account = ? AND container = ? AND blob = ?`,
+		account, container, blob); err != nil {
+		return fmt.Errorf("leasedb/sqlite: delete blocks %s/%s/%s: %w", account, container, blob, err)
+	}
+	return nil
+}
+
+// leasedPred selects rows holding a lease. It must stay textually identical
+// to the WHERE clause of the partial indexes containers_leased and
+// blobs_leased (migration 0002), or SQLite cannot use them.
+const leasedPred = `lease_state NOT IN ('', 'available')`
+
+// ListLeases implements leasedb.Tx. Both halves read only the partial
+// indexes' rows; a container's own row (kind 0) sorts before its blobs.
+// INDEXED BY pins the partial indexes: without statistics (blobgw never
+// runs ANALYZE) SQLite would rather scan a whole table in primary key order
+// than sort the few leased rows, and the statement fails outright if the
+// predicate ever stops matching the indexes'.
+func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.LeaseRow, error) {
+	if err := checkText(f.Account, f.Container); err != nil {
+		return nil, err
+	}
+	cw, bw := leasedPred, leasedPred
+	var cargs, bargs []any
+	if f.Account != "" {
+		cw += " AND account = ?"
+		bw += " AND account = ?"
+		cargs, bargs = append(cargs, f.Account), append(bargs, f.Account)
+	}
+	if f.Container != "" {
+		cw += " AND name = ?"
+		bw += " AND container = ?"
+		cargs, bargs = append(cargs, f.Container), append(bargs, f.Container)
+	}
+	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	rows, err := t.tx.QueryContext(ctx, `
+		SELECT account, name, '', 0, `+leaseCols+` FROM containers INDEXED BY containers_leased WHERE `+cw+`
+		UNION ALL
+		SELECT account, container, name, 1, `+leaseCols+` FROM blobs INDEXED BY blobs_leased WHERE `+bw+`
+		ORDER BY 1, 2, 4, 3`, append(cargs, bargs...)...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []leasedb.LeaseRow
+	for rows.Next() {
+		var (
+			r               leasedb.LeaseRow
+			kind            int
+			exp, brk, since sql.NullInt64
+		)
+		if err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
+			&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since); err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
+		}
+		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
+	}
+	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.
@@ -739,19 +906,20 @@ func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 	var out []*leasedb.Container
 	for rows.Next() {
 		var (
-			c            leasedb.Container
-			lm, exp, brk sql.NullInt64
-			meta         string
+			c                   leasedb.Container
+			lm, exp, brk, since sql.NullInt64
+			meta                string
 		)
 		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk); err != nil {
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since); err != nil {
 			return nil, err
 		}
 		var err error
 		if c.Metadata, err = decodeMeta(meta); err != nil {
 			return nil, err
 		}
-		c.LastModified, c.Lease.Expires, c.Lease.BreakAt = fromMicros(lm), fromMicros(exp), fromMicros(brk)
+		c.LastModified = fromMicros(lm)
+		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
 		out = append(out, &c)
 	}
 	return out, rows.Err()
@@ -762,14 +930,14 @@ func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
 	var out []*leasedb.Blob
 	for rows.Next() {
 		var (
-			b                     leasedb.Blob
-			created, lm, exp, brk sql.NullInt64
-			meta, ext             string
+			b                            leasedb.Blob
+			created, lm, exp, brk, since sql.NullInt64
+			meta, ext                    string
 		)
 		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since); err != nil {
 			return nil, err
 		}
 		var err error
@@ -780,7 +948,7 @@ func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
 			return nil, err
 		}
 		b.Created, b.LastModified = fromMicros(created), fromMicros(lm)
-		b.Lease.Expires, b.Lease.BreakAt = fromMicros(exp), fromMicros(brk)
+		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
 		out = append(out, &b)
 	}
 	return out, rows.Err()

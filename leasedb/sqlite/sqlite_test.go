@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -346,4 +347,141 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// A database a version-1 blobgw wrote migrates to the newest schema with
+// its rows intact, and the new columns and tables work on it.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	latest, err := migrations.Latest(migrations.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if from, to, err := s.MigrateTo(ctx, 1); err != nil || from != 0 || to != 1 {
+		t.Fatalf("MigrateTo(1) = %d, %d, %v; want 0, 1", from, to, err)
+	}
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 1 {
+		t.Fatalf("SchemaVersion = %d, %v; want 1", v, err)
+	}
+
+	// Rows as version 1 wrote them (this driver writes columns version 1
+	// lacks, so plain SQL).
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lm := time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)
+	for _, q := range []string{
+		`INSERT INTO containers (account, name, etag, last_modified, metadata, public_access,
+			lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
+		VALUES ('acct', 'c', '"0x1"', ` + strconv.FormatInt(lm.UnixMicro(), 10) + `, '{"k":"v"}', 'blob',
+			'11111111-2222-3333-4444-555555555555', 'leased', -1, NULL, NULL)`,
+		`INSERT INTO blobs (account, container, name, blob_type, etag, created, last_modified, size,
+			content_type, metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
+		VALUES ('acct', 'c', 'b', 'BlockBlob', '"0x2"', ` + strconv.FormatInt(lm.UnixMicro(), 10) + `, ` + strconv.FormatInt(lm.UnixMicro(), 10) + `, 5,
+			'text/plain', '{}', '[{"k":"obj/1","n":5}]', 0, '', 'broken', 0, NULL, NULL)`,
+		`INSERT INTO gc_queue (key, due_at, is_intent) VALUES ('intent/1', 0, 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store really is at version 1: the current driver cannot read it.
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		_, err := tx.Container(ctx, "acct", "c", leasedb.LockNone)
+		return err
+	}); err == nil {
+		t.Fatalf("reading a version-1 row with the new columns succeeded; is the schema really at version 1?")
+	}
+
+	// MigrateTo a version already reached does nothing; past the newest fails.
+	if from, to, err := s.MigrateTo(ctx, 1); err != nil || from != 1 || to != 1 {
+		t.Errorf("MigrateTo(1) again = %d, %d, %v; want 1, 1", from, to, err)
+	}
+	if _, _, err := s.MigrateTo(ctx, latest+1); err == nil {
+		t.Errorf("MigrateTo(%d) succeeded", latest+1)
+	}
+	if from, to, err := s.Migrate(ctx); err != nil || from != 1 || to != latest {
+		t.Fatalf("Migrate = %d, %d, %v; want 1, %d", from, to, err, latest)
+	}
+
+	// Old rows read back unchanged, with no lease_since.
+	err = s.View(ctx, func(tx leasedb.Tx) error {
+		c, err := tx.Container(ctx, "acct", "c", leasedb.LockNone)
+		if err != nil {
+			return err
+		}
+		wantC := &leasedb.Container{Account: "acct", Name: "c", ETag: `"0x1"`, LastModified: lm,
+			Metadata: map[string]string{"k": "v"}, PublicAccess: "blob",
+			Lease: leasedb.Lease{ID: "11111111-2222-3333-4444-555555555555", State: "leased", Duration: -1}}
+		if !reflect.DeepEqual(c, wantC) {
+			t.Errorf("migrated container:\n got %#v\nwant %#v", c, wantC)
+		}
+		b, err := tx.Blob(ctx, "acct", "c", "b", leasedb.LockNone)
+		if err != nil {
+			return err
+		}
+		wantB := &leasedb.Blob{Account: "acct", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x2"`,
+			Created: lm, LastModified: lm, Size: 5, Props: leasedb.Props{ContentType: "text/plain"},
+			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Key: "obj/1", Size: 5}},
+			Lease: leasedb.Lease{State: "broken"}}
+		if !reflect.DeepEqual(b, wantB) {
+			t.Errorf("migrated blob:\n got %#v\nwant %#v", b, wantB)
+		}
+		leases, err := tx.ListLeases(ctx, leasedb.LeaseFilter{})
+		if err != nil {
+			return err
+		}
+		if len(leases) != 2 || leases[0].Blob != "" || leases[1].Blob != "b" {
+			t.Errorf("ListLeases on the migrated rows: %+v", leases)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil || !reflect.DeepEqual(keys, []string{"intent/1"}) {
+		t.Errorf("CollectionKeys = %q, %v", keys, err)
+	}
+
+	// The new columns and table work on the migrated database.
+	since := lm.Add(time.Hour)
+	err = s.Update(ctx, func(tx leasedb.Tx) error {
+		c, err := tx.Container(ctx, "acct", "c", leasedb.LockExclusive)
+		if err != nil {
+			return err
+		}
+		c.Lease.Since = since
+		if err := tx.UpdateContainer(ctx, c); err != nil {
+			return err
+		}
+		if c, err = tx.Container(ctx, "acct", "c", leasedb.LockNone); err != nil {
+			return err
+		}
+		if !c.Lease.Since.Equal(since) {
+			t.Errorf("Since = %v, want %v", c.Lease.Since, since)
+		}
+		if _, err := tx.StageBlock(ctx, "acct", "c", "b", leasedb.Block{ID: "YQ==", Key: "blk/1", Size: 3, StagedAt: since}); err != nil {
+			return err
+		}
+		keys, err := tx.DeleteContainer(ctx, "acct", "c")
+		if err != nil {
+			return err
+		}
+		if want := []string{"obj/1", "blk/1"}; !reflect.DeepEqual(keys, want) {
+			t.Errorf("DeleteContainer = %q, want %q", keys, want)
+		}
+		return errors.New("roll back")
+	})
+	if err == nil || err.Error() != "roll back" {
+		t.Fatal(err)
+	}
 }

@@ -49,6 +49,15 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"BlobListPrefixPaging", testBlobList},
 		{"RoundTripTimes", testTimes},
 		{"RoundTripMetadata", testMetadata},
+		{"RoundTripLeaseSince", testLeaseSince},
+		{"RoundTripExtentBlockID", testExtentBlockID},
+		{"StageBlock", testStageBlock},
+		{"StageBlockOrder", testStageBlockOrder},
+		{"StageBlockNeedsContainer", testStageBlockNeedsContainer},
+		{"StageBlockConcurrent", testStageBlockConcurrent},
+		{"BlockStats", testBlockStats},
+		{"ContainerDeleteBlocks", testContainerDeleteBlocks},
+		{"ListLeases", testListLeases},
 		{"Names", testNames},
 		{"Now", testNow},
 		{"NextETagUnique", testNextETag},
@@ -116,6 +125,7 @@ func fullContainer(name string) *leasedb.Container {
 			Duration: 30,
 			Expires:  base.Add(30 * time.Second),
 			BreakAt:  base.Add(10*time.Second + 7*time.Microsecond),
+			Since:    base.Add(-time.Minute + 3*time.Microsecond),
 		},
 	}
 }
@@ -152,6 +162,7 @@ func fullBlob(container, name string) *leasedb.Blob {
 			ID:       "11111111-2222-3333-4444-555555555555",
 			State:    "leased",
 			Duration: -1,
+			Since:    base.Add(-2 * time.Hour),
 		},
 	}
 }
@@ -195,7 +206,7 @@ func normMeta(m map[string]string) map[string]string {
 }
 
 func normLease(l leasedb.Lease) leasedb.Lease {
-	l.Expires, l.BreakAt = normTime(l.Expires), normTime(l.BreakAt)
+	l.Expires, l.BreakAt, l.Since = normTime(l.Expires), normTime(l.BreakAt), normTime(l.Since)
 	return l
 }
 
@@ -215,7 +226,7 @@ func checkContainer(t *testing.T, want, got *leasedb.Container) {
 	if got == nil {
 		t.Fatalf("container %s: got nil, want a row", want.Name)
 	}
-	checkUTC(t, "container "+want.Name, got.LastModified, got.Lease.Expires, got.Lease.BreakAt)
+	checkUTC(t, "container "+want.Name, got.LastModified, got.Lease.Expires, got.Lease.BreakAt, got.Lease.Since)
 	if w := normContainer(want); !reflect.DeepEqual(w, got) {
 		t.Errorf("container round trip:\n got %#v\nwant %#v", got, w)
 	}
@@ -226,7 +237,7 @@ func checkBlob(t *testing.T, want, got *leasedb.Blob) {
 	if got == nil {
 		t.Fatalf("blob %s: got nil, want a row", want.Name)
 	}
-	checkUTC(t, "blob "+want.Name, got.Created, got.LastModified, got.Lease.Expires, got.Lease.BreakAt)
+	checkUTC(t, "blob "+want.Name, got.Created, got.LastModified, got.Lease.Expires, got.Lease.BreakAt, got.Lease.Since)
 	if (want.Props.ContentMD5 == nil) != (got.Props.ContentMD5 == nil) {
 		t.Errorf("blob %s: ContentMD5 = %#v, want %#v (nil must stay nil)", want.Name, got.Props.ContentMD5, want.Props.ContentMD5)
 	}
@@ -693,7 +704,7 @@ func testTimes(t *testing.T, s leasedb.Store) {
 	for i, tm := range times {
 		name := "b" + strconv.Itoa(i)
 		b := &leasedb.Blob{Account: acct, Container: "c", Name: name, Type: "BlockBlob", ETag: `"e"`,
-			Created: tm, LastModified: tm, Lease: leasedb.Lease{Expires: tm, BreakAt: tm}}
+			Created: tm, LastModified: tm, Lease: leasedb.Lease{Expires: tm, BreakAt: tm, Since: tm}}
 		update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
 		got := getBlob(t, s, "c", name)
 		checkBlob(t, b, got)
@@ -701,7 +712,7 @@ func testTimes(t *testing.T, s leasedb.Store) {
 			t.Errorf("time %v came back as %v", tm, got.LastModified)
 		}
 		cname := "c" + strconv.Itoa(i)
-		c := &leasedb.Container{Account: acct, Name: cname, ETag: `"e"`, LastModified: tm, Lease: leasedb.Lease{Expires: tm, BreakAt: tm}}
+		c := &leasedb.Container{Account: acct, Name: cname, ETag: `"e"`, LastModified: tm, Lease: leasedb.Lease{Expires: tm, BreakAt: tm, Since: tm}}
 		update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.InsertContainer(ctx, c) })
 		checkContainer(t, c, getContainer(t, s, cname))
 	}
@@ -759,6 +770,583 @@ func testNames(t *testing.T, s leasedb.Store) {
 		if err == nil {
 			t.Errorf("InsertContainer(%q) succeeded; want an error", bad)
 		}
+	}
+}
+
+// testLeaseSince: Lease.Since is stored like the other lease times (UTC,
+// microseconds, zero stays zero) on containers and blobs, through insert,
+// update and overwrite.
+func testLeaseSince(t *testing.T, s leasedb.Store) {
+	since := time.Date(2023, 11, 5, 1, 2, 3, 456789123, time.FixedZone("Y", -5*3600))
+	c := fullContainer("c")
+	c.Lease.Since = since
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.InsertContainer(ctx, c) })
+	checkContainer(t, c, getContainer(t, s, "c"))
+	// Only Since changes: the update still writes it.
+	c.Lease.Since = since.Add(time.Hour + time.Microsecond)
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.UpdateContainer(ctx, c) })
+	checkContainer(t, c, getContainer(t, s, "c"))
+	// Released: back to zero.
+	c.Lease = leasedb.Lease{State: "available"}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.UpdateContainer(ctx, c) })
+	got := getContainer(t, s, "c")
+	checkContainer(t, c, got)
+	if got != nil && !got.Lease.Since.IsZero() {
+		t.Errorf("cleared container Since came back as %v", got.Lease.Since)
+	}
+
+	b := fullBlob("c", "b")
+	b.Lease.Since = since
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "b"))
+	b.Lease.Since = since.Add(-time.Microsecond)
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "b"))
+	b.Lease = leasedb.Lease{}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	gb := getBlob(t, s, "c", "b")
+	checkBlob(t, b, gb)
+	if gb != nil && !gb.Lease.Since.IsZero() {
+		t.Errorf("cleared blob Since came back as %v", gb.Lease.Since)
+	}
+}
+
+// testExtentBlockID: the block id of an extent round-trips; extents
+// without one keep "".
+func testExtentBlockID(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	b := fullBlob("c", "b")
+	b.Extents = []leasedb.Extent{
+		{Key: "k1", Size: 4 << 20, BlockID: "AAAAAA=="},
+		{Key: "k2", Size: 1, BlockID: "+/+/ab=="},
+		{Key: "k3", Size: 0},                            // Put Blob or append extent: no id
+		{Key: "k1", Size: 4 << 20, BlockID: "AAAAAA=="}, // one block committed twice
+	}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "b"))
+	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		bs, err := tx.ListBlobs(ctx, acct, "c", "", "", 10)
+		if err != nil {
+			return err
+		}
+		if len(bs) != 1 {
+			t.Fatalf("ListBlobs: %d rows", len(bs))
+		}
+		checkBlob(t, b, bs[0])
+		return nil
+	})
+	// Overwritten with extents that carry no id: none comes back.
+	b.Extents = []leasedb.Extent{{Key: "k5", Size: 3}}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "b"))
+}
+
+func stageBlock(t *testing.T, s leasedb.Store, container, blob string, b leasedb.Block) string {
+	t.Helper()
+	var old string
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		var err error
+		old, err = tx.StageBlock(ctx, acct, container, blob, b)
+		return err
+	})
+	return old
+}
+
+func getBlocks(t *testing.T, s leasedb.Store, container, blob string) []leasedb.Block {
+	t.Helper()
+	var bs []leasedb.Block
+	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		var err error
+		bs, err = tx.Blocks(ctx, acct, container, blob)
+		return err
+	})
+	return bs
+}
+
+// checkBlocks compares staged blocks; want's times are normalized like
+// every other stored time. nil and empty lists are equal.
+func checkBlocks(t *testing.T, what string, want, got []leasedb.Block) {
+	t.Helper()
+	var w []leasedb.Block
+	for _, b := range want {
+		b.StagedAt = normTime(b.StagedAt)
+		w = append(w, b)
+	}
+	for _, b := range got {
+		checkUTC(t, what+" block "+b.ID, b.StagedAt)
+	}
+	if len(w) == 0 && len(got) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(w, got) {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, w)
+	}
+}
+
+// testStageBlock: staging needs no blob row, replacing a block id returns
+// the replaced key, blocks are per (account, container, blob), and
+// DeleteBlocks removes one blob name's blocks.
+func testStageBlock(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	mustInsertContainer(t, s, "c2")
+	a1 := leasedb.Block{ID: "YQ==", Key: "k/a1", Size: 10, StagedAt: base}
+	b1 := leasedb.Block{ID: "Yg==", Key: "k/b1", Size: (1 << 40) + 3, StagedAt: base.Add(time.Second + 999*time.Nanosecond)}
+	if old := stageBlock(t, s, "c", "new", a1); old != "" {
+		t.Errorf("first StageBlock replaced %q", old)
+	}
+	if old := stageBlock(t, s, "c", "new", b1); old != "" {
+		t.Errorf("StageBlock of another id replaced %q", old)
+	}
+	// The same id under another container or blob name is another block.
+	other := leasedb.Block{ID: "YQ==", Key: "k/other", Size: 1, StagedAt: base}
+	if old := stageBlock(t, s, "c2", "new", other); old != "" {
+		t.Errorf("StageBlock in another container replaced %q", old)
+	}
+	if old := stageBlock(t, s, "c", "new2", other); old != "" {
+		t.Errorf("StageBlock under another blob name replaced %q", old)
+	}
+	if b := getBlob(t, s, "c", "new"); b != nil {
+		t.Errorf("staging created a blob row: %+v", b)
+	}
+	checkBlocks(t, "Blocks", []leasedb.Block{a1, b1}, getBlocks(t, s, "c", "new"))
+	checkBlocks(t, "Blocks of an unknown name", nil, getBlocks(t, s, "c", "nothing"))
+	checkBlocks(t, "Blocks of a missing container", nil, getBlocks(t, s, "missing", "new"))
+
+	// Replacing: the replaced key comes back, the new key, size and time
+	// stand, and the block moves to its new place in the order.
+	a2 := leasedb.Block{ID: "YQ==", Key: "k/a2", Size: 20, StagedAt: base.Add(2 * time.Second)}
+	if old := stageBlock(t, s, "c", "new", a2); old != "k/a1" {
+		t.Errorf("replacing StageBlock returned %q, want k/a1", old)
+	}
+	checkBlocks(t, "Blocks after replace", []leasedb.Block{b1, a2}, getBlocks(t, s, "c", "new"))
+
+	// Twice in one transaction: each sees the previous one.
+	a3, a4 := a2, a2
+	a3.Key, a4.Key = "k/a3", "k/a4"
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		for _, tc := range []struct {
+			b    leasedb.Block
+			want string
+		}{{a3, "k/a2"}, {a4, "k/a3"}} {
+			old, err := tx.StageBlock(ctx, acct, "c", "new", tc.b)
+			if err != nil {
+				return err
+			}
+			if old != tc.want {
+				t.Errorf("StageBlock %s in one transaction returned %q, want %q", tc.b.Key, old, tc.want)
+			}
+		}
+		// The transaction sees its own writes.
+		bs, err := tx.Blocks(ctx, acct, "c", "new")
+		checkBlocks(t, "Blocks inside the transaction", []leasedb.Block{b1, a4}, bs)
+		return err
+	})
+
+	// A rolled-back replace leaves the block alone.
+	ctx := ctxT(t)
+	sentinel := errors.New("roll back")
+	err := s.Update(ctx, func(tx leasedb.Tx) error {
+		if _, err := tx.StageBlock(ctx, acct, "c", "new", a1); err != nil {
+			return err
+		}
+		if _, err := tx.StageBlock(ctx, acct, "c", "rolled-back", a1); err != nil {
+			return err
+		}
+		return sentinel
+	})
+	if err != sentinel {
+		t.Fatalf("Update: %v", err)
+	}
+	checkBlocks(t, "Blocks after a rolled-back replace", []leasedb.Block{b1, a4}, getBlocks(t, s, "c", "new"))
+	checkBlocks(t, "Blocks of a rolled-back stage", nil, getBlocks(t, s, "c", "rolled-back"))
+
+	// DeleteBlocks removes exactly one blob name's blocks.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.DeleteBlocks(ctx, acct, "c", "new") })
+	checkBlocks(t, "Blocks after DeleteBlocks", nil, getBlocks(t, s, "c", "new"))
+	checkBlocks(t, "neighbour blob's blocks", []leasedb.Block{other}, getBlocks(t, s, "c", "new2"))
+	checkBlocks(t, "other container's blocks", []leasedb.Block{other}, getBlocks(t, s, "c2", "new"))
+	// Deleting nothing is fine, and a deleted id is staged afresh.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.DeleteBlocks(ctx, acct, "c", "new") })
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.DeleteBlocks(ctx, acct, "missing", "x") })
+	if old := stageBlock(t, s, "c", "new", a1); old != "" {
+		t.Errorf("StageBlock after DeleteBlocks replaced %q", old)
+	}
+	// A committed blob of the same name has nothing to do with its blocks.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, fullBlob("c", "new")) })
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.DeleteBlob(ctx, acct, "c", "new") })
+	checkBlocks(t, "Blocks after the blob row came and went", []leasedb.Block{a1}, getBlocks(t, s, "c", "new"))
+
+	// Writes fail in a View; unstorable names are refused.
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		_, err := tx.StageBlock(ctx, acct, "c", "v", a1)
+		return err
+	}); err == nil {
+		t.Errorf("StageBlock in a View succeeded")
+	}
+	for _, bad := range []string{"nul\x00byte", "bad\xffutf8"} {
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.StageBlock(ctx, acct, "c", bad, a1)
+			return err
+		})
+		if err == nil {
+			t.Errorf("StageBlock under blob name %q succeeded", bad)
+		}
+		bb := a1
+		bb.ID = bad
+		err = s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.StageBlock(ctx, acct, "c", "n", bb)
+			return err
+		})
+		if err == nil {
+			t.Errorf("StageBlock of block id %q succeeded", bad)
+		}
+	}
+}
+
+// testStageBlockOrder: Blocks lists oldest StagedAt first, then block id
+// in byte order, whatever order they were staged in. Times are compared
+// after truncation to microseconds; the zero time is kept and sorts first.
+func testStageBlockOrder(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	ids := []string{"QUE=", "YWE=", "Ymc=", "+w==", "/w==", "MDA=", "ZA==", "aA==", "Bw==", "bw==", "_w==", "-w=="}
+	var staged []leasedb.Block
+	for i, id := range ids {
+		var at time.Time
+		switch i % 4 {
+		case 0:
+			at = base
+		case 1:
+			at = base.Add(-time.Minute)
+		case 2:
+			at = base.Add(456 * time.Nanosecond) // same microsecond as base
+		case 3:
+			if i == 3 {
+				at = time.Time{}
+			} else {
+				at = base.Add(time.Hour)
+			}
+		}
+		staged = append(staged, leasedb.Block{ID: id, Key: "k/" + strconv.Itoa(i), Size: int64(i), StagedAt: at})
+	}
+	// Staged in reverse, in two transactions.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		for i := len(staged) - 1; i >= len(staged)/2; i-- {
+			if _, err := tx.StageBlock(ctx, acct, "c", "b", staged[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		for i := len(staged)/2 - 1; i >= 0; i-- {
+			if _, err := tx.StageBlock(ctx, acct, "c", "b", staged[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want := append([]leasedb.Block(nil), staged...)
+	sort.Slice(want, func(i, j int) bool {
+		ti, tj := normTime(want[i].StagedAt), normTime(want[j].StagedAt)
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return want[i].ID < want[j].ID
+	})
+	checkBlocks(t, "Blocks order", want, getBlocks(t, s, "c", "b"))
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		bs, err := tx.Blocks(ctx, acct, "c", "b")
+		checkBlocks(t, "Blocks order in Update", want, bs)
+		return err
+	})
+}
+
+// testStageBlockConcurrent: goroutines stage the same block id of one blob
+// name at once, each in its own transaction with no other lock. Every key
+// but the last one standing must be returned as replaced exactly once, or
+// its object would never be collected.
+func testStageBlockConcurrent(t *testing.T, s leasedb.Store) {
+	const goroutines, per = 8, 15
+	mustInsertContainer(t, s, "c")
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	replaced := map[string]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < per; i++ {
+				key := fmt.Sprintf("k/%d/%d", g, i)
+				var old string
+				err := s.Update(ctx, func(tx leasedb.Tx) error {
+					var err error
+					old, err = tx.StageBlock(ctx, acct, "c", "b", leasedb.Block{ID: "YQ==", Key: key, Size: 1, StagedAt: base})
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if old != "" {
+					mu.Lock()
+					replaced[old]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	bs := getBlocks(t, s, "c", "b")
+	if len(bs) != 1 {
+		t.Fatalf("Blocks = %+v, want the one block", bs)
+	}
+	if _, ok := replaced[bs[0].Key]; ok {
+		t.Errorf("the standing key %s was also returned as replaced", bs[0].Key)
+	}
+	for g := 0; g < goroutines; g++ {
+		for i := 0; i < per; i++ {
+			key := fmt.Sprintf("k/%d/%d", g, i)
+			if n := replaced[key]; key != bs[0].Key && n != 1 {
+				t.Errorf("key %s returned as replaced %d times, want 1", key, n)
+			}
+		}
+	}
+}
+
+func testStageBlockNeedsContainer(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	ctx := ctxT(t)
+	blk := leasedb.Block{ID: "YQ==", Key: "k", Size: 1, StagedAt: base}
+	for _, where := range [][2]string{{acct, "missing"}, {"other", "c"}} {
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.StageBlock(ctx, where[0], where[1], "b", blk)
+			return err
+		})
+		if !errors.Is(err, leasedb.ErrNotFound) {
+			t.Errorf("StageBlock into missing container %s/%s: got %v, want ErrNotFound", where[0], where[1], err)
+		}
+	}
+	checkBlocks(t, "Blocks of a missing container", nil, getBlocks(t, s, "missing", "b"))
+	// The existing container is fine.
+	if old := stageBlock(t, s, "c", "b", blk); old != "" {
+		t.Errorf("StageBlock replaced %q", old)
+	}
+}
+
+// testContainerDeleteBlocks: DeleteContainer removes the staged blocks of
+// committed and uncommitted blobs and returns their keys with the blobs'.
+func testContainerDeleteBlocks(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c1")
+	mustInsertContainer(t, s, "c2")
+	blk := func(id, key string) leasedb.Block {
+		return leasedb.Block{ID: id, Key: key, Size: 5, StagedAt: base}
+	}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		if err := tx.PutBlob(ctx, fullBlob("c1", "x")); err != nil {
+			return err
+		}
+		for _, st := range []struct {
+			container, blob string
+			b               leasedb.Block
+		}{
+			{"c1", "x", blk("YQ==", "blk/x/a")},
+			{"c1", "uncommitted", blk("YQ==", "blk/u/a")},
+			{"c1", "uncommitted", blk("Yg==", "blk/u/b")},
+			{"c2", "x", blk("YQ==", "blk/c2/x")},
+		} {
+			if _, err := tx.StageBlock(ctx, acct, st.container, st.blob, st.b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var keys []string
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		var err error
+		keys, err = tx.DeleteContainer(ctx, acct, "c1")
+		return err
+	})
+	want := append(fullBlob("c1", "x").Keys(), "blk/x/a", "blk/u/a", "blk/u/b")
+	if !reflect.DeepEqual(sortedCopy(keys), sortedCopy(want)) {
+		t.Errorf("DeleteContainer keys:\n got %q\nwant %q", keys, want)
+	}
+	checkBlocks(t, "blocks of a deleted blob", nil, getBlocks(t, s, "c1", "x"))
+	checkBlocks(t, "blocks of a deleted uncommitted blob", nil, getBlocks(t, s, "c1", "uncommitted"))
+	checkBlocks(t, "blocks in another container", []leasedb.Block{blk("YQ==", "blk/c2/x")}, getBlocks(t, s, "c2", "x"))
+	// A re-created container has no old blocks.
+	mustInsertContainer(t, s, "c1")
+	checkBlocks(t, "blocks of a re-created container", nil, getBlocks(t, s, "c1", "uncommitted"))
+	// A container holding only staged blocks.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		var err error
+		keys, err = tx.DeleteContainer(ctx, acct, "c2")
+		return err
+	})
+	if !reflect.DeepEqual(keys, []string{"blk/c2/x"}) {
+		t.Errorf("DeleteContainer of a container with only blocks: keys %q", keys)
+	}
+	if c := getContainer(t, s, "c2"); c != nil {
+		t.Errorf("container still there")
+	}
+}
+
+// testListLeases: every leased, breaking or broken container and blob,
+// nothing available, filtered and ordered by account, container, blob
+// (a container's own row first, with Blob ""), byte order throughout.
+func testListLeases(t *testing.T, s leasedb.Store) {
+	type row struct{ account, container, blob, state string }
+	rows := []row{
+		{"acct", "aB", "", "leased"},
+		{"acct", "aB", "x", "breaking"},
+		{"acct", "aB", "y", "available"},
+		{"acct", "aB", "Z", "broken"},
+		{"acct", "aB", "Z/é", "leased"},
+		{"acct", "a_b", "", ""},
+		{"acct", "a_b", "b", "leased"},
+		{"acct", "a_b", "é", "leased"},
+		{"acct", "a_b", "e", ""},
+		{"acct", "a-b", "", "broken"},
+		{"acct", "a-b", "q", ""},
+		{"acct", "A", "", "available"},
+		{"acct2", "aB", "", "breaking"},
+		{"acct2", "aB", "x", "leased"},
+		{"acc", "zz", "", "available"},
+		{"acc", "zz", "m", "leased"},
+		{"acc", "zz", "n", "broken"},
+	}
+	leaseOf := func(i int, state string) leasedb.Lease {
+		l := leasedb.Lease{State: state}
+		at := base.Add(time.Duration(i) * time.Minute)
+		switch state {
+		case "leased":
+			l.ID = fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+			l.Duration = -1
+			if i%2 == 0 {
+				l.Duration, l.Expires = 15, at.Add(15*time.Second)
+			}
+			l.Since = at
+		case "breaking":
+			l.ID = fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+			l.Duration, l.Expires, l.BreakAt, l.Since = 60, at.Add(time.Minute), at.Add(10*time.Second), at.Add(-time.Second)
+		case "broken":
+			l.ID = fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+			l.Since = at
+		case "available":
+			l.ID = "ffffffff-0000-0000-0000-000000000000" // kept after release; still not a lease
+		}
+		return l
+	}
+	var all []leasedb.LeaseRow
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		for i, r := range rows {
+			l := leaseOf(i, r.state)
+			if r.blob == "" {
+				c := &leasedb.Container{Account: r.account, Name: r.container, ETag: `"e"`, Lease: l}
+				if err := tx.InsertContainer(ctx, c); err != nil {
+					return err
+				}
+			} else {
+				b := &leasedb.Blob{Account: r.account, Container: r.container, Name: r.blob, Type: "BlockBlob", ETag: `"e"`, Lease: l}
+				if err := tx.PutBlob(ctx, b); err != nil {
+					return err
+				}
+			}
+			if r.state != "" && r.state != "available" {
+				all = append(all, leasedb.LeaseRow{Account: r.account, Container: r.container, Blob: r.blob, Lease: normLease(l)})
+			}
+		}
+		return nil
+	})
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.Account != b.Account {
+			return a.Account < b.Account
+		}
+		if a.Container != b.Container {
+			return a.Container < b.Container
+		}
+		return a.Blob < b.Blob // "" (the container) first
+	})
+	list := func(f leasedb.LeaseFilter) []leasedb.LeaseRow {
+		t.Helper()
+		var got []leasedb.LeaseRow
+		view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+			var err error
+			got, err = tx.ListLeases(ctx, f)
+			return err
+		})
+		return got
+	}
+	for _, f := range []leasedb.LeaseFilter{
+		{}, {Account: "acct"}, {Account: "acct2"}, {Account: "acc"}, {Container: "aB"},
+		{Account: "acct", Container: "aB"}, {Account: "acct", Container: "a_b"}, {Account: "acct", Container: "a-b"},
+		{Account: "acct", Container: "A"}, {Account: "acct", Container: "a"}, {Account: "nope"}, {Container: "zz"},
+	} {
+		var want []leasedb.LeaseRow
+		for _, r := range all {
+			if (f.Account == "" || r.Account == f.Account) && (f.Container == "" || r.Container == f.Container) {
+				want = append(want, r)
+			}
+		}
+		got := list(f)
+		for _, r := range got {
+			checkUTC(t, "ListLeases", r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since)
+		}
+		if len(want) == 0 && len(got) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ListLeases(%+v):\n got %+v\nwant %+v", f, got, want)
+		}
+	}
+
+	// Releasing takes a row out of the list; it is read inside Update too.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		c, err := tx.Container(ctx, "acct", "aB", leasedb.LockExclusive)
+		if err != nil {
+			return err
+		}
+		c.Lease = leasedb.Lease{State: "available"}
+		if err := tx.UpdateContainer(ctx, c); err != nil {
+			return err
+		}
+		b, err := tx.Blob(ctx, "acct", "aB", "x", leasedb.LockExclusive)
+		if err != nil {
+			return err
+		}
+		b.Lease = leasedb.Lease{}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		got, err := tx.ListLeases(ctx, leasedb.LeaseFilter{Account: "acct", Container: "aB"})
+		if err != nil {
+			return err
+		}
+		var blobs []string
+		for _, r := range got {
+			blobs = append(blobs, r.Blob)
+		}
+		if want := []string{"Z", "Z/é"}; !reflect.DeepEqual(blobs, want) {
+			t.Errorf("ListLeases after release: blobs %q, want %q", blobs, want)
+		}
+		return nil
+	})
+	// A deleted container's leases are gone with it.
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		_, err := tx.DeleteContainer(ctx, "acc", "zz")
+		return err
+	})
+	if got := list(leasedb.LeaseFilter{Account: "acc"}); len(got) != 0 {
+		t.Errorf("ListLeases of a deleted container: %+v", got)
 	}
 }
 
@@ -1481,5 +2069,33 @@ func Counter(t *testing.T, stores ...leasedb.Store) {
 	b := getBlob(t, s0, "c", "counter")
 	if b == nil || b.Metadata["n"] != strconv.Itoa(goroutines*per) {
 		t.Errorf("counter = %v, want %d", b, goroutines*per)
+	}
+}
+
+// testBlockStats: count and id length of staged blocks, per blob name.
+func testBlockStats(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	stats := func(blob string) (int, int) {
+		t.Helper()
+		var n, l int
+		err := s.View(context.Background(), func(tx leasedb.Tx) error {
+			var err error
+			n, l, err = tx.BlockStats(context.Background(), acct, "c", blob)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, l
+	}
+	if n, l := stats("b"); n != 0 || l != 0 {
+		t.Fatalf("no blocks: count %d len %d", n, l)
+	}
+	stageBlock(t, s, "c", "b", leasedb.Block{ID: "YWJj", Key: "k/1", Size: 1, StagedAt: base})
+	stageBlock(t, s, "c", "b", leasedb.Block{ID: "ZGVm", Key: "k/2", Size: 1, StagedAt: base})
+	stageBlock(t, s, "c", "b", leasedb.Block{ID: "YWJj", Key: "k/3", Size: 1, StagedAt: base})
+	stageBlock(t, s, "c", "other", leasedb.Block{ID: "YQ==", Key: "k/4", Size: 1, StagedAt: base})
+	if n, l := stats("b"); n != 2 || l != 4 {
+		t.Fatalf("two blocks of id length 4: count %d len %d", n, l)
 	}
 }

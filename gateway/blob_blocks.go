@@ -1,0 +1,331 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Size limits for the current service versions (contract §7.2, §7.5).
+const (
+	maxBlockSize       = 4000 << 20
+	maxAppendBlockSize = 100 << 20
+	maxBlockListBody   = 8 << 20
+)
+
+// readBody stages a request body of exactly size bytes under a new key,
+// checking Content-MD5 when sent. It returns the extent and the MD5.
+func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, []byte, error) {
+	var want []byte
+	if v := r.Header.Get("Content-MD5"); v != "" {
+		var err error
+		if want, err = decodeMD5(v); err != nil {
+			return leasedb.Extent{}, nil, svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+		}
+	}
+	key := newKey()
+	ext, sum, err := s.stage(r.Context(), r.Body, key, size)
+	if err != nil {
+		return ext, nil, err
+	}
+	if want != nil && !bytes.Equal(want, sum) {
+		s.discard(key)
+		return ext, nil, svcerr.New(svcerr.Md5Mismatch)
+	}
+	return ext, sum, nil
+}
+
+// parseBlockID checks a block id: base64, at most 64 bytes decoded
+// (contract §7.2; code per §11 Q16).
+func parseBlockID(req *request) (string, error) {
+	id, ok := req.query["blockid"]
+	if !ok || id == "" {
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "blockid", id, "a block id is required")
+	}
+	raw, err := base64.StdEncoding.DecodeString(id)
+	if err != nil || len(raw) == 0 || len(raw) > 64 {
+		return "", svcerr.New(svcerr.InvalidBlockId)
+	}
+	return id, nil
+}
+
+// Put Block: PUT ?comp=block&blockid=<id> → 201. The block is its own
+// immutable object, recorded as staged for the blob name.
+func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := parseBlockID(req)
+	if err != nil {
+		return err
+	}
+	size := r.ContentLength
+	if size < 0 {
+		return svcerr.New(svcerr.MissingContentLengthHeader)
+	}
+	if size > maxBlockSize {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := s.db.PrecheckBlock(r.Context(), req.ref(), leaseID); err != nil {
+		return err
+	}
+	ext, sum, err := s.readBody(r, size)
+	if err != nil {
+		return err
+	}
+	err = s.db.StageBlock(r.Context(), leasedb.StageBlockRequest{
+		Ref: req.ref(), LeaseID: leaseID,
+		Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+	})
+	if err != nil {
+		s.discard(ext.Key)
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-MD5", b64(sum))
+	h.Set("x-ms-request-server-encrypted", "true")
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// parseBlockList reads a Put Block List body keeping the element order,
+// which is the blob's byte order (contract §7.3).
+func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
+	dec := xml.NewDecoder(bytes.NewReader(body))
+	var out []leasedb.BlockRef
+	depth := 0
+	sawRoot := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, svcerr.New(svcerr.InvalidXmlDocument)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 1 {
+				if t.Name.Local != "BlockList" {
+					return nil, svcerr.New(svcerr.InvalidXmlDocument)
+				}
+				sawRoot = true
+				continue
+			}
+			if depth != 2 {
+				return nil, svcerr.New(svcerr.InvalidXmlDocument)
+			}
+			var kind leasedb.BlockListKind
+			switch t.Name.Local {
+			case "Committed":
+				kind = leasedb.BlockCommitted
+			case "Uncommitted":
+				kind = leasedb.BlockUncommitted
+			case "Latest":
+				kind = leasedb.BlockLatest
+			default:
+				return nil, svcerr.New(svcerr.InvalidXmlDocument)
+			}
+			var id string
+			if err := dec.DecodeElement(&id, &t); err != nil {
+				return nil, svcerr.New(svcerr.InvalidXmlDocument)
+			}
+			depth--
+			if _, err := base64.StdEncoding.DecodeString(id); err != nil || id == "" {
+				return nil, svcerr.New(svcerr.InvalidBlockList)
+			}
+			out = append(out, leasedb.BlockRef{Kind: kind, ID: id})
+		case xml.EndElement:
+			depth--
+		}
+	}
+	if !sawRoot {
+		return nil, svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	// One id, one element kind (contract §7.3).
+	kinds := map[string]leasedb.BlockListKind{}
+	for _, b := range out {
+		if k, ok := kinds[b.ID]; ok && k != b.Kind {
+			return nil, svcerr.New(svcerr.InvalidBlockList)
+		}
+		kinds[b.ID] = b.Kind
+	}
+	return out, nil
+}
+
+// Put Block List: PUT ?comp=blocklist → 201.
+func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
+	if r.ContentLength > maxBlockListBody {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBlockListBody+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxBlockListBody {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	sum := md5.Sum(body)
+	if v := r.Header.Get("Content-MD5"); v != "" {
+		want, err := decodeMD5(v)
+		if err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+		}
+		if !bytes.Equal(want, sum[:]) {
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
+	}
+	blocks, err := parseBlockList(body)
+	if err != nil {
+		return err
+	}
+	props, err := parseBlobProps(r.Header, false)
+	if err != nil {
+		return err
+	}
+	meta, err := parseMetadata(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return err
+	}
+	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
+	if err := parsePutLease(r, &preq); err != nil {
+		return err
+	}
+	b, leaseRes, err := s.db.CommitBlocks(r.Context(), leasedb.CommitBlocksRequest{
+		Ref: req.ref(), Blocks: blocks, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond,
+		LeaseAction: preq.LeaseAction, Acquire: preq.Acquire, NewLeaseID: preq.NewLeaseID,
+	})
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	setETagLM(h, b.ETag, b.LastModified)
+	h.Set("Content-MD5", b64(sum[:]))
+	h.Set("x-ms-request-server-encrypted", "true")
+	if preq.LeaseAction == leasedb.PutLeaseAcquire {
+		h.Set("x-ms-lease-id", leaseRes.ID)
+	}
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+type xmlBlock struct {
+	Name string `xml:"Name"`
+	Size int64  `xml:"Size"`
+}
+
+type xmlBlockList struct {
+	XMLName     xml.Name   `xml:"BlockList"`
+	Committed   []xmlBlock `xml:"CommittedBlocks>Block"`
+	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
+}
+
+// Get Block List: GET ?comp=blocklist[&blocklisttype=...] → 200.
+func (s *Server) getBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
+	typ := req.query["blocklisttype"]
+	switch typ {
+	case "":
+		typ = "committed"
+	case "committed", "uncommitted", "all":
+	default:
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "blocklisttype", typ, "")
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	bl, err := s.db.GetBlockList(r.Context(), req.ref(), leaseID)
+	if err != nil {
+		return err
+	}
+	var out xmlBlockList
+	var size int64
+	if bl.Blob != nil {
+		setETagLM(w.Header(), bl.Blob.ETag, bl.Blob.LastModified)
+		size = bl.Blob.Size
+	}
+	if typ != "uncommitted" {
+		out.Committed = []xmlBlock{}
+		for _, e := range bl.Committed {
+			out.Committed = append(out.Committed, xmlBlock{Name: e.BlockID, Size: e.Size})
+		}
+	}
+	if typ != "committed" {
+		out.Uncommitted = []xmlBlock{}
+		for _, b := range bl.Uncommitted {
+			out.Uncommitted = append(out.Uncommitted, xmlBlock{Name: b.ID, Size: b.Size})
+		}
+	}
+	w.Header().Set("x-ms-blob-content-length", strconv.FormatInt(size, 10))
+	return writeXML(w, r, http.StatusOK, out)
+}
+
+func int64Header(h http.Header, name string) (int64, error) {
+	v := h.Get(name)
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, svcerr.Header(svcerr.InvalidHeaderValue, name, v)
+	}
+	return n, nil
+}
+
+// Append Block: PUT ?comp=appendblock → 201 (contract §7.5).
+func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *request) error {
+	size := r.ContentLength
+	switch {
+	case size < 0:
+		return svcerr.New(svcerr.MissingContentLengthHeader)
+	case size == 0:
+		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", "0")
+	case size > maxAppendBlockSize:
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return err
+	}
+	areq := leasedb.AppendRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond}
+	if areq.AppendPos, err = int64Header(r.Header, "x-ms-blob-condition-appendpos"); err != nil {
+		return err
+	}
+	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
+		return err
+	}
+	if err := s.db.PrecheckAppend(r.Context(), areq, size); err != nil {
+		return err
+	}
+	ext, sum, err := s.readBody(r, size)
+	if err != nil {
+		return err
+	}
+	areq.Extent = ext
+	b, offset, err := s.db.AppendBlock(r.Context(), areq)
+	if err != nil {
+		s.discard(ext.Key)
+		return err
+	}
+	h := w.Header()
+	setETagLM(h, b.ETag, b.LastModified)
+	h.Set("Content-MD5", b64(sum))
+	h.Set("x-ms-blob-append-offset", strconv.FormatInt(offset, 10))
+	h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
+	h.Set("x-ms-request-server-encrypted", "true")
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}

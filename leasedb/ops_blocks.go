@@ -1,0 +1,420 @@
+package leasedb
+
+import (
+	"context"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Block and append blob limits (contract §7).
+const (
+	MaxUncommittedBlocks = 100_000
+	MaxCommittedBlocks   = 50_000
+	MaxAppendBlocks      = 50_000
+)
+
+// StageBlockRequest is the metadata half of Put Block: the bytes are
+// durable under Block.Key, recorded as an upload intent.
+type StageBlockRequest struct {
+	Ref     BlobRef
+	Block   Block
+	LeaseID string
+}
+
+// StageBlock records a staged block (contract §7.2): the committed blob, if
+// any, must be a block blob and its lease honoured; block ids of one blob
+// share one length; at most 100,000 staged blocks. A block staged again
+// under the same id replaces the earlier one, whose object is collected at
+// once (nothing ever referenced it). The committed blob's ETag is unchanged.
+func (d *DB) StageBlock(ctx context.Context, req StageBlockRequest) error {
+	return d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
+		if err := checkBlockTarget(b, req.LeaseID, now); err != nil {
+			return err
+		}
+		count, idLen, err := tx.BlockStats(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
+		if err != nil {
+			return err
+		}
+		if count > 0 && idLen != len(req.Block.ID) {
+			return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
+		}
+		if b != nil && len(b.Extents) > 0 && b.Extents[0].BlockID != "" && len(b.Extents[0].BlockID) != len(req.Block.ID) {
+			return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
+		}
+		if count >= MaxUncommittedBlocks {
+			return svcerr.New(svcerr.BlockCountExceedsLimit)
+		}
+		ok, err := tx.TakeIntent(ctx, req.Block.Key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errIntentLost()
+		}
+		blk := req.Block
+		blk.StagedAt = now
+		replaced, err := tx.StageBlock(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, blk)
+		if err != nil {
+			return err
+		}
+		if replaced != "" {
+			return tx.AddGC(ctx, []string{replaced}, now)
+		}
+		return nil
+	})
+}
+
+func errIntentLost() error {
+	return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
+}
+
+// checkBlockTarget: Put Block needs no existing blob, but an existing one
+// must be a block blob and its lease is enforced (contract §7.2).
+func checkBlockTarget(b *Blob, leaseID string, now time.Time) error {
+	if b == nil {
+		if leaseID != "" {
+			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
+		}
+		return nil
+	}
+	if b.Type != "BlockBlob" {
+		return svcerr.New(svcerr.InvalidBlobType)
+	}
+	_, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+	return err
+}
+
+// BlockListKind is where Put Block List looks a block id up.
+type BlockListKind int
+
+const (
+	BlockCommitted BlockListKind = iota
+	BlockUncommitted
+	BlockLatest
+)
+
+// BlockRef is one entry of a Put Block List body.
+type BlockRef struct {
+	Kind BlockListKind
+	ID   string
+}
+
+// CommitBlocksRequest is Put Block List.
+type CommitBlocksRequest struct {
+	Ref      BlobRef
+	Blocks   []BlockRef
+	Props    Props
+	Metadata map[string]string
+	LeaseID  string
+	Cond     Conditions
+
+	LeaseAction string
+	Acquire     LeaseRequest
+	NewLeaseID  string
+}
+
+// CommitBlocks is Put Block List (contract §7.3), one transaction under the
+// blob lock: lease, conditions, create-only; every id resolved (Committed:
+// the current committed list; Uncommitted: staged; Latest: staged, else
+// committed) or 400 InvalidBlockList with nothing changed. The blob becomes
+// the ordered extents of the resolved blocks (no bytes copied); every
+// staged block is dropped; objects no longer referenced are collected
+// (staged ones at once, previously committed ones after the grace period).
+func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, LeaseResult, error) {
+	var leaseRes LeaseResult
+	if err := d.checkWrite(req.Cond); err != nil {
+		return nil, leaseRes, err
+	}
+	if len(req.Blocks) > MaxCommittedBlocks {
+		return nil, leaseRes, svcerr.New(svcerr.BlockListTooLong)
+	}
+	var out *Blob
+	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
+		lease := Lease{}
+		if old != nil {
+			if old.Type != "BlockBlob" {
+				return svcerr.New(svcerr.InvalidBlobType)
+			}
+			var err error
+			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
+				return err
+			}
+		} else if req.LeaseID != "" {
+			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
+		}
+		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
+			return err
+		}
+		lease, res, err := applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now)
+		if err != nil {
+			return err
+		}
+		leaseRes = res
+		staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
+		if err != nil {
+			return err
+		}
+		stagedByID := make(map[string]Block, len(staged))
+		for _, b := range staged {
+			stagedByID[b.ID] = b
+		}
+		committed := map[string]Extent{}
+		if old != nil {
+			for _, e := range old.Extents {
+				if e.BlockID != "" {
+					committed[e.BlockID] = e
+				}
+			}
+		}
+		extents := make([]Extent, 0, len(req.Blocks))
+		var size int64
+		for _, r := range req.Blocks {
+			var e Extent
+			found := false
+			if r.Kind == BlockUncommitted || r.Kind == BlockLatest {
+				if b, ok := stagedByID[r.ID]; ok {
+					e, found = Extent{Key: b.Key, Size: b.Size, BlockID: b.ID}, true
+				}
+			}
+			if !found && (r.Kind == BlockCommitted || r.Kind == BlockLatest) {
+				e, found = committed[r.ID]
+			}
+			if !found {
+				return svcerr.New(svcerr.InvalidBlockList)
+			}
+			extents = append(extents, e)
+			size += e.Size
+		}
+		// Collect what the new blob no longer references.
+		keep := make(map[string]bool, len(extents))
+		for _, e := range extents {
+			keep[e.Key] = true
+		}
+		var dropStaged, dropOld []string
+		for _, b := range staged {
+			if !keep[b.Key] {
+				dropStaged = append(dropStaged, b.Key)
+			}
+		}
+		if old != nil {
+			seen := map[string]bool{}
+			for _, e := range old.Extents {
+				if !keep[e.Key] && !seen[e.Key] {
+					seen[e.Key] = true
+					dropOld = append(dropOld, e.Key)
+				}
+			}
+		}
+		if err := tx.DeleteBlocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name); err != nil {
+			return err
+		}
+		if err := tx.AddGC(ctx, dropStaged, now); err != nil {
+			return err
+		}
+		if err := tx.AddGC(ctx, dropOld, now.Add(d.Grace)); err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		b := &Blob{
+			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
+			Type: "BlockBlob", ETag: etag, Created: now, LastModified: now, Size: size,
+			Props: req.Props, Metadata: req.Metadata, Extents: extents, BlockCount: len(extents), Lease: lease,
+		}
+		if old != nil {
+			b.Created = old.Created
+		}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, leaseRes, err
+}
+
+// BlockList is Get Block List's answer.
+type BlockList struct {
+	Blob        *Blob // nil when only staged blocks exist
+	Committed   []Extent
+	Uncommitted []Block
+}
+
+// GetBlockList reads the committed and staged blocks (contract §7.4): 404
+// when there is neither a committed blob nor a staged block.
+func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string) (*BlockList, error) {
+	out := &BlockList{}
+	err := d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		staged, err := tx.Blocks(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return err
+		}
+		if b == nil && len(staged) == 0 {
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		if b != nil {
+			if b.Type != "BlockBlob" {
+				return svcerr.New(svcerr.InvalidBlobType)
+			}
+			now, err := tx.Now(ctx)
+			if err != nil {
+				return err
+			}
+			if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+				return err
+			}
+			out.Blob = b
+			for _, e := range b.Extents {
+				if e.BlockID != "" {
+					out.Committed = append(out.Committed, e)
+				}
+			}
+		}
+		out.Uncommitted = staged
+		return nil
+	})
+	return out, err
+}
+
+// AppendRequest is Append Block: the bytes are durable under Extent.Key.
+type AppendRequest struct {
+	Ref       BlobRef
+	Extent    Extent
+	LeaseID   string
+	Cond      Conditions
+	AppendPos int64 // -1 when absent
+	MaxSize   int64 // -1 when absent
+}
+
+// PrecheckAppend refuses, before any byte is read, an append that will
+// certainly fail (contract §7.5, §3.9).
+func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) error {
+	return d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, req.Ref.Account, req.Ref.Container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		b, err := tx.Blob(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return checkAppend(b, req, n, now)
+	})
+}
+
+// checkAppend applies the order of contract §3.10 to an append of n bytes.
+func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
+	if b == nil {
+		if len(req.Cond.IfMatch) > 0 {
+			return svcerr.New(svcerr.ConditionNotMet)
+		}
+		return svcerr.New(svcerr.BlobNotFound)
+	}
+	if _, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now); err != nil {
+		return err
+	}
+	if err := EvalWrite(req.Cond, blobResource(b), UpdateWrite); err != nil {
+		return err
+	}
+	if b.Type != "AppendBlob" {
+		return svcerr.New(svcerr.InvalidBlobType)
+	}
+	if req.AppendPos >= 0 && req.AppendPos != b.Size {
+		return svcerr.New(svcerr.AppendPositionConditionNotMet)
+	}
+	if req.MaxSize >= 0 && b.Size+n > req.MaxSize {
+		return svcerr.New(svcerr.MaxBlobSizeConditionNotMet)
+	}
+	if b.BlockCount >= MaxAppendBlocks {
+		return svcerr.New(svcerr.BlockCountExceedsLimit)
+	}
+	return nil
+}
+
+// AppendBlock appends one staged object at the current end, atomically under
+// the blob lock: concurrent appenders are serialized, and an append whose
+// position condition no longer holds is refused (so a retried request can
+// never land twice). Returns the blob after the append and the offset the
+// block starts at.
+func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, error) {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return nil, 0, err
+	}
+	var out *Blob
+	var offset int64
+	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
+		if err := checkAppend(b, req, req.Extent.Size, now); err != nil {
+			return err
+		}
+		lease, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now)
+		if err != nil {
+			return err
+		}
+		ok, err := tx.TakeIntent(ctx, req.Extent.Key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errIntentLost()
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		offset = b.Size
+		b.Extents = append(b.Extents, req.Extent)
+		b.Size += req.Extent.Size
+		b.BlockCount++
+		b.Lease, b.ETag, b.LastModified = lease, etag, now
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, offset, err
+}
+
+// PrecheckBlock refuses a Put Block that will certainly fail before its
+// body is read.
+func (d *DB) PrecheckBlock(ctx context.Context, ref BlobRef, leaseID string) error {
+	return d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return checkBlockTarget(b, leaseID, now)
+	})
+}
