@@ -194,6 +194,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
+			leaseCommand(),
 		},
 	}
 }
