@@ -1,0 +1,598 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/backends/backendtest"
+	"github.com/blobgw/blobgw/backends/s3"
+	"github.com/blobgw/blobgw/backends/s3/miniotest"
+)
+
+func TestMain(m *testing.M) { miniotest.Main(m) }
+
+func newStore(t testing.TB, cfg s3.Config) *s3.Store {
+	t.Helper()
+	s, err := s3.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// smallParts is a fresh bucket with the smallest parts, so that a few MiB
+// take the multipart path, and two parts in memory, so that the suite's
+// 64 MiB object stays within its 16 MiB allocation budget.
+func smallParts(t testing.TB) s3.Config {
+	cfg := miniotest.NewBucket(t)
+	cfg.PartSize = s3.MinPartSize
+	cfg.Concurrency = 2
+	return cfg
+}
+
+func TestConformance(t *testing.T) {
+	backendtest.Run(t,
+		func(t *testing.T) backends.Backend { return newStore(t, smallParts(t)) },
+		backendtest.AfterFailedPut(func(t *testing.T, b backends.Backend) {
+			checkNoUploads(t, b.(*s3.Store))
+		}))
+}
+
+// checkNoUploads asserts that no multipart upload is pending in the bucket.
+func checkNoUploads(t *testing.T, s *s3.Store) {
+	t.Helper()
+	out, err := s.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(s.Bucket())})
+	if err != nil {
+		t.Fatalf("ListMultipartUploads: %v", err)
+	}
+	if len(out.Uploads) > 0 {
+		var keys []string
+		for _, u := range out.Uploads {
+			keys = append(keys, aws.ToString(u.Key))
+		}
+		t.Fatalf("%d multipart uploads left pending: %q", len(out.Uploads), keys)
+	}
+}
+
+func checkAbsent(t *testing.T, s *s3.Store, key string) {
+	t.Helper()
+	if _, err := s.Stat(context.Background(), key); !errors.Is(err, backends.ErrNotFound) {
+		t.Fatalf("Stat(%q) = %v, want ErrNotFound", key, err)
+	}
+	if got := listKeys(t, s, ""); slices.Contains(got, key) {
+		t.Fatalf("List shows %q", key)
+	}
+}
+
+func listKeys(t testing.TB, s backends.Backend, prefix string) []string {
+	t.Helper()
+	var keys []string
+	if err := s.List(context.Background(), prefix, func(info backends.ObjectInfo) error {
+		keys = append(keys, info.Key)
+		return nil
+	}); err != nil {
+		t.Fatalf("List(%q) = %v", prefix, err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func readAll(t testing.TB, s backends.Backend, key string) []byte {
+	t.Helper()
+	rc, err := s.Open(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("reading %q: %v", key, err)
+	}
+	return b
+}
+
+// failingReader yields n bytes of the stream seed and then fails.
+type failingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, f.err
+	}
+	if int64(len(p)) > f.n {
+		p = p[:f.n]
+	}
+	n, err := f.r.Read(p)
+	f.n -= int64(n)
+	return n, err
+}
+
+// A multipart upload that fails after some parts were stored is aborted:
+// no object, no pending upload.
+func TestMultipartAbortedOnFailure(t *testing.T) {
+	s := newStore(t, smallParts(t))
+	const size = 3*s3.MinPartSize + 1000
+	errBoom := errors.New("boom")
+	for _, known := range []bool{true, false} {
+		t.Run(fmt.Sprintf("failing reader, known size %t", known), func(t *testing.T) {
+			key := fmt.Sprintf("abort/reader-%t", known)
+			sz := int64(size)
+			if !known {
+				sz = -1
+			}
+			// Two full parts are read (and uploaded) before the failure.
+			r := &failingReader{r: backendtest.NewReader(size, 1), n: 2*s3.MinPartSize + 100, err: errBoom}
+			if err := s.Put(context.Background(), key, r, sz); !errors.Is(err, errBoom) {
+				t.Fatalf("Put = %v, want %v", err, errBoom)
+			}
+			checkAbsent(t, s, key)
+			checkNoUploads(t, s)
+		})
+	}
+	t.Run("short body", func(t *testing.T) {
+		err := s.Put(context.Background(), "abort/short", backendtest.NewReader(size-1, 2), size)
+		if err == nil {
+			t.Fatal("Put of a short body succeeded")
+		}
+		checkAbsent(t, s, "abort/short")
+		checkNoUploads(t, s)
+	})
+	t.Run("long body", func(t *testing.T) {
+		err := s.Put(context.Background(), "abort/long", backendtest.NewReader(size+1, 3), size)
+		if err == nil {
+			t.Fatal("Put of a long body succeeded")
+		}
+		checkAbsent(t, s, "abort/long")
+		checkNoUploads(t, s)
+	})
+	t.Run("context cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := &cancelAfter{r: backendtest.NewReader(size, 4), n: 2*s3.MinPartSize + 100, cancel: cancel}
+		if err := s.Put(ctx, "abort/cancel", r, -1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Put = %v, want context.Canceled", err)
+		}
+		checkAbsent(t, s, "abort/cancel")
+		checkNoUploads(t, s)
+	})
+	// The failed keys are free again.
+	want := backendtest.Data(size, 5)
+	if err := s.Put(context.Background(), "abort/reader-true", bytes.NewReader(want), size); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, "abort/reader-true"); !bytes.Equal(got, want) {
+		t.Fatal("read back different bytes")
+	}
+}
+
+// cancelAfter cancels its context once n bytes were read, and goes on.
+type cancelAfter struct {
+	r      io.Reader
+	n      int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n -= int64(n); c.n <= 0 {
+		c.cancel()
+	}
+	return n, err
+}
+
+// Multipart Puts never overwrite either, and of concurrent ones exactly one
+// wins.
+func TestMultipartExists(t *testing.T) {
+	s := newStore(t, smallParts(t))
+	const size = 2*s3.MinPartSize + 7
+	ctx := context.Background()
+	original := backendtest.Data(size, 1)
+	if err := s.Put(ctx, "k", bytes.NewReader(original), size); err != nil {
+		t.Fatal(err)
+	}
+	for _, sz := range []int64{size, -1} {
+		if err := s.Put(ctx, "k", backendtest.NewReader(size, 2), sz); !errors.Is(err, backends.ErrExists) {
+			t.Fatalf("second Put (size %d) = %v, want ErrExists", sz, err)
+		}
+	}
+	checkNoUploads(t, s)
+	if got := readAll(t, s, "k"); !bytes.Equal(got, original) {
+		t.Fatal("existing object changed")
+	}
+
+	const writers = 4
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sz := int64(size)
+			if w%2 == 1 {
+				sz = -1
+			}
+			errs[w] = s.Put(ctx, "race", backendtest.NewReader(size, uint64(10+w)), sz)
+		}()
+	}
+	wg.Wait()
+	winner := -1
+	for w, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("writers %d and %d both succeeded", winner, w)
+		case err == nil:
+			winner = w
+		case !errors.Is(err, backends.ErrExists):
+			t.Fatalf("writer %d: %v, want ErrExists", w, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer succeeded")
+	}
+	if got := readAll(t, s, "race"); !bytes.Equal(got, backendtest.Data(size, uint64(10+winner))) {
+		t.Fatal("race: object is not the winner's")
+	}
+	checkNoUploads(t, s)
+}
+
+func TestDeleteMany(t *testing.T) {
+	s := newStore(t, miniotest.NewBucket(t))
+	ctx := context.Background()
+	const n = 1234 // more than one DeleteObjects batch
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("dm/%04d", i)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.Put(ctx, k, bytes.NewReader([]byte(k)), int64(len(k))); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// An invalid key fails the call before anything is deleted.
+	if err := s.DeleteMany(ctx, []string{keys[0], "../bad"}); err == nil {
+		t.Fatal("DeleteMany with an invalid key succeeded")
+	}
+	if got := listKeys(t, s, "dm/"); len(got) != n {
+		t.Fatalf("after a rejected DeleteMany %d keys remain, want %d", len(got), n)
+	}
+	if err := s.DeleteMany(ctx, nil); err != nil {
+		t.Fatalf("DeleteMany(nil) = %v", err)
+	}
+
+	// Delete all but the last 34, plus keys that never existed.
+	del := append(slices.Clone(keys[:n-34]), "dm/missing", "never/existed")
+	if err := s.DeleteMany(ctx, del); err != nil {
+		t.Fatalf("DeleteMany = %v", err)
+	}
+	if got, want := listKeys(t, s, "dm/"), keys[n-34:]; !slices.Equal(got, want) {
+		t.Fatalf("after DeleteMany List = %d keys, want %q", len(got), want)
+	}
+	checkAbsent(t, s, keys[0])
+	// Deleting again is fine.
+	if err := s.DeleteMany(ctx, keys); err != nil {
+		t.Fatalf("DeleteMany of deleted keys = %v", err)
+	}
+	if got := listKeys(t, s, ""); len(got) != 0 {
+		t.Fatalf("after deleting everything List = %q", got)
+	}
+}
+
+// A Store whose endpoint refuses connections fails every call with
+// ErrUnavailable, quickly.
+func TestUnavailable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s := newStore(t, s3.Config{
+		Endpoint:  "http://" + addr,
+		Region:    "us-east-1",
+		Bucket:    "dead",
+		AccessKey: "k",
+		SecretKey: "secret",
+		PathStyle: true,
+		PartSize:  s3.MinPartSize,
+		// MaxRetries: the default, 3 retries with jittered exponential
+		// backoff from 50 ms (1 s for throttling), capped at 5 s.
+	})
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		fn   func() error
+	}{
+		{"Put streamed", func() error { return s.Put(ctx, "k", bytes.NewReader([]byte("hello")), 5) }},
+		{"Put buffered", func() error { return s.Put(ctx, "k", bytes.NewReader([]byte("hello")), -1) }},
+		{"Put multipart", func() error { return s.Put(ctx, "k", backendtest.NewReader(s3.MinPartSize+1, 1), s3.MinPartSize+1) }},
+		{"Open", func() error {
+			rc, err := s.Open(ctx, "k", 0, -1)
+			if err == nil {
+				rc.Close()
+			}
+			return err
+		}},
+		{"Open ranged", func() error {
+			rc, err := s.Open(ctx, "k", 10, 0)
+			if err == nil {
+				rc.Close()
+			}
+			return err
+		}},
+		{"Stat", func() error { _, err := s.Stat(ctx, "k"); return err }},
+		{"Delete", func() error { return s.Delete(ctx, "k") }},
+		{"DeleteMany", func() error { return s.DeleteMany(ctx, []string{"k", "l"}) }},
+		{"List", func() error { return s.List(ctx, "", func(backends.ObjectInfo) error { return nil }) }},
+		{"EnsureBucket", func() error { return s.EnsureBucket(ctx) }},
+	}
+	for _, c := range calls {
+		start := time.Now()
+		err := c.fn()
+		d := time.Since(start)
+		t.Logf("%s: %v after %v", c.name, err, d.Round(time.Millisecond))
+		if !errors.Is(err, backends.ErrUnavailable) {
+			t.Errorf("%s = %v, want ErrUnavailable", c.name, err)
+		}
+		if d > 8*time.Second {
+			t.Errorf("%s took %v", c.name, d)
+		}
+	}
+}
+
+// Stores with different prefixes share a bucket without seeing each
+// other's objects.
+func TestPrefixIsolation(t *testing.T) {
+	cfg := miniotest.NewBucket(t)
+	ctx := context.Background()
+	stores := map[string]*s3.Store{}
+	for _, p := range []string{"a/", "b/", ""} {
+		c := cfg
+		c.Prefix = p
+		stores[p] = newStore(t, c)
+	}
+	a, b, root := stores["a/"], stores["b/"], stores[""]
+	for _, k := range []string{"k", "x/y"} {
+		for p, s := range map[string]*s3.Store{"a/": a, "b/": b} {
+			body := []byte(p + k)
+			if err := s.Put(ctx, k, bytes.NewReader(body), int64(len(body))); err != nil {
+				t.Fatalf("Put(%q) in %q = %v", k, p, err)
+			}
+		}
+	}
+	for p, s := range map[string]*s3.Store{"a/": a, "b/": b} {
+		if got := listKeys(t, s, ""); !slices.Equal(got, []string{"k", "x/y"}) {
+			t.Fatalf("List in %q = %q", p, got)
+		}
+		if got := listKeys(t, s, "x/"); !slices.Equal(got, []string{"x/y"}) {
+			t.Fatalf("List(x/) in %q = %q", p, got)
+		}
+		if got := string(readAll(t, s, "k")); got != p+"k" {
+			t.Fatalf("Open(k) in %q = %q", p, got)
+		}
+		if info, err := s.Stat(ctx, "x/y"); err != nil || info.Key != "x/y" || info.Size != int64(len(p+"x/y")) {
+			t.Fatalf("Stat(x/y) in %q = %+v, %v", p, info, err)
+		}
+	}
+	if got := listKeys(t, root, ""); !slices.Equal(got, []string{"a/k", "a/x/y", "b/k", "b/x/y"}) {
+		t.Fatalf("List without prefix = %q", got)
+	}
+	if err := a.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteMany(ctx, []string{"x/y"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := listKeys(t, a, ""); !slices.Equal(got, []string{"x/y"}) {
+		t.Fatalf("after deletes List in a/ = %q", got)
+	}
+	if got := listKeys(t, b, ""); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("after deletes List in b/ = %q", got)
+	}
+}
+
+func TestEnsureBucket(t *testing.T) {
+	srv := miniotest.SharedServer(t)
+	cfg := srv.Config("ensure-bucket-test")
+	s := newStore(t, cfg)
+	ctx := context.Background()
+	for i := range 2 { // creates, then finds it
+		if err := s.EnsureBucket(ctx); err != nil {
+			t.Fatalf("EnsureBucket #%d = %v", i+1, err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := srv.RemoveBucket(context.Background(), cfg.Bucket); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.Put(ctx, "k", bytes.NewReader([]byte("v")), 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	good := s3.Config{Bucket: "b", Region: "us-east-1", Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "s"}
+	if _, err := s3.New(context.Background(), good); err != nil {
+		t.Fatalf("New(%+v) = %v", good, err)
+	}
+	for name, mod := range map[string]func(*s3.Config){
+		"no bucket":          func(c *s3.Config) { c.Bucket = "" },
+		"small parts":        func(c *s3.Config) { c.PartSize = 1 << 20 },
+		"huge parts":         func(c *s3.Config) { c.PartSize = 6 << 30 },
+		"negative conc":      func(c *s3.Config) { c.Concurrency = -1 },
+		"secret without key": func(c *s3.Config) { c.AccessKey = "" },
+		"bad endpoint":       func(c *s3.Config) { c.Endpoint = "127.0.0.1:9000" },
+	} {
+		c := good
+		mod(&c)
+		if _, err := s3.New(context.Background(), c); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
+
+// fakeS3 answers every request with status and an S3 error code, after
+// reading the request body, and counts the requests.
+func fakeS3(t *testing.T, status int, code string) (*s3.Store, *atomic.Int64) {
+	t.Helper()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			fmt.Fprintf(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>fake</Message><RequestId>1</RequestId></Error>", code)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := newStore(t, s3.Config{
+		Endpoint: srv.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret",
+		PathStyle: true, PartSize: s3.MinPartSize, MaxRetries: 1,
+	})
+	return s, &requests
+}
+
+// Server-side failures (5xx, throttling) are retried and then reported as
+// ErrUnavailable; a refused request (403) is not.
+func TestServerErrors(t *testing.T) {
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		fn   func(s *s3.Store) error
+	}{
+		{"Put streamed", func(s *s3.Store) error { return s.Put(ctx, "k", bytes.NewReader([]byte("hello")), 5) }},
+		{"Put buffered", func(s *s3.Store) error { return s.Put(ctx, "k", bytes.NewReader([]byte("hello")), -1) }},
+		{"Put multipart", func(s *s3.Store) error {
+			return s.Put(ctx, "k", backendtest.NewReader(s3.MinPartSize+1, 1), s3.MinPartSize+1)
+		}},
+		{"Open", func(s *s3.Store) error {
+			rc, err := s.Open(ctx, "k", 5, 10)
+			if err == nil {
+				rc.Close()
+			}
+			return err
+		}},
+		{"Stat", func(s *s3.Store) error { _, err := s.Stat(ctx, "k"); return err }},
+		{"Delete", func(s *s3.Store) error { return s.Delete(ctx, "k") }},
+		{"DeleteMany", func(s *s3.Store) error { return s.DeleteMany(ctx, []string{"k"}) }},
+		{"List", func(s *s3.Store) error { return s.List(ctx, "", func(backends.ObjectInfo) error { return nil }) }},
+	}
+	for _, c := range []struct {
+		status      int
+		code        string
+		unavailable bool
+	}{
+		{http.StatusServiceUnavailable, "SlowDown", true},
+		{http.StatusInternalServerError, "InternalError", true},
+		{http.StatusForbidden, "AccessDenied", false},
+	} {
+		for _, call := range calls {
+			t.Run(fmt.Sprintf("%d %s", c.status, call.name), func(t *testing.T) {
+				s, requests := fakeS3(t, c.status, c.code)
+				err := call.fn(s)
+				t.Logf("%v (%d requests)", err, requests.Load())
+				if err == nil {
+					t.Fatal("succeeded")
+				}
+				if got := errors.Is(err, backends.ErrUnavailable); got != c.unavailable {
+					t.Fatalf("errors.Is(%v, ErrUnavailable) = %t, want %t", err, got, c.unavailable)
+				}
+				if errors.Is(err, backends.ErrNotFound) || errors.Is(err, backends.ErrExists) {
+					t.Fatalf("%v is ErrNotFound or ErrExists", err)
+				}
+			})
+		}
+	}
+}
+
+// A body cut short by the server fails the read with ErrUnavailable rather
+// than ending early.
+func TestTruncatedRead(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		w.WriteHeader(http.StatusOK)
+		w.Write(make([]byte, 50))
+		// The handler returns: the server closes the connection.
+	}))
+	defer srv.Close()
+	s := newStore(t, s3.Config{Endpoint: srv.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret", PathStyle: true})
+	rc, err := s.Open(context.Background(), "k", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	n, err := io.Copy(io.Discard, rc)
+	if n != 50 || !errors.Is(err, backends.ErrUnavailable) || !strings.Contains(err.Error(), io.ErrUnexpectedEOF.Error()) {
+		t.Fatalf("read %d bytes, %v; want 50 and ErrUnavailable for an unexpected EOF", n, err)
+	}
+}
+
+// A server that accepts connections but never answers does not hold a call
+// past its context.
+func TestHungServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // read whatever comes, say nothing
+				io.Copy(io.Discard, c)
+				c.Close()
+			}()
+		}
+	}()
+	s := newStore(t, s3.Config{Endpoint: "http://" + l.Addr().String(), Region: "us-east-1", Bucket: "hung", AccessKey: "k", SecretKey: "secret", PathStyle: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Stat(ctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+		t.Fatalf("Stat = %v after %v, want DeadlineExceeded after 300ms", err, time.Since(start))
+	}
+	err = s.Put(ctx, "k", backendtest.NewReader(1000, 1), 1000)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Put = %v, want DeadlineExceeded", err)
+	}
+}
