@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+)
+
+// BenchmarkTransfer measures upload and download of one blob through a real
+// `blobgw serve` process (SQLite + disk) with the Azure SDK (4 MiB blocks,
+// concurrency 4), next to writing and reading the same bytes directly in the
+// data directory, so throughput is reported as a ratio from one run. The
+// gateway's peak RSS (VmHWM) is reported as a metric. Size:
+// BLOBGW_BENCH_SIZE (bytes, default 1 GiB).
+//
+//	go test ./cmd/blobgw -run '^$' -bench Transfer -benchtime 1x
+func BenchmarkTransfer(b *testing.B) {
+	size := int64(1 << 30)
+	if v := os.Getenv("BLOBGW_BENCH_SIZE"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = n
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "blobgw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", data, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if i > 300 {
+			b.Fatal("gateway did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cred, _ := azblob.NewSharedKeyCredential("devstoreaccount1", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+	client, err := azblob.NewClientWithSharedKeyCredential("http://"+addr+"/devstoreaccount1/", cred, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.CreateContainer(ctx, "bench", nil); err != nil {
+		b.Fatal(err)
+	}
+	// A source file of random bytes (the SDK and the baseline read the same).
+	src := filepath.Join(dir, "src.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.CopyN(f, rand.Reader, size); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+
+	var upGW, upDisk, downGW, downDisk time.Duration
+	for i := 0; i < b.N; i++ {
+		// Gateway upload.
+		in, _ := os.Open(src)
+		t0 := time.Now()
+		if _, err := client.UploadStream(ctx, "bench", "blob", in, &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
+			b.Fatal(err)
+		}
+		upGW += time.Since(t0)
+		in.Close()
+		// Baseline: the same bytes straight into the data directory, fsynced.
+		in, _ = os.Open(src)
+		t0 = time.Now()
+		out, err := os.Create(filepath.Join(data, "baseline.bin"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			b.Fatal(err)
+		}
+		out.Sync()
+		out.Close()
+		upDisk += time.Since(t0)
+		in.Close()
+		// Gateway download (parallel ranges, like the SDK's DownloadFile).
+		dst, _ := os.Create(filepath.Join(dir, "dst.bin"))
+		t0 = time.Now()
+		if _, err := client.DownloadFile(ctx, "bench", "blob", dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
+			b.Fatal(err)
+		}
+		downGW += time.Since(t0)
+		dst.Close()
+		// Baseline read of the same bytes into a file.
+		in, _ = os.Open(filepath.Join(data, "baseline.bin"))
+		dst, _ = os.Create(filepath.Join(dir, "dst2.bin"))
+		t0 = time.Now()
+		io.Copy(dst, in)
+		downDisk += time.Since(t0)
+		in.Close()
+		dst.Close()
+		os.Remove(filepath.Join(data, "baseline.bin"))
+	}
+	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e6 }
+	b.ReportMetric(mbps(upGW), "up-MB/s")
+	b.ReportMetric(mbps(upDisk), "up-disk-MB/s")
+	b.ReportMetric(mbps(upGW)/mbps(upDisk), "up-ratio")
+	b.ReportMetric(mbps(downGW), "down-MB/s")
+	b.ReportMetric(mbps(downDisk), "down-disk-MB/s")
+	b.ReportMetric(mbps(downGW)/mbps(downDisk), "down-ratio")
+	if hwm, err := vmHWM(cmd.Process.Pid); err == nil {
+		b.ReportMetric(float64(hwm)/(1<<20), "gateway-peak-RSS-MiB")
+	}
+}
+
+// vmHWM reads a process's peak resident set size in bytes.
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM")
+}
