@@ -200,7 +200,7 @@ func (b *bundle) rawBlockList(t *testing.T, path, body string) *http.Response {
 // order, with no gaps (C16).
 func TestAppendRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
 		if _, err := b.client.CreateContainer(ctx, "app", nil); err != nil {
 			t.Fatal(err)
@@ -218,7 +218,7 @@ func TestAppendRace(t *testing.T) {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				ab := b.clientFor(t, w%2).ServiceClient().NewContainerClient("app").NewAppendBlobClient("log")
+				ab := b.clientFor(t, w%3).ServiceClient().NewContainerClient("app").NewAppendBlobClient("log")
 				for i := 0; accepted.Load() < target; i++ {
 					p, err := ab.GetProperties(ctx, nil)
 					if err != nil {

@@ -18,7 +18,7 @@ import (
 // collector that dies in between leaves claims that another run reclaims.
 // Safe to run in every replica at once.
 func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend, log *slog.Logger) (int, error) {
-	const batch, workers = 256, 8
+	const batch = 256
 	total := 0
 	for {
 		keys, err := store.ClaimDue(ctx, batch, reclaimAfter)
@@ -28,26 +28,7 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 		if len(keys) == 0 {
 			return total, nil
 		}
-		done := make([]string, 0, len(keys))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, workers)
-		for _, k := range keys {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(k string) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if err := backend.Delete(ctx, k); err != nil {
-					log.Warn("collector: delete", "key", k, "err", err)
-					return
-				}
-				mu.Lock()
-				done = append(done, k)
-				mu.Unlock()
-			}(k)
-		}
-		wg.Wait()
+		done := deleteObjects(ctx, backend, keys, log)
 		if err := store.Forget(ctx, done); err != nil {
 			return total, fmt.Errorf("forget: %w", err)
 		}
@@ -56,6 +37,45 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 			return total, ctx.Err()
 		}
 	}
+}
+
+// batchDeleter is the optional capability of backends that delete many
+// objects per request (S3's DeleteObjects).
+type batchDeleter interface {
+	DeleteMany(ctx context.Context, keys []string) error
+}
+
+// deleteObjects deletes keys and returns the ones known to be gone.
+func deleteObjects(ctx context.Context, backend backends.Backend, keys []string, log *slog.Logger) []string {
+	if bd, ok := backend.(batchDeleter); ok {
+		if err := bd.DeleteMany(ctx, keys); err != nil {
+			log.Warn("collector: delete batch", "keys", len(keys), "err", err)
+			return nil
+		}
+		return keys
+	}
+	const workers = 8
+	done := make([]string, 0, len(keys))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(k string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := backend.Delete(ctx, k); err != nil {
+				log.Warn("collector: delete", "key", k, "err", err)
+				return
+			}
+			mu.Lock()
+			done = append(done, k)
+			mu.Unlock()
+		}(k)
+	}
+	wg.Wait()
+	return done
 }
 
 // reclaimAfter is how long a claim may sit before another collector takes

@@ -23,17 +23,17 @@ import (
 )
 
 // TestCreateOnlyRace: 32 goroutines released together doing Put Blob with
-// If-None-Match: * on one new name, spread over two gateways sharing the
+// If-None-Match: * on one new name, spread over three gateways sharing the
 // metadata store and the data directory: exactly one 201, 31 × 409
 // BlobAlreadyExists, and the stored content is the winner's.
 func TestCreateOnlyRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
 		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
 			t.Fatal(err)
 		}
-		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1)}
+		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1), b.clientFor(t, 2)}
 		const n = 32
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -42,7 +42,7 @@ func TestCreateOnlyRace(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				bc := clients[i%2].ServiceClient().NewContainerClient("race").NewBlockBlobClient("once")
+				bc := clients[i%3].ServiceClient().NewContainerClient("race").NewBlockBlobClient("once")
 				body := bytes.Repeat([]byte(fmt.Sprintf("writer-%02d;", i)), 1000)
 				<-start
 				_, errs[i] = bc.Upload(ctx, rsc{bytes.NewReader(body)}, &blockblob.UploadOptions{
@@ -83,7 +83,7 @@ func TestCreateOnlyRace(t *testing.T) {
 // counter blob with If-Match, retrying on 412, end at exactly 400.
 func TestCounterIncrements(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
 		if _, err := b.client.CreateContainer(ctx, "ctr", nil); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestCounterIncrements(t *testing.T) {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				bc := b.clientFor(t, w%2).ServiceClient().NewContainerClient("ctr").NewBlockBlobClient("n")
+				bc := b.clientFor(t, w%3).ServiceClient().NewContainerClient("ctr").NewBlockBlobClient("n")
 				for i := 0; i < each; {
 					resp, err := bc.DownloadStream(ctx, nil)
 					if err != nil {

@@ -208,12 +208,12 @@ func TestContainerLease(t *testing.T) {
 	})
 }
 
-// TestLeaseAcquireRace: 32 goroutines over two gateways race to acquire
+// TestLeaseAcquireRace: 32 goroutines over three gateways race to acquire
 // with distinct proposed ids: exactly one 201, the rest 409
 // LeaseAlreadyPresent (C4).
 func TestLeaseAcquireRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
 		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func TestLeaseAcquireRace(t *testing.T) {
 		if _, err := b.client.UploadBuffer(ctx, "race", "x", []byte("x"), nil); err != nil {
 			t.Fatal(err)
 		}
-		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1)}
+		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1), b.clientFor(t, 2)}
 		const n = 32
 		errs := make([]error, n)
 		ids := make([]string, n)
@@ -229,7 +229,7 @@ func TestLeaseAcquireRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := 0; i < n; i++ {
 			ids[i] = uuid.NewString()
-			lc := blobLease(t, blockClient(clients[i%2], "race", "x"), ids[i])
+			lc := blobLease(t, blockClient(clients[i%3], "race", "x"), ids[i])
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -267,7 +267,7 @@ func TestLeaseAcquireRace(t *testing.T) {
 // content is what remains.
 func TestLeaseHolderExclusive(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
 		if _, err := b.client.CreateContainer(ctx, "excl", nil); err != nil {
 			t.Fatal(err)
@@ -286,7 +286,7 @@ func TestLeaseHolderExclusive(t *testing.T) {
 			wg.Add(1)
 			go func(o int) {
 				defer wg.Done()
-				bc := blockClient(b.clientFor(t, o%2), "excl", "x")
+				bc := blockClient(b.clientFor(t, o%3), "excl", "x")
 				for r := 0; r < rounds; r++ {
 					_, err := bc.Upload(ctx, nopSeeker(fmt.Sprintf("intruder %d/%d", o, r)), nil)
 					if statusOf(err) != 412 || codeOf(err) != "LeaseIdMissing" {

@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/blobgw/blobgw/backends"
 	"github.com/blobgw/blobgw/backends/disk"
+	"github.com/blobgw/blobgw/backends/s3"
+	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
@@ -25,10 +29,21 @@ import (
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := pgtest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	if err := miniotest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
 
-// storeKinds are the metadata stores every end-to-end test runs against.
-var storeKinds = []string{"sqlite", "postgres"}
+// storeKinds are the metadata store and byte backend pairs every
+// end-to-end test runs against ("store+backend"; a bare store name means
+// the disk backend).
+var storeKinds = []string{"sqlite+disk", "postgres+disk", "sqlite+s3", "postgres+s3"}
 
 // bundle is one gateway (or several sharing a store and data directory)
 // driven by the real Azure SDK.
@@ -71,8 +86,23 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 			o.replicas = 1
 		}
 	}
-	b := &bundle{dsn: newDSN(t, kind), dataDir: t.TempDir()}
-	be, err := disk.New(filepath.Join(b.dataDir, "blobs"))
+	storeKind, backendKind, _ := strings.Cut(kind, "+")
+	b := &bundle{dsn: newDSN(t, storeKind), dataDir: t.TempDir()}
+	var be backends.Backend
+	var err error
+	switch backendKind {
+	case "", "disk":
+		be, err = disk.New(filepath.Join(b.dataDir, "blobs"))
+	case "s3":
+		cfg := miniotest.NewBucket(t)
+		cfg.PartSize = 5 << 20
+		var st *s3.Store
+		if st, err = s3.New(context.Background(), cfg); err == nil {
+			be = st
+		}
+	default:
+		t.Fatalf("unknown backend %q", backendKind)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,10 @@ type Conditions struct {
 	IfUnmodifiedSince time.Time
 	// HadIMS/HadIUS record presence of a parsable header.
 	HadIMS, HadIUS bool
+	// IfTags is the parsed x-ms-if-tags predicate (contract §3.7); nil
+	// when absent. It is evaluated against the blob's tags with the other
+	// conditions, inside the same transaction; containers ignore it.
+	IfTags *TagExpr
 }
 
 // Any reports whether any standard condition is present.
@@ -48,6 +52,17 @@ func ParseConditions(h http.Header) (Conditions, error) {
 				*d.t, *d.had = t.UTC(), true
 			}
 		}
+	}
+	if vals := h.Values("x-ms-if-tags"); len(vals) > 0 {
+		if len(vals) > 1 {
+			return c, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-if-tags", strings.Join(vals, ","))
+		}
+		e, err := ParseTagCondition(vals[0])
+		if err != nil {
+			return c, &svcerr.Error{Code: svcerr.InvalidHeaderValue, Message: "x-ms-if-tags: " + err.Error(),
+				Details: [][2]string{{"HeaderName", "x-ms-if-tags"}, {"HeaderValue", vals[0]}}}
+		}
+		c.IfTags = e
 	}
 	return c, nil
 }
@@ -86,6 +101,22 @@ type Resource struct {
 	Exists       bool
 	ETag         string
 	LastModified time.Time
+	// Tags are a blob's index tags, for x-ms-if-tags.
+	Tags map[string]string
+	// Container marks a container: x-ms-if-tags does not apply.
+	Container bool
+}
+
+// tagsPass evaluates x-ms-if-tags against an existing resource.
+func (c Conditions) tagsPass(r Resource) bool {
+	return c.IfTags == nil || r.Container || c.IfTags.Match(r.Tags)
+}
+
+// FailsOnMissing reports whether a write against a missing blob fails its
+// conditions (412 ConditionNotMet) rather than reporting 404: If-Match
+// needs the blob (contract §3.5), and so does x-ms-if-tags.
+func (c Conditions) FailsOnMissing() bool {
+	return len(c.IfMatch) > 0 || c.IfTags != nil
 }
 
 func (c Conditions) ifMatchPasses(r Resource) bool {
@@ -119,12 +150,13 @@ func (c Conditions) iusPasses(r Resource) bool {
 }
 
 // EvalRead applies the read rules of contract §3.3 to an existing resource:
-// If-Match or If-Unmodified-Since failing → 412 ConditionNotMet; otherwise
+// If-Match, If-Unmodified-Since or x-ms-if-tags failing → 412
+// ConditionNotMet; otherwise
 // if If-None-Match/If-Modified-Since are present and none passes → 304
 // (returned as ErrNotModified). A missing resource is the caller's 404
 // (§3.5: reads of a missing blob are 404 whatever the conditions).
 func EvalRead(c Conditions, r Resource) error {
-	if !c.ifMatchPasses(r) || (c.HadIUS && !c.iusPasses(r)) {
+	if !c.ifMatchPasses(r) || (c.HadIUS && !c.iusPasses(r)) || !c.tagsPass(r) {
 		return svcerr.New(svcerr.ConditionNotMet)
 	}
 	var present, passed bool
@@ -190,10 +222,11 @@ const (
 
 // EvalWrite applies the write rules of contract §3.4–3.6. Every given
 // condition must pass (AND). Against a missing resource If-Match fails and
-// the date conditions are ignored (§3.5).
+// the date conditions are ignored (§3.5); so does x-ms-if-tags (a missing
+// blob has no tags to match).
 func EvalWrite(c Conditions, r Resource, kind WriteKind) error {
 	if !r.Exists {
-		if len(c.IfMatch) > 0 {
+		if len(c.IfMatch) > 0 || (c.IfTags != nil && !r.Container) {
 			return svcerr.New(svcerr.ConditionNotMet)
 		}
 		return nil
@@ -205,6 +238,9 @@ func EvalWrite(c Conditions, r Resource, kind WriteKind) error {
 		return svcerr.New(svcerr.ConditionNotMet)
 	}
 	if c.HadIMS && !c.imsPasses(r) {
+		return svcerr.New(svcerr.ConditionNotMet)
+	}
+	if !c.tagsPass(r) {
 		return svcerr.New(svcerr.ConditionNotMet)
 	}
 	for _, v := range c.IfNoneMatch {

@@ -73,6 +73,8 @@ const (
 	UnsupportedHttpVerb                   Code = "UnsupportedHttpVerb"
 	InvalidUri                            Code = "InvalidUri"
 	InvalidMetadata                       Code = "InvalidMetadata"
+	InvalidTag                            Code = "InvalidTag"
+	BlobArchived                          Code = "BlobArchived"
 	NotImplemented                        Code = "NotImplemented"
 	InternalError                         Code = "InternalError"
 	ServerBusy                            Code = "ServerBusy"
@@ -144,6 +146,8 @@ var table = map[Code]entry{
 	UnsupportedHttpVerb:                   {405, "The resource doesn't support the specified HTTP verb."},
 	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
+	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
+	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
 	NotImplemented:                        {501, "The requested operation is not implemented by this gateway yet."},
 	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
 	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},

@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blobgw/blobgw/backends"
 	"github.com/blobgw/blobgw/backends/disk"
+	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb"
@@ -53,6 +55,13 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
 		&cli.BoolFlag{Name: "strict-conditions", EnvVars: []string{"BLOBGW_STRICT_CONDITIONS"}, Usage: "reject condition header combinations the REST docs forbid on writes"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"BLOBGW_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "s3-endpoint", EnvVars: []string{"BLOBGW_S3_ENDPOINT"}, Usage: "s3 backend: endpoint URL (empty: AWS)"},
+		&cli.StringFlag{Name: "s3-region", EnvVars: []string{"BLOBGW_S3_REGION"}, Usage: "s3 backend: region (default us-east-1)"},
+		&cli.StringFlag{Name: "s3-bucket", EnvVars: []string{"BLOBGW_S3_BUCKET"}, Usage: "s3 backend: bucket"},
+		&cli.StringFlag{Name: "s3-prefix", EnvVars: []string{"BLOBGW_S3_PREFIX"}, Usage: "s3 backend: key prefix"},
+		&cli.StringFlag{Name: "s3-access-key", EnvVars: []string{"BLOBGW_S3_ACCESS_KEY"}, Usage: "s3 backend: access key (empty: the AWS default chain)"},
+		&cli.StringFlag{Name: "s3-secret-key", EnvVars: []string{"BLOBGW_S3_SECRET_KEY"}, Usage: "s3 backend: secret key"},
+		&cli.BoolFlag{Name: "s3-path-style", EnvVars: []string{"BLOBGW_S3_PATH_STYLE"}, Usage: "s3 backend: path-style addressing (MinIO)"},
 	}
 }
 
@@ -99,6 +108,17 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	}
 	if c.IsSet("log-level") {
 		cfg.LogLevel = c.String("log-level")
+	}
+	for flag, dst := range map[string]*string{
+		"s3-endpoint": &cfg.S3.Endpoint, "s3-region": &cfg.S3.Region, "s3-bucket": &cfg.S3.Bucket,
+		"s3-prefix": &cfg.S3.Prefix, "s3-access-key": &cfg.S3.AccessKey, "s3-secret-key": &cfg.S3.SecretKey,
+	} {
+		if c.IsSet(flag) {
+			*dst = c.String(flag)
+		}
+	}
+	if c.IsSet("s3-path-style") {
+		cfg.S3.PathStyle = c.Bool("s3-path-style")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.Exit("config: "+err.Error(), 2)
@@ -162,6 +182,9 @@ func newApp() *cli.App {
 					}
 					out := cfg
 					out.Metadata = redactDSN(cfg.Metadata)
+					if out.S3.SecretKey != "" {
+						out.S3.SecretKey = "<redacted>"
+					}
 					out.Accounts = nil
 					for _, a := range cfg.Accounts {
 						ra := config.Account{Name: a.Name}
@@ -206,7 +229,7 @@ func ensureDataDir(cfg config.Config) error {
 	return nil
 }
 
-func openParts(ctx context.Context, cfg config.Config) (leasedb.Store, *disk.Store, error) {
+func openParts(ctx context.Context, cfg config.Config) (leasedb.Store, backends.Backend, error) {
 	if err := ensureDataDir(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -214,12 +237,30 @@ func openParts(ctx context.Context, cfg config.Config) (leasedb.Store, *disk.Sto
 	if err != nil {
 		return nil, nil, cli.Exit("metadata: "+err.Error(), 1)
 	}
-	backend, err := disk.New(filepath.Join(cfg.DataDir, "blobs"))
+	backend, err := openBackend(ctx, cfg)
 	if err != nil {
 		store.Close()
 		return nil, nil, cli.Exit("backend: "+err.Error(), 1)
 	}
 	return store, backend, nil
+}
+
+func openBackend(ctx context.Context, cfg config.Config) (backends.Backend, error) {
+	if cfg.Backend == "s3" {
+		st, err := s3.New(ctx, s3.Config{
+			Endpoint: cfg.S3.Endpoint, Region: cfg.S3.Region, Bucket: cfg.S3.Bucket, Prefix: cfg.S3.Prefix,
+			AccessKey: cfg.S3.AccessKey, SecretKey: cfg.S3.SecretKey, PathStyle: cfg.S3.PathStyle,
+			PartSize: cfg.S3.PartSize, Concurrency: cfg.S3.Concurrency,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := st.EnsureBucket(ctx); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return disk.New(filepath.Join(cfg.DataDir, "blobs"))
 }
 
 func serve(c *cli.Context) error {
@@ -235,10 +276,13 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
-	if n, err := backend.CleanTemp(time.Hour); err != nil {
-		log.Warn("cleaning stale temp files", "err", err)
-	} else if n > 0 {
-		log.Info("removed stale temp files", "count", n)
+	if d, ok := backend.(*disk.Store); ok {
+		// Temp files of uploads that a crash interrupted.
+		if n, err := d.CleanTemp(time.Hour); err != nil {
+			log.Warn("cleaning stale temp files", "err", err)
+		} else if n > 0 {
+			log.Info("removed stale temp files", "count", n)
+		}
 	}
 	accounts, err := cfg.AuthAccounts()
 	if err != nil {

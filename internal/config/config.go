@@ -44,6 +44,21 @@ type Config struct {
 	StrictConditions bool          `yaml:"strict_conditions"`
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
+	S3               S3            `yaml:"s3"`
+}
+
+// S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
+// store).
+type S3 struct {
+	Endpoint    string `yaml:"endpoint"`
+	Region      string `yaml:"region"`
+	Bucket      string `yaml:"bucket"`
+	Prefix      string `yaml:"prefix"`
+	AccessKey   string `yaml:"access_key"`
+	SecretKey   string `yaml:"secret_key"`
+	PathStyle   bool   `yaml:"path_style"`
+	PartSize    int64  `yaml:"part_size"`
+	Concurrency int    `yaml:"concurrency"`
 }
 
 // Default is the zero-set-up configuration: the dev account on
@@ -112,8 +127,20 @@ func (c *Config) Validate() error {
 	if c.Metadata == "" {
 		c.Metadata = filepath.Join(c.DataDir, "blobgw.db")
 	}
-	if c.Backend != "disk" {
-		return fmt.Errorf("backend: %q is not supported (supported: disk)", c.Backend)
+	switch c.Backend {
+	case "disk":
+	case "s3":
+		if c.S3.Bucket == "" {
+			return errors.New("s3.bucket: required with backend s3")
+		}
+		if (c.S3.AccessKey == "") != (c.S3.SecretKey == "") {
+			return errors.New("s3: access_key and secret_key go together")
+		}
+		if c.S3.Region == "" {
+			c.S3.Region = "us-east-1"
+		}
+	default:
+		return fmt.Errorf("backend: %q is not supported (supported: disk, s3)", c.Backend)
 	}
 	if len(c.Accounts) == 0 {
 		c.Accounts = []Account{{Name: DevAccountName, Keys: []string{DevAccountKey}}}
