@@ -204,9 +204,17 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err := parsePutLease(r, &preq); err != nil {
 		return err
 	}
+	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
+		return err
+	}
+	if preq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
+		return err
+	}
 	b, leaseRes, err := s.db.CommitBlocks(r.Context(), leasedb.CommitBlocksRequest{
 		Ref: req.ref(), Blocks: blocks, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond,
 		LeaseAction: preq.LeaseAction, Acquire: preq.Acquire, NewLeaseID: preq.NewLeaseID,
+		Tags: preq.Tags, AccessTier: preq.AccessTier,
+		CreateOnly: req.createOnly,
 	})
 	if err != nil {
 		return err
@@ -247,7 +255,11 @@ func (s *Server) getBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	bl, err := s.db.GetBlockList(r.Context(), req.ref(), leaseID)
+	tagCond, err := ifTagsConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	bl, err := s.db.GetBlockList(r.Context(), req.ref(), leaseID, tagCond.IfTags)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -42,7 +43,18 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
+	if r.Method != http.MethodHead && b.AccessTier == leasedb.TierArchive {
+		// Archived bytes are offline on Azure; blobgw reports the tier
+		// and refuses the read the same way (no rehydration).
+		return svcerr.New(svcerr.BlobArchived)
+	}
 	writeBlobHeaders(h, b, now)
+	if req.sas {
+		// rscc/rscd/rsce/rscl/rsct of a verified service SAS.
+		for k, v := range auth.ResponseOverrides(r.URL.Query()) {
+			h.Set(k, v)
+		}
+	}
 	if r.Method == http.MethodHead {
 		h.Set("Content-Length", strconv.FormatInt(b.Size, 10))
 		if b.Props.ContentMD5 != nil {

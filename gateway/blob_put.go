@@ -63,9 +63,16 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		return err
 	}
 	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: blobType, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond}
+	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
+		return err
+	}
+	if preq.AccessTier, err = parseTierHeader(r.Header, blobType); err != nil {
+		return err
+	}
 	if err := parsePutLease(r, &preq); err != nil {
 		return err
 	}
+	preq.CreateOnly = req.createOnly
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.

@@ -157,6 +157,7 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	if b.Type == "AppendBlob" {
 		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
 	}
+	writeTierTagHeaders(h, b)
 	writeMetadata(h, b.Metadata)
 }
 

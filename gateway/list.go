@@ -237,9 +237,13 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 		x.elem("LeaseDuration", duration)
 	}
 	x.elem("ServerEncrypted", "true")
+	writeListTierTags(x, b)
 	x.close("Properties")
 	if include["metadata"] {
 		x.metadata(b.Metadata)
+	}
+	if include["tags"] && len(b.Tags) > 0 {
+		writeTagSet(x, b.Tags)
 	}
 	x.close("Blob")
 }

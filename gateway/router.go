@@ -22,6 +22,8 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 		switch {
 		case comp == "list" && m == http.MethodGet:
 			return s.listContainers, nil
+		case comp == "blobs" && m == http.MethodGet:
+			return s.findBlobs, nil
 		case restype == "service" && comp == "properties" && get:
 			return s.getServiceProperties, nil
 		case restype == "service" && comp == "properties" && m == http.MethodPut:
@@ -58,6 +60,10 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 		case "list":
 			if m == http.MethodGet {
 				return s.listBlobs, nil
+			}
+		case "blobs":
+			if m == http.MethodGet {
+				return s.findBlobs, nil
 			}
 		case "lease":
 			if m == http.MethodPut {
@@ -119,7 +125,18 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 				}
 				return s.appendBlock, nil
 			}
-		case "snapshot", "seal", "tags", "tier", "copy":
+		case "tags":
+			switch {
+			case m == http.MethodGet:
+				return s.getBlobTags, nil
+			case m == http.MethodPut:
+				return s.setBlobTags, nil
+			}
+		case "tier":
+			if m == http.MethodPut {
+				return s.setBlobTier, nil
+			}
+		case "snapshot", "seal", "copy":
 			return s.notImplemented, nil
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

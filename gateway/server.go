@@ -77,6 +77,10 @@ type request struct {
 	blob      string
 	query     map[string]string // lowercased keys, first value
 	start     time.Time
+	// How the caller was authorized: a SAS (response header overrides
+	// apply), a create-only SAS (the commit refuses existing blobs), or an
+	// anonymous read of a public container.
+	sas, createOnly, anonymous bool
 }
 
 func (q *request) ref() leasedb.BlobRef {
@@ -129,10 +133,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if _, ok := s.accounts.Lookup(req.account); !ok {
 		return svcerr.New(svcerr.ResourceNotFound)
 	}
-	if _, err := auth.VerifySharedKey(r, s.accounts, req.account, s.opt.Now()); err != nil {
-		if err == auth.ErrNoCredentials {
-			return svcerr.New(svcerr.NoAuthenticationInformation)
-		}
+	if err := s.authorize(r, req); err != nil {
 		return err
 	}
 	h, err := s.route(r, req)

@@ -116,6 +116,12 @@ type Blob struct {
 	// BlockCount is the committed block count (append blobs).
 	BlockCount int
 	Lease      Lease
+	// AccessTier is the tier set by Put Blob / Put Block List / Set Blob
+	// Tier (TierHot ... TierArchive); "" when never set, reported as Hot
+	// with x-ms-access-tier-inferred. Block blobs only.
+	AccessTier string
+	// Tags are the blob index tags; nil or empty when none.
+	Tags map[string]string
 }
 
 // Keys returns the distinct backend keys the row references (a block id

@@ -35,14 +35,14 @@ func blobResource(b *Blob) Resource {
 	if b == nil {
 		return Resource{}
 	}
-	return Resource{Exists: true, ETag: b.ETag, LastModified: b.LastModified}
+	return Resource{Exists: true, ETag: b.ETag, LastModified: b.LastModified, Tags: b.Tags}
 }
 
 func containerResource(c *Container) Resource {
 	if c == nil {
 		return Resource{}
 	}
-	return Resource{Exists: true, ETag: c.ETag, LastModified: c.LastModified}
+	return Resource{Exists: true, ETag: c.ETag, LastModified: c.LastModified, Container: true}
 }
 
 // ---- containers ----
@@ -290,6 +290,10 @@ type PutBlobRequest struct {
 	Extents  []Extent
 	LeaseID  string
 	Cond     Conditions
+	// Tags (x-ms-tags) and AccessTier (x-ms-access-tier, canonical or "")
+	// replace the old blob's: an overwrite is a new blob.
+	Tags       map[string]string
+	AccessTier string
 	// LeaseAction is blobgw's put-and-release extension ("" for plain
 	// Azure behaviour): "release" writes then releases the lease named by
 	// LeaseID; "acquire" writes then acquires with Acquire (proposed id,
@@ -298,6 +302,18 @@ type PutBlobRequest struct {
 	LeaseAction string
 	Acquire     LeaseRequest
 	NewLeaseID  string
+	// CreateOnly: the caller may only create (a SAS with c but not w); an
+	// existing blob is 403 AuthorizationPermissionMismatch (contract §2.4).
+	CreateOnly bool
+}
+
+// checkCreateOnly refuses a create-only caller's write over an existing
+// blob.
+func checkCreateOnly(createOnly bool, old *Blob) error {
+	if createOnly && old != nil {
+		return svcerr.New(svcerr.AuthorizationPermissionMismatch)
+	}
+	return nil
 }
 
 // Put-and-release actions accepted on writes.
@@ -333,6 +349,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 	}
 	var out *Blob
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
+		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
+			return err
+		}
 		lease := Lease{}
 		if old != nil {
 			var err error
@@ -373,6 +392,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
 			Type: req.Type, ETag: etag, Created: now, LastModified: now, Size: size,
 			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
+			Tags: req.Tags, AccessTier: req.AccessTier,
 		}
 		if old != nil {
 			b.Created = old.Created
@@ -402,7 +422,7 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if len(cond.IfMatch) > 0 {
+			if cond.FailsOnMissing() {
 				return svcerr.New(svcerr.ConditionNotMet)
 			}
 			return svcerr.New(svcerr.BlobNotFound)
@@ -455,7 +475,7 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 	}
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if len(cond.IfMatch) > 0 {
+			if cond.FailsOnMissing() {
 				return svcerr.New(svcerr.ConditionNotMet)
 			}
 			return svcerr.New(svcerr.BlobNotFound)
@@ -649,7 +669,7 @@ func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond 
 	var res LeaseResult
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if len(cond.IfMatch) > 0 {
+			if cond.FailsOnMissing() {
 				return svcerr.New(svcerr.ConditionNotMet)
 			}
 			return svcerr.New(svcerr.BlobNotFound)

@@ -108,10 +108,14 @@ type CommitBlocksRequest struct {
 	Metadata map[string]string
 	LeaseID  string
 	Cond     Conditions
+	// Tags and AccessTier as in PutBlobRequest.
+	Tags       map[string]string
+	AccessTier string
 
 	LeaseAction string
 	Acquire     LeaseRequest
 	NewLeaseID  string
+	CreateOnly  bool
 }
 
 // CommitBlocks is Put Block List (contract §7.3), one transaction under the
@@ -131,6 +135,9 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 	}
 	var out *Blob
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
+		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
+			return err
+		}
 		lease := Lease{}
 		if old != nil {
 			if old.Type != "BlockBlob" {
@@ -223,6 +230,7 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
 			Type: "BlockBlob", ETag: etag, Created: now, LastModified: now, Size: size,
 			Props: req.Props, Metadata: req.Metadata, Extents: extents, BlockCount: len(extents), Lease: lease,
+			Tags: req.Tags, AccessTier: req.AccessTier,
 		}
 		if old != nil {
 			b.Created = old.Created
@@ -244,8 +252,10 @@ type BlockList struct {
 }
 
 // GetBlockList reads the committed and staged blocks (contract §7.4): 404
-// when there is neither a committed blob nor a staged block.
-func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string) (*BlockList, error) {
+// when there is neither a committed blob nor a staged block. ifTags (may be
+// nil) is x-ms-if-tags, evaluated against the committed blob's tags (an
+// uncommitted blob has none).
+func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string, ifTags *TagExpr) (*BlockList, error) {
 	out := &BlockList{}
 	err := d.Store.View(ctx, func(tx Tx) error {
 		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
@@ -266,6 +276,9 @@ func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string) (*Bl
 		if b == nil && len(staged) == 0 {
 			return svcerr.New(svcerr.BlobNotFound)
 		}
+		if b == nil && ifTags != nil {
+			return svcerr.New(svcerr.ConditionNotMet)
+		}
 		if b != nil {
 			if b.Type != "BlockBlob" {
 				return svcerr.New(svcerr.InvalidBlobType)
@@ -276,6 +289,9 @@ func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string) (*Bl
 			}
 			if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
 				return err
+			}
+			if ifTags != nil && !ifTags.Match(b.Tags) {
+				return svcerr.New(svcerr.ConditionNotMet)
 			}
 			out.Blob = b
 			for _, e := range b.Extents {
@@ -326,7 +342,7 @@ func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) err
 // checkAppend applies the order of contract §3.10 to an append of n bytes.
 func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
 	if b == nil {
-		if len(req.Cond.IfMatch) > 0 {
+		if req.Cond.FailsOnMissing() {
 			return svcerr.New(svcerr.ConditionNotMet)
 		}
 		return svcerr.New(svcerr.BlobNotFound)

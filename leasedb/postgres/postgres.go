@@ -555,7 +555,8 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
-	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
+	access_tier, tags`
 
 // Blob implements leasedb.Tx. With LockExclusive it first takes
 // pg_advisory_xact_lock on a hash of the name (held until the transaction
@@ -633,8 +634,12 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if b.Props.ContentMD5 != nil {
 		md5 = b.Props.ContentMD5
 	}
+	tier, tags, err := encodeTierTags(b)
+	if err != nil {
+		return err
+	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -644,11 +649,13 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since`,
+			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
+			access_tier = excluded.access_tier, tags = excluded.tags`,
 		b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since))
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
+		tier, tags)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
@@ -994,14 +1001,19 @@ func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
 			b                            leasedb.Blob
 			created, lm, exp, brk, since pgtype.Timestamptz
 			meta, ext                    string
+			tier, tags                   pgtype.Text
 		)
 		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags); err != nil {
 			return nil, err
 		}
 		var err error
+		b.AccessTier = tier.String
+		if b.Tags, err = decodeTags(tags); err != nil {
+			return nil, err
+		}
 		if b.Metadata, err = decodeMeta(meta); err != nil {
 			return nil, err
 		}
@@ -1036,6 +1048,36 @@ func fromTS(v pgtype.Timestamptz) time.Time {
 		return time.Time{}
 	}
 	return v.Time.UTC()
+}
+
+// encodeTierTags stores an unset tier and an empty tag set as NULL; no
+// tags read back as a nil map.
+func encodeTierTags(b *leasedb.Blob) (tier, tags pgtype.Text, err error) {
+	if b.AccessTier != "" {
+		tier = pgtype.Text{String: b.AccessTier, Valid: true}
+	}
+	if len(b.Tags) > 0 {
+		j, err := json.Marshal(b.Tags)
+		if err != nil {
+			return tier, tags, fmt.Errorf("leasedb/postgres: encode tags: %w", err)
+		}
+		tags = pgtype.Text{String: string(j), Valid: true}
+	}
+	return tier, tags, nil
+}
+
+func decodeTags(s pgtype.Text) (map[string]string, error) {
+	if !s.Valid || s.String == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
+		return nil, fmt.Errorf("decode tags: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // encodeMeta stores a nil map like an empty one; it reads back as an empty,

@@ -558,7 +558,8 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
-	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
+	access_tier, tags`
 
 // Blob implements leasedb.Tx; see Container for the lock modes.
 func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
@@ -597,8 +598,12 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if b.Props.ContentMD5 != nil {
 		md5 = b.Props.ContentMD5
 	}
+	tier, tags, err := encodeTierTags(b)
+	if err != nil {
+		return err
+	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -608,11 +613,13 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since`,
+			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
+			access_tier = excluded.access_tier, tags = excluded.tags`,
 		b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since))
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since),
+		tier, tags)
 	if err != nil {
 		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 			return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
@@ -933,14 +940,19 @@ func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
 			b                            leasedb.Blob
 			created, lm, exp, brk, since sql.NullInt64
 			meta, ext                    string
+			tier, tags                   sql.NullString
 		)
 		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags); err != nil {
 			return nil, err
 		}
 		var err error
+		b.AccessTier = tier.String
+		if b.Tags, err = decodeTags(tags); err != nil {
+			return nil, err
+		}
 		if b.Metadata, err = decodeMeta(meta); err != nil {
 			return nil, err
 		}
@@ -980,6 +992,36 @@ func fromMicros(v sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(v.Int64).UTC()
+}
+
+// encodeTierTags stores an unset tier and an empty tag set as NULL; no
+// tags read back as a nil map.
+func encodeTierTags(b *leasedb.Blob) (tier, tags any, err error) {
+	if b.AccessTier != "" {
+		tier = b.AccessTier
+	}
+	if len(b.Tags) > 0 {
+		j, err := json.Marshal(b.Tags)
+		if err != nil {
+			return nil, nil, fmt.Errorf("leasedb/sqlite: encode tags: %w", err)
+		}
+		tags = string(j)
+	}
+	return tier, tags, nil
+}
+
+func decodeTags(s sql.NullString) (map[string]string, error) {
+	if !s.Valid || s.String == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
+		return nil, fmt.Errorf("decode tags: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // encodeMeta stores a nil map like an empty one; it reads back as an empty,

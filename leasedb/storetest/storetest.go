@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripMetadata", testMetadata},
 		{"RoundTripLeaseSince", testLeaseSince},
 		{"RoundTripExtentBlockID", testExtentBlockID},
+		{"RoundTripTierTags", testTierTags},
 		{"StageBlock", testStageBlock},
 		{"StageBlockOrder", testStageBlockOrder},
 		{"StageBlockNeedsContainer", testStageBlockNeedsContainer},
@@ -164,6 +165,8 @@ func fullBlob(container, name string) *leasedb.Blob {
 			Duration: -1,
 			Since:    base.Add(-2 * time.Hour),
 		},
+		AccessTier: "Cool",
+		Tags:       map[string]string{"project": "blobgw", "Env": "prod 1", "empty": ""},
 	}
 }
 
@@ -185,6 +188,9 @@ func normBlob(b *leasedb.Blob) *leasedb.Blob {
 	n.Metadata = normMeta(b.Metadata)
 	if len(b.Extents) == 0 {
 		n.Extents = nil
+	}
+	if len(b.Tags) == 0 {
+		n.Tags = nil
 	}
 	n.Lease = normLease(b.Lease)
 	return &n
@@ -2098,4 +2104,58 @@ func testBlockStats(t *testing.T, s leasedb.Store) {
 	if n, l := stats("b"); n != 2 || l != 4 {
 		t.Fatalf("two blocks of id length 4: count %d len %d", n, l)
 	}
+}
+
+// testTierTags: the access tier and the index tags round-trip; an unset
+// tier reads back as "", no tags (nil or empty) as a nil map; overwriting a
+// row replaces both.
+func testTierTags(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	ten := map[string]string{}
+	for i := 0; i < 10; i++ {
+		ten["k"+strconv.Itoa(i)] = strings.Repeat("v", 256)
+	}
+	ten[strings.Repeat("K", 128)] = "a+b-c./:=_ Z9"
+	cases := []struct {
+		tier string
+		tags map[string]string
+	}{
+		{"", nil},
+		{"Hot", map[string]string{}},
+		{"Archive", map[string]string{"a": "1"}},
+		{"Cold", ten},
+	}
+	for i, tc := range cases {
+		name := "b" + strconv.Itoa(i)
+		b := &leasedb.Blob{Account: acct, Container: "c", Name: name, Type: "BlockBlob", ETag: `"e"`,
+			AccessTier: tc.tier, Tags: tc.tags}
+		update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+		got := getBlob(t, s, "c", name)
+		checkBlob(t, b, got)
+		if got != nil && len(tc.tags) == 0 && got.Tags != nil {
+			t.Errorf("%s: no tags came back as %#v; want nil", name, got.Tags)
+		}
+	}
+	// Overwrite clears both; and back.
+	b := fullBlob("c", "x")
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "x"))
+	b.AccessTier, b.Tags = "", nil
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "x"))
+	b.AccessTier, b.Tags = "Archive", map[string]string{"z": "y"}
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	checkBlob(t, b, getBlob(t, s, "c", "x"))
+	// Listed rows carry them too.
+	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		bs, err := tx.ListBlobs(ctx, acct, "c", "x", "", 10)
+		if err != nil {
+			return err
+		}
+		if len(bs) != 1 {
+			t.Fatalf("got %d rows", len(bs))
+		}
+		checkBlob(t, b, bs[0])
+		return nil
+	})
 }

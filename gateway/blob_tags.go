@@ -1,0 +1,298 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Access tiers and blob index tags: x-ms-access-tier / x-ms-tags on
+// uploads, Set Blob Tier, Set/Get Blob Tags, and Find Blobs by Tags. The
+// decisions (lease, conditions, x-ms-if-tags) are taken in leasedb under
+// the row lock; this file parses and renders.
+
+// maxTagsBody bounds a Set Blob Tags body: ten tags of at most 128 + 256
+// characters fit many times over.
+const maxTagsBody = 64 << 10
+
+// parseTagsHeader reads x-ms-tags: the tags in URL query form
+// ("k1=v1&k2=v2", keys and values percent- or plus-encoded), as the SDKs
+// send them on Put Blob and Put Block List. Absent or empty: no tags.
+func parseTagsHeader(h http.Header) (map[string]string, error) {
+	vals := h.Values("x-ms-tags")
+	if len(vals) == 0 || (len(vals) == 1 && vals[0] == "") {
+		return nil, nil
+	}
+	if len(vals) > 1 {
+		return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-tags", strings.Join(vals, ","))
+	}
+	q, err := url.ParseQuery(vals[0])
+	if err != nil {
+		return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-tags", vals[0])
+	}
+	tags := make(map[string]string, len(q))
+	for k, vs := range q {
+		if len(vs) > 1 {
+			return nil, svcerr.Newf(svcerr.InvalidTag, "The tag key %q appears more than once.", k)
+		}
+		tags[k] = vs[0]
+	}
+	if err := leasedb.ValidateTags(tags); err != nil {
+		return nil, err
+	}
+	return tags, nil
+}
+
+// parseTierHeader reads x-ms-access-tier on an upload: one of Hot, Cool,
+// Cold, Archive in any case (stored canonical); "" when absent. Tiers
+// apply to block blobs only.
+func parseTierHeader(h http.Header, blobType string) (string, error) {
+	v := h.Get("x-ms-access-tier")
+	if v == "" {
+		return "", nil
+	}
+	tier, ok := leasedb.CanonicalTier(v)
+	if !ok || blobType != "BlockBlob" {
+		return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
+	}
+	return tier, nil
+}
+
+// ifTagsConditions parses only x-ms-if-tags: the one condition Set Blob
+// Tier and Get Block List accept (contract §3.2).
+func ifTagsConditions(h http.Header) (leasedb.Conditions, error) {
+	only := http.Header{}
+	if vs := h.Values("x-ms-if-tags"); len(vs) > 0 {
+		only["X-Ms-If-Tags"] = vs
+	}
+	return leasedb.ParseConditions(only)
+}
+
+// tagOpConditions parses the conditions of Get/Set Blob Tags: x-ms-if-tags,
+// and the standard conditions in their x-ms-blob-if-* spelling (newer SDKs
+// send them there, since the plain If-* headers of a tag request are
+// about the tags).
+func tagOpConditions(h http.Header) (leasedb.Conditions, error) {
+	mapped := http.Header{}
+	for std, alt := range map[string]string{
+		"If-Match":            "x-ms-blob-if-match",
+		"If-None-Match":       "x-ms-blob-if-none-match",
+		"If-Modified-Since":   "x-ms-blob-if-modified-since",
+		"If-Unmodified-Since": "x-ms-blob-if-unmodified-since",
+		"X-Ms-If-Tags":        "x-ms-if-tags",
+	} {
+		if vs := h.Values(alt); len(vs) > 0 {
+			mapped[std] = vs
+		}
+	}
+	return leasedb.ParseConditions(mapped)
+}
+
+// writeTierTagHeaders adds the tier and tag count to Get Blob / Get Blob
+// Properties: block blobs always report a tier (Hot, inferred, when none
+// was set); x-ms-tag-count only when the blob has tags.
+func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
+	if b.Type == "BlockBlob" {
+		if b.AccessTier == "" {
+			h.Set("x-ms-access-tier", leasedb.TierHot)
+			h.Set("x-ms-access-tier-inferred", "true")
+		} else {
+			h.Set("x-ms-access-tier", b.AccessTier)
+		}
+	}
+	if len(b.Tags) > 0 {
+		h.Set("x-ms-tag-count", strconv.Itoa(len(b.Tags)))
+	}
+}
+
+// writeListTierTags adds the tier and tag count inside a List Blobs
+// <Properties> element.
+func writeListTierTags(x *xmlWriter, b *leasedb.Blob) {
+	if b.Type == "BlockBlob" {
+		if b.AccessTier == "" {
+			x.elem("AccessTier", leasedb.TierHot)
+			x.elem("AccessTierInferred", "true")
+		} else {
+			x.elem("AccessTier", b.AccessTier)
+		}
+	}
+	if len(b.Tags) > 0 {
+		x.elem("TagCount", strconv.Itoa(len(b.Tags)))
+	}
+}
+
+// writeTagSet writes <Tags><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tags>
+// with keys in byte order.
+func writeTagSet(x *xmlWriter, tags map[string]string) {
+	x.open("Tags")
+	x.open("TagSet")
+	for _, k := range sortedKeys(tags) {
+		x.open("Tag")
+		x.elem("Key", k)
+		x.elem("Value", tags[k])
+		x.close("Tag")
+	}
+	x.close("TagSet")
+	x.close("Tags")
+}
+
+type xmlTag struct {
+	Key   string `xml:"Key"`
+	Value string `xml:"Value"`
+}
+
+type xmlTags struct {
+	XMLName xml.Name `xml:"Tags"`
+	TagSet  []xmlTag `xml:"TagSet>Tag"`
+}
+
+// Set Blob Tags: PUT ?comp=tags with a <Tags> body → 204. The tags replace
+// the blob's; ETag and Last-Modified stay (contract §4).
+func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := tagOpConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	if r.ContentLength > maxTagsBody {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxTagsBody+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxTagsBody {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	if v := r.Header.Get("Content-MD5"); v != "" {
+		want, err := decodeMD5(v)
+		if err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+		}
+		if sum := md5.Sum(body); !bytes.Equal(want, sum[:]) {
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
+	}
+	var doc xmlTags
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		return svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	var tags map[string]string
+	if len(doc.TagSet) > 0 {
+		tags = make(map[string]string, len(doc.TagSet))
+	}
+	for _, t := range doc.TagSet {
+		if _, dup := tags[t.Key]; dup {
+			return svcerr.Newf(svcerr.InvalidTag, "The tag key %q appears more than once.", t.Key)
+		}
+		tags[t.Key] = t.Value
+	}
+	if err := leasedb.ValidateTags(tags); err != nil {
+		return err
+	}
+	if _, err := s.db.SetBlobTags(r.Context(), req.ref(), leaseID, cond, tags); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Get Blob Tags: GET ?comp=tags → 200 with the <Tags> document.
+func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := tagOpConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	b, err := s.db.GetBlobTags(r.Context(), req.ref(), leaseID, cond)
+	if err != nil {
+		return err
+	}
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?>`)
+	writeTagSet(&x, b.Tags)
+	x.send(w)
+	return nil
+}
+
+// Set Blob Tier: PUT ?comp=tier with x-ms-access-tier → 200. The tier is
+// stored and reported; there is no rehydration, so leaving Archive is
+// immediate (x-ms-rehydrate-priority is accepted and ignored).
+func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *request) error {
+	v := r.Header.Get("x-ms-access-tier")
+	if v == "" {
+		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-access-tier", "")
+	}
+	tier, ok := leasedb.CanonicalTier(v)
+	if !ok {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := ifTagsConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.SetBlobTier(r.Context(), req.ref(), leaseID, cond, tier); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Find Blobs by Tags: GET /?comp=blobs&where=... (the account) and GET
+// /<container>?restype=container&comp=blobs&where=... (one container) → 200.
+// The where expression is the restricted grammar (no <>, no OR; @container
+// allowed); each result carries the tags the expression names.
+func (s *Server) findBlobs(w http.ResponseWriter, r *http.Request, req *request) error {
+	max, err := parseMaxResults(req)
+	if err != nil {
+		return err
+	}
+	src, ok := req.query["where"]
+	if !ok || strings.TrimSpace(src) == "" {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, "a where expression is required")
+	}
+	where, err := leasedb.ParseTagFilter(src)
+	if err != nil {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, err.Error())
+	}
+	res, err := s.db.FindBlobsByTags(r.Context(), req.account, req.container, where, req.query["marker"], max)
+	if err != nil {
+		return err
+	}
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
+	xmlEscape(&x.Builder, serviceEndpoint(r, req))
+	x.WriteString(`">`)
+	x.elem("Where", src)
+	x.open("Blobs")
+	for _, b := range res.Blobs {
+		x.open("Blob")
+		x.elem("Name", b.Name)
+		x.elem("ContainerName", b.Container)
+		writeTagSet(&x, b.Tags)
+		x.close("Blob")
+	}
+	x.close("Blobs")
+	x.elem("NextMarker", res.Next)
+	x.close("EnumerationResults")
+	x.send(w)
+	return nil
+}

@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestLeaseOpConnectionLost: the Postgres connection of a gateway dies in
+// the middle of a lease operation (while it waits for the blob row). The
+// client gets an error (a retriable 5xx, never a 2xx), and the lease is
+// exactly as before: the operation either happened whole or not at all.
+func TestLeaseOpConnectionLost(t *testing.T) {
+	b := setup(t, "postgres")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "pgfail", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "pgfail", "x", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	idA := uuid.NewString()
+	bc := blockClient(b.client, "pgfail", "x")
+	if _, err := blobLease(t, bc, idA).AcquireLease(ctx, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	admin, err := pgx.Connect(ctx, b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	// Hold the blob row so the gateway's transaction waits inside.
+	holder, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM blobs WHERE container = 'pgfail' AND name = 'x' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := blobLease(t, bc, uuid.NewString()).ChangeLease(ctx, uuid.NewString(), nil)
+		done <- err
+	}()
+	// Wait until the gateway's backend is blocked on our lock, then kill it.
+	killer, err := pgx.Connect(ctx, b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killer.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var killed int
+		err := killer.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if killed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway never waited on the row lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Release only after the kill, so the lease op could not have
+	// committed in between.
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a lease operation whose connection died reported success")
+		}
+		if s := statusOf(err); s < 500 {
+			t.Fatalf("want a retriable 5xx, got %d %s", s, codeOf(err))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client never got an answer")
+	}
+	// The lease is unchanged: still leased by A, renewable by A.
+	p, err := bc.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.LeaseState != lease.StateTypeLeased {
+		t.Fatalf("lease state %v after the failed operation", *p.LeaseState)
+	}
+	if _, err := blobLease(t, bc, idA).RenewLease(ctx, nil); err != nil {
+		t.Fatalf("the holder lost its lease: %v", err)
+	}
+	// The gateway recovered: its pool opens a new connection.
+	if _, err := blobLease(t, bc, idA).BreakLease(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}

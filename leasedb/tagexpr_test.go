@@ -1,0 +1,271 @@
+package leasedb
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+func TestTagExprEval(t *testing.T) {
+	tags := map[string]string{"a": "5", "b": "x", "date": "2024-05-01", "sp ace": "v v", "q'uote": "it's", `d"q`: "1"}
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		// Every operator, true and false; string (not numeric) order.
+		{`"a" = '5'`, true},
+		{`"a" = '6'`, false},
+		{`"a" <> '6'`, true},
+		{`"a" <> '5'`, false},
+		{`"a" > '4'`, true},
+		{`"a" > '5'`, false},
+		{`"a" > '10'`, true}, // "5" > "10" as strings
+		{`"a" >= '5'`, true},
+		{`"a" >= '6'`, false},
+		{`"a" < '6'`, true},
+		{`"a" < '5'`, false},
+		{`"a" <= '5'`, true},
+		{`"a" <= '4'`, false},
+		{`"date" >= '2024-01-01' AND "date" < '2025-01-01'`, true},
+		{`"date" >= '2024-06-01' AND "date" < '2025-01-01'`, false},
+		// A missing tag makes every comparison false, <> included.
+		{`"missing" = ''`, false},
+		{`"missing" <> 'x'`, false},
+		{`"missing" < 'zzz'`, false},
+		// Case-sensitive keys and values.
+		{`"A" = '5'`, false},
+		{`"b" = 'X'`, false},
+		// AND binds tighter than OR.
+		{`"a" = '5' OR "b" = 'no' AND "a" = 'no'`, true},
+		{`("a" = '5' OR "b" = 'no') AND "a" = 'no'`, false},
+		{`"a" = 'no' AND "b" = 'no' OR "b" = 'x'`, true},
+		{`"a" = 'no' AND ("b" = 'no' OR "b" = 'x')`, false},
+		{`"a" = 'no' OR "b" = 'no' OR "b" = 'x'`, true},
+		{`"a" = '5' AND "b" = 'x' AND "date" = '2024-05-01'`, true},
+		{`((("a" = '5')))`, true},
+		// Keywords in any case, whitespace optional around tokens.
+		{`"a"='5'and"b"='x'`, true},
+		{`"a" = '5' aNd ("b" = 'y' Or "b" = 'x')`, true},
+		{"\t\"a\"\n=\r'5'  ", true},
+		// Quoting: doubled quotes, spaces, bare keys.
+		{`"sp ace" = 'v v'`, true},
+		{`"q'uote" = 'it''s'`, true},
+		{`"d""q" = '1'`, true},
+		{`a = '5' AND b = 'x'`, true},
+		{`"a" = '5' AND b <> 'x'`, false},
+	}
+	for _, tc := range tests {
+		e, err := ParseTagCondition(tc.expr)
+		if err != nil {
+			t.Errorf("ParseTagCondition(%q): %v", tc.expr, err)
+			continue
+		}
+		if got := e.Match(tags); got != tc.want {
+			t.Errorf("%q on %v = %v, want %v", tc.expr, tags, got, tc.want)
+		}
+		if e.String() != tc.expr {
+			t.Errorf("String() = %q, want %q", e.String(), tc.expr)
+		}
+		// No tags at all: every comparison is false.
+		if e.Match(nil) {
+			t.Errorf("%q matched a blob without tags", tc.expr)
+		}
+	}
+}
+
+func TestTagExprSyntaxErrors(t *testing.T) {
+	for _, expr := range []string{
+		``,
+		`   `,
+		`"a"`,
+		`"a" =`,
+		`"a" = 5`,
+		`"a" = "5"`,
+		`"a" == '5'`,
+		`"a" != '5'`,
+		`"a" = '5`,
+		`"a = '5'`,
+		`"" = '5'`,
+		`= '5'`,
+		`"a" = '5' AND`,
+		`"a" = '5' OR`,
+		`AND "a" = '5'`,
+		`"a" = '5' "b" = '6'`,
+		`"a" = '5' XOR "b" = '6'`,
+		`("a" = '5'`,
+		`"a" = '5')`,
+		`()`,
+		`"a" = '5' ANDx "b" = '6'`,
+		`@container = 'c'`, // conditions cannot name the container
+		`"@container" = 'c'`,
+		strings.Repeat("(", 100) + `"a" = '5'` + strings.Repeat(")", 100),
+	} {
+		if e, err := ParseTagCondition(expr); err == nil {
+			t.Errorf("ParseTagCondition(%q) = %v, want a syntax error", expr, e)
+		}
+	}
+	// Deep but bounded nesting is fine.
+	if _, err := ParseTagCondition(strings.Repeat("(", 60) + `"a" = '5'` + strings.Repeat(")", 60)); err != nil {
+		t.Errorf("nesting 60: %v", err)
+	}
+}
+
+func TestTagFilter(t *testing.T) {
+	tags := map[string]string{"a": "5", "b": "x"}
+	for _, tc := range []struct {
+		expr      string
+		container string
+		want      bool
+		keys      []string
+	}{
+		{`"a" = '5'`, "c1", true, []string{"a"}},
+		{`"a" >= '1' AND "a" <= '9' AND "b" = 'x'`, "c1", true, []string{"a", "b"}},
+		{`@container = 'c1' AND "a" = '5'`, "c1", true, []string{"a"}},
+		{`@container = 'c1' AND "a" = '5'`, "c2", false, []string{"a"}},
+		{`"@container" = 'c2'`, "c2", true, nil},
+		{`"a" > '5'`, "c1", false, []string{"a"}},
+	} {
+		e, err := ParseTagFilter(tc.expr)
+		if err != nil {
+			t.Errorf("ParseTagFilter(%q): %v", tc.expr, err)
+			continue
+		}
+		if got := e.MatchIn(tc.container, tags); got != tc.want {
+			t.Errorf("%q in %s = %v, want %v", tc.expr, tc.container, got, tc.want)
+		}
+		if !reflect.DeepEqual(e.Keys(), tc.keys) {
+			t.Errorf("%q: Keys() = %q, want %q", tc.expr, e.Keys(), tc.keys)
+		}
+	}
+	// <> and OR are condition-only; @container only with =, only here.
+	for _, expr := range []string{
+		`"a" <> '5'`,
+		`"a" = '5' OR "b" = 'x'`,
+		`@container > 'c'`,
+		`@other = 'c'`,
+		`"a" = '5' AND`,
+	} {
+		if _, err := ParseTagFilter(expr); err == nil {
+			t.Errorf("ParseTagFilter(%q) accepted", expr)
+		}
+	}
+}
+
+func TestIfTagsConditions(t *testing.T) {
+	h := http.Header{}
+	h.Set("x-ms-if-tags", `"k" = 'v'`)
+	c, err := ParseConditions(h)
+	if err != nil || c.IfTags == nil {
+		t.Fatalf("ParseConditions: %v, %+v", err, c)
+	}
+	h.Set("x-ms-if-tags", `"k" = v`)
+	_, err = ParseConditions(h)
+	if e, ok := svcerr.As(err); !ok || e.Code != svcerr.InvalidHeaderValue || len(e.Details) == 0 || e.Details[0][1] != "x-ms-if-tags" {
+		t.Fatalf("bad x-ms-if-tags: err = %#v", err)
+	}
+
+	lm := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+	match := Conditions{IfTags: mustTagExpr(t, `"k" = 'v'`)}
+	miss := Conditions{IfTags: mustTagExpr(t, `"k" = 'other'`)}
+	blob := Resource{Exists: true, ETag: `"0x1"`, LastModified: lm, Tags: map[string]string{"k": "v"}}
+	container := Resource{Exists: true, ETag: `"0x1"`, LastModified: lm, Container: true}
+	code := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		if IsNotModified(err) {
+			return "304"
+		}
+		e, _ := svcerr.As(err)
+		return string(e.Code)
+	}
+	for _, tc := range []struct {
+		name string
+		got  error
+		want string
+	}{
+		{"read match", EvalRead(match, blob), ""},
+		{"read miss", EvalRead(miss, blob), "ConditionNotMet"},
+		// A failing tag condition is 412 even where other conditions
+		// would say 304.
+		{"read miss with INM", EvalRead(Conditions{IfTags: miss.IfTags, IfNoneMatch: []string{"0x1"}}, blob), "ConditionNotMet"},
+		{"write match", EvalWrite(match, blob, UpdateWrite), ""},
+		{"write miss", EvalWrite(miss, blob, UpdateWrite), "ConditionNotMet"},
+		// Tags are checked before create-only (contract §3.10).
+		{"create miss with INM *", EvalWrite(Conditions{IfTags: miss.IfTags, IfNoneMatch: []string{"*"}}, blob, CreateWrite), "ConditionNotMet"},
+		{"create match with INM *", EvalWrite(Conditions{IfTags: match.IfTags, IfNoneMatch: []string{"*"}}, blob, CreateWrite), "BlobAlreadyExists"},
+		{"write on missing blob", EvalWrite(match, Resource{}, CreateWrite), "ConditionNotMet"},
+		{"AND with If-Match", EvalWrite(Conditions{IfTags: match.IfTags, IfMatch: []string{"0x2"}}, blob, UpdateWrite), "ConditionNotMet"},
+		{"container ignores it", EvalWrite(miss, container, UpdateWrite), ""},
+	} {
+		if got := code(tc.got); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if !match.FailsOnMissing() || (Conditions{}).FailsOnMissing() {
+		t.Errorf("FailsOnMissing wrong")
+	}
+}
+
+func mustTagExpr(t *testing.T, s string) *TagExpr {
+	t.Helper()
+	e, err := ParseTagCondition(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestValidateTags(t *testing.T) {
+	ok := []map[string]string{
+		nil,
+		{"k": ""},
+		{strings.Repeat("k", 128): strings.Repeat("v", 256)},
+		{"aZ09 +-./:=_": "aZ09 +-./:=_"},
+	}
+	ten := map[string]string{}
+	for i := 0; i < 10; i++ {
+		ten[string(rune('a'+i))] = "v"
+	}
+	ok = append(ok, ten)
+	for _, tags := range ok {
+		if err := ValidateTags(tags); err != nil {
+			t.Errorf("ValidateTags(%v): %v", tags, err)
+		}
+	}
+	eleven := map[string]string{"z": "v"}
+	for k, v := range ten {
+		eleven[k] = v
+	}
+	for _, tags := range []map[string]string{
+		eleven,
+		{"": "v"},
+		{strings.Repeat("k", 129): "v"},
+		{"k": strings.Repeat("v", 257)},
+		{"k*": "v"},
+		{"k": "v;"},
+		{"ключ": "v"},
+		{"k": "\x00"},
+	} {
+		if err := ValidateTags(tags); !svcerr.HasCode(err, svcerr.InvalidTag) {
+			t.Errorf("ValidateTags(%q) = %v, want InvalidTag", tags, err)
+		}
+	}
+}
+
+func TestCanonicalTier(t *testing.T) {
+	for in, want := range map[string]string{"hot": "Hot", "COOL": "Cool", "Cold": "Cold", "aRcHiVe": "Archive"} {
+		if got, ok := CanonicalTier(in); !ok || got != want {
+			t.Errorf("CanonicalTier(%q) = %q, %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "P10", "Premium", "hott"} {
+		if _, ok := CanonicalTier(in); ok {
+			t.Errorf("CanonicalTier(%q) accepted", in)
+		}
+	}
+}
