@@ -319,6 +319,11 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
 		return err
 	}
+	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
+	if err := parsePutLease(r, &preq); err != nil {
+		return err
+	}
+	areq.LeaseAction, areq.Acquire, areq.NewLeaseID = preq.LeaseAction, preq.Acquire, preq.NewLeaseID
 	if err := s.db.PrecheckAppend(r.Context(), areq, size); err != nil {
 		return err
 	}
@@ -327,7 +332,7 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 		return err
 	}
 	areq.Extent = ext
-	b, offset, err := s.db.AppendBlock(r.Context(), areq)
+	b, offset, leaseRes, err := s.db.AppendBlock(r.Context(), areq)
 	if err != nil {
 		s.discard(ext.Key)
 		return err
@@ -337,6 +342,9 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	h.Set("Content-MD5", b64(sum))
 	h.Set("x-ms-blob-append-offset", strconv.FormatInt(offset, 10))
 	h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
+	if areq.LeaseAction == leasedb.PutLeaseAcquire {
+		h.Set("x-ms-lease-id", leaseRes.ID)
+	}
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil

@@ -435,3 +435,47 @@ func TestPutAndRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendPutAndRelease: the put-and-release extension on Append Block.
+func TestAppendPutAndRelease(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "apr", nil); err != nil {
+		t.Fatal(err)
+	}
+	ab := b.client.ServiceClient().NewContainerClient("apr").NewAppendBlobClient("log")
+	if _, err := ab.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendRaw := func(body string, hdr map[string]string) *http.Response {
+		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"apr/log?comp=appendblock", bytes.NewReader([]byte(body)))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		b.sign(t, req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	id := uuid.NewString()
+	resp := appendRaw("a;", map[string]string{"x-ms-lease-action": "acquire", "x-ms-proposed-lease-id": id, "x-ms-lease-duration": "30"})
+	if resp.StatusCode != 201 || resp.Header.Get("x-ms-lease-id") != id {
+		t.Fatalf("append+acquire: %d %q", resp.StatusCode, resp.Header.Get("x-ms-lease-id"))
+	}
+	if resp := appendRaw("intruder;", nil); resp.StatusCode != 412 || resp.Header.Get("x-ms-error-code") != "LeaseIdMissing" {
+		t.Fatalf("append without id on a leased blob: %d", resp.StatusCode)
+	}
+	if resp := appendRaw("b;", map[string]string{"x-ms-lease-action": "release", "x-ms-lease-id": id}); resp.StatusCode != 201 {
+		t.Fatalf("append+release: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	}
+	p, _ := ab.GetProperties(ctx, nil)
+	if *p.LeaseState != lease.StateTypeAvailable {
+		t.Fatalf("after append+release: %v", *p.LeaseState)
+	}
+	if got := string(download(t, b.client, "apr", "log")); got != "a;b;" {
+		t.Fatalf("content %q", got)
+	}
+}

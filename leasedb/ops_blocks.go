@@ -314,6 +314,11 @@ type AppendRequest struct {
 	Cond      Conditions
 	AppendPos int64 // -1 when absent
 	MaxSize   int64 // -1 when absent
+
+	// Put-and-release extension, as on PutBlobRequest.
+	LeaseAction string
+	Acquire     LeaseRequest
+	NewLeaseID  string
 }
 
 // PrecheckAppend refuses, before any byte is read, an append that will
@@ -373,9 +378,10 @@ func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
 // position condition no longer holds is refused (so a retried request can
 // never land twice). Returns the blob after the append and the offset the
 // block starts at.
-func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, error) {
+func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, LeaseResult, error) {
+	var leaseRes LeaseResult
 	if err := d.checkWrite(req.Cond); err != nil {
-		return nil, 0, err
+		return nil, 0, leaseRes, err
 	}
 	var out *Blob
 	var offset int64
@@ -385,6 +391,9 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 		}
 		lease, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now)
 		if err != nil {
+			return err
+		}
+		if lease, leaseRes, err = applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now); err != nil {
 			return err
 		}
 		ok, err := tx.TakeIntent(ctx, req.Extent.Key)
@@ -409,7 +418,7 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 		out = b
 		return nil
 	})
-	return out, offset, err
+	return out, offset, leaseRes, err
 }
 
 // PrecheckBlock refuses a Put Block that will certainly fail before its
