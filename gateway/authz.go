@@ -41,17 +41,23 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 		ClientIP: clientIP(r),
 		Now:      s.opt.Now(),
 	}
-	// Stored access policies are not kept yet: a token naming one fails.
-	_, err := auth.VerifySAS(sreq, s.accounts, nil)
+	// A token naming a stored access policy (si) takes it from the
+	// container's ACL, read once for this request.
+	var dbErr error
+	policies := s.sasPolicies(r, req, &dbErr)
+	_, err := auth.VerifySAS(sreq, s.accounts, policies)
 	if op == auth.OpOverwriteBlob && svcerr.HasCode(err, svcerr.AuthorizationPermissionMismatch) {
 		// A create-only token (c without w) may still write a blob that
 		// does not exist yet; the commit refuses it atomically otherwise
 		// (contract §2.4).
 		sreq.Op = auth.OpCreateBlob
-		if _, err2 := auth.VerifySAS(sreq, s.accounts, nil); err2 == nil {
+		if _, err2 := auth.VerifySAS(sreq, s.accounts, policies); err2 == nil {
 			req.createOnly = true
 			err = nil
 		}
+	}
+	if dbErr != nil {
+		return dbErr
 	}
 	if err == nil {
 		req.sas = true
@@ -82,6 +88,8 @@ func sasOperation(r *http.Request, req *request) (auth.Operation, bool) {
 		switch {
 		case comp == "list" && get:
 			return auth.OpListContainers, true
+		case comp == "blobs" && get:
+			return auth.OpFindBlobsService, true
 		case restype == "service" && comp == "properties":
 			if put {
 				return auth.OpSetServiceProperties, true
@@ -108,6 +116,8 @@ func sasOperation(r *http.Request, req *request) (auth.Operation, bool) {
 			return auth.OpContainerACL, true
 		case "list":
 			return auth.OpListBlobs, get
+		case "blobs":
+			return auth.OpFindBlobsContainer, get
 		case "lease":
 			if isBreak {
 				return auth.OpBreakContainerLease, put
@@ -146,6 +156,9 @@ func sasOperation(r *http.Request, req *request) (auth.Operation, bool) {
 			return auth.OpLeaseBlob, put
 		case "snapshot":
 			return auth.OpSnapshotBlob, put
+		case "copy":
+			// Abort Copy Blob: write permission on the destination.
+			return auth.OpOverwriteBlob, put
 		case "tags":
 			return auth.OpBlobTags, true
 		case "tier":

@@ -123,8 +123,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 }
 
 // stage records the upload intent for key and streams body into the
-// backend under it, counting and hashing as it goes. On failure nothing
-// stays behind except an intent the collector will find.
+// backend under it, counting and hashing as it goes. size -1 (a copy source
+// of unknown length) takes what the body yields. On failure nothing stays
+// behind except an intent the collector will find.
 func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int64) (leasedb.Extent, []byte, error) {
 	if err := s.db.AddIntent(ctx, key, s.opt.IntentTTL); err != nil {
 		return leasedb.Extent{}, nil, err
@@ -139,16 +140,16 @@ func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int
 			}
 			return leasedb.Extent{}, nil, fmt.Errorf("reading request body: %w", hr.err)
 		}
-		if hr.n > size {
+		if size >= 0 && hr.n > size {
 			return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body is longer than Content-Length.")
 		}
 		return leasedb.Extent{}, nil, fmt.Errorf("backend put: %w", err)
 	}
-	if hr.n != size {
+	if size >= 0 && hr.n != size {
 		s.discard(key)
 		return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
 	}
-	return leasedb.Extent{Key: key, Size: size}, hr.h.Sum(nil), nil
+	return leasedb.Extent{Key: key, Size: hr.n}, hr.h.Sum(nil), nil
 }
 
 // discard deletes a staged object that will never be committed and drops

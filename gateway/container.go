@@ -97,64 +97,6 @@ func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *re
 	return nil
 }
 
-// Get Container ACL: the public access level; stored access policies are
-// not kept yet, so the identifier list is empty.
-func (s *Server) getContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	setETagLM(h, c.ETag, c.LastModified)
-	if c.PublicAccess != "" {
-		h.Set("x-ms-blob-public-access", c.PublicAccess)
-	}
-	return writeXML(w, r, http.StatusOK, signedIdentifiers{})
-}
-
-type signedIdentifiers struct {
-	XMLName     struct{} `xml:"SignedIdentifiers"`
-	Identifiers []struct {
-		ID string `xml:"Id"`
-	} `xml:"SignedIdentifier"`
-}
-
-// Set Container ACL: sets the public access level. A body naming stored
-// access policies is refused until they are implemented rather than
-// silently dropped.
-func (s *Server) setContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := containerConditions(r, true)
-	if err != nil {
-		return err
-	}
-	access, err := parsePublicAccess(r.Header)
-	if err != nil {
-		return err
-	}
-	var ids signedIdentifiers
-	if err := readXML(r, 64<<10, &ids, true); err != nil {
-		return err
-	}
-	if len(ids.Identifiers) > 0 {
-		return svcerr.Newf(svcerr.NotImplemented, "Stored access policies are not supported yet.")
-	}
-	c, err := s.db.SetContainerAccess(r.Context(), req.account, req.container, leaseID, cond, access)
-	if err != nil {
-		return err
-	}
-	setETagLM(w.Header(), c.ETag, c.LastModified)
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
 // drain discards a small request body so the connection can be reused.
 func drain(r *http.Request) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))

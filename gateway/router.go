@@ -81,7 +81,10 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			switch {
 			case m == http.MethodPut:
 				if r.Header.Get("x-ms-copy-source") != "" {
-					return s.notImplemented, nil
+					if r.Header.Get("x-ms-blob-type") != "" {
+						return s.putBlobFromURL, nil
+					}
+					return s.copyBlob, nil
 				}
 				return s.putBlob, nil
 			case get:
@@ -107,7 +110,7 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 		case "block":
 			if m == http.MethodPut {
 				if r.Header.Get("x-ms-copy-source") != "" {
-					return s.notImplemented, nil
+					return s.putBlockFromURL, nil
 				}
 				return s.putBlock, nil
 			}
@@ -121,7 +124,7 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 		case "appendblock":
 			if m == http.MethodPut {
 				if r.Header.Get("x-ms-copy-source") != "" {
-					return s.notImplemented, nil
+					return s.appendBlockFromURL, nil
 				}
 				return s.appendBlock, nil
 			}
@@ -136,7 +139,11 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			if m == http.MethodPut {
 				return s.setBlobTier, nil
 			}
-		case "snapshot", "seal", "copy":
+		case "copy":
+			if m == http.MethodPut {
+				return s.abortCopy, nil
+			}
+		case "snapshot", "seal":
 			return s.notImplemented, nil
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

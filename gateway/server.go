@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,6 +39,10 @@ type Options struct {
 	EmulatorHosts []string
 	// Now is the gateway's clock for Shared Key date checks (default time.Now).
 	Now func() time.Time
+	// CopyClient fetches copy sources outside this gateway (Copy Blob and
+	// the From URL operations); nil: a client with connect and header
+	// timeouts that follows no redirect to another scheme (blob_copy.go).
+	CopyClient *http.Client
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -48,7 +53,7 @@ type Server struct {
 	log      *slog.Logger
 	opt      Options
 
-	svcProps *serviceProps
+	corsCache *corsCache // CORS rules per account (cors.go)
 }
 
 // New returns a Server.
@@ -65,7 +70,10 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, svcProps: newServiceProps()}
+	if opt.CopyClient == nil {
+		opt.CopyClient = defaultCopyClient()
+	}
+	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache()}
 }
 
 // request is the parsed addressing of one call.
@@ -102,6 +110,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := r.Header.Get("x-ms-client-request-id"); id != "" && len(id) <= 1024 {
 		h.Set("x-ms-client-request-id", id)
+	}
+	if w = s.corsHook(w, r, req); w == nil {
+		return // a CORS preflight, answered (cors.go)
 	}
 	rw := &statusWriter{ResponseWriter: w}
 	defer func() {
@@ -232,6 +243,19 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 		w.status, w.wrote = 200, true
 	}
 	return w.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the underlying writer's io.ReaderFrom reachable, so a read
+// from a disk object reaches the socket with sendfile(2) instead of a copy
+// through user space.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if !w.wrote {
+		w.status, w.wrote = 200, true
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

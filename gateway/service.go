@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -20,19 +19,15 @@ func (s *Server) getAccountInfo(w http.ResponseWriter, r *http.Request, req *req
 	return nil
 }
 
-// serviceProps keeps each account's Blob service properties document as the
-// client sent it (validated as XML), per gateway process. The document is
-// echoed back by Get Blob Service Properties; nothing in the gateway acts on
-// it yet (CORS, logging, soft delete belong to later work), and it is not
-// shared between replicas.
-type serviceProps struct {
-	mu   sync.Mutex
-	docs map[string][]byte
-}
+// Blob service properties are one StorageServiceProperties document per
+// account, kept in the metadata database so every replica serves the same
+// document and acts on the same CORS rules (cors.go). Set Blob Service
+// Properties replaces the top-level elements the request carries and keeps
+// the others, as Azure does; nothing but CORS is acted on.
 
-func newServiceProps() *serviceProps { return &serviceProps{docs: map[string][]byte{}} }
+const xmlDecl = `<?xml version="1.0" encoding="utf-8"?>`
 
-const defaultServiceProps = `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties>` +
+const defaultServiceProps = xmlDecl + `<StorageServiceProperties>` +
 	`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>` +
 	`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics>` +
 	`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></MinuteMetrics>` +
@@ -41,21 +36,26 @@ const defaultServiceProps = `<?xml version="1.0" encoding="utf-8"?><StorageServi
 
 // Get Blob Service Properties: GET ?restype=service&comp=properties → 200.
 func (s *Server) getServiceProperties(w http.ResponseWriter, r *http.Request, req *request) error {
-	s.svcProps.mu.Lock()
-	doc, ok := s.svcProps.docs[req.account]
-	s.svcProps.mu.Unlock()
-	if !ok {
-		doc = []byte(defaultServiceProps)
+	doc, err := s.db.ServiceProperties(r.Context(), req.account)
+	if err != nil {
+		return err
+	}
+	if doc == "" {
+		doc = defaultServiceProps
 	}
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(doc)
+		_, _ = io.WriteString(w, doc)
 	}
 	return nil
 }
 
 // Set Blob Service Properties: PUT ?restype=service&comp=properties → 202.
+// The CORS rules must be valid (at most 5 rules, known methods, a
+// non-negative max age), else 400 InvalidXmlDocument. The CORS rule cache
+// of this process is cleared at once; other replicas follow within
+// corsCacheTTL.
 func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, req *request) error {
 	const limit = 64 << 10
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
@@ -65,18 +65,84 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if len(body) > limit {
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
-	var probe struct {
-		XMLName xml.Name
-	}
-	if err := xml.Unmarshal(body, &probe); err != nil || probe.XMLName.Local != "StorageServiceProperties" {
+	var next propsDoc
+	if err := xml.Unmarshal(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("<?xml")) {
-		body = append([]byte(`<?xml version="1.0" encoding="utf-8"?>`), body...)
+	if _, err := parseCORS(body); err != nil {
+		return err
 	}
-	s.svcProps.mu.Lock()
-	s.svcProps.docs[req.account] = body
-	s.svcProps.mu.Unlock()
+	ctx := r.Context()
+	old, err := s.db.ServiceProperties(ctx, req.account)
+	if err != nil {
+		return err
+	}
+	if old == "" {
+		old = defaultServiceProps
+	}
+	doc, err := mergeServiceProps([]byte(old), &next)
+	if err != nil {
+		return err
+	}
+	if err := s.db.SetServiceProperties(ctx, req.account, doc); err != nil {
+		return err
+	}
+	s.corsCache.invalidate(req.account)
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+// propsDoc is a StorageServiceProperties document as its top-level
+// elements, each kept verbatim.
+type propsDoc struct {
+	XMLName xml.Name
+	Elems   []propsElem `xml:",any"`
+}
+
+type propsElem struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Inner   []byte     `xml:",innerxml"`
+}
+
+// mergeServiceProps replaces old's top-level elements by next's of the same
+// name and appends next's new ones.
+func mergeServiceProps(old []byte, next *propsDoc) (string, error) {
+	var base propsDoc
+	if err := xml.Unmarshal(old, &base); err != nil {
+		// A stored document this process cannot read is replaced whole.
+		base = propsDoc{}
+	}
+	for _, e := range next.Elems {
+		replaced := false
+		for i := range base.Elems {
+			if base.Elems[i].XMLName.Local == e.XMLName.Local {
+				base.Elems[i], replaced = e, true
+				break
+			}
+		}
+		if !replaced {
+			base.Elems = append(base.Elems, e)
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xmlDecl + "<StorageServiceProperties>")
+	for _, e := range base.Elems {
+		buf.WriteString("<" + e.XMLName.Local)
+		for _, a := range e.Attrs {
+			if a.Name.Space != "" {
+				continue
+			}
+			buf.WriteString(" " + a.Name.Local + `="`)
+			if err := xml.EscapeText(&buf, []byte(a.Value)); err != nil {
+				return "", err
+			}
+			buf.WriteString(`"`)
+		}
+		buf.WriteString(">")
+		buf.Write(e.Inner)
+		buf.WriteString("</" + e.XMLName.Local + ">")
+	}
+	buf.WriteString("</StorageServiceProperties>")
+	return buf.String(), nil
 }

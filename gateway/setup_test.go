@@ -63,6 +63,8 @@ type bundle struct {
 type setupOpts struct {
 	replicas int
 	grace    time.Duration
+	// accounts are served besides the dev account (name → base64 key).
+	accounts map[string]string
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -112,6 +114,11 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	accounts := auth.MapAccounts{config.DevAccountName: acct}
+	for name, key := range o.accounts {
+		if accounts[name], err = auth.NewAccount(name, key); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -57,6 +57,9 @@ type Container struct {
 	Metadata     map[string]string
 	PublicAccess string // "", "blob", "container"
 	Lease        Lease
+	// ACL is the container's stored access policies (at most
+	// MaxSignedIdentifiers); nil when none.
+	ACL []SignedIdentifier
 }
 
 // Props are a blob's system properties (the x-ms-blob-content-* set).
@@ -234,6 +237,13 @@ type Tx interface {
 	TakeIntent(ctx context.Context, key string) (bool, error)
 	// AddGC queues keys for deletion at due.
 	AddGC(ctx context.Context, keys []string, due time.Time) error
+
+	// ServiceProperties returns the account's stored Blob service
+	// properties document; "" when none was ever stored.
+	ServiceProperties(ctx context.Context, account string) (string, error)
+	// PutServiceProperties stores (inserts or replaces) the account's Blob
+	// service properties document.
+	PutServiceProperties(ctx context.Context, account, doc string) error
 }
 
 // LockMode says which lock a read takes.

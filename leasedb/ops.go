@@ -115,24 +115,6 @@ func (d *DB) SetContainerMetadata(ctx context.Context, account, name, leaseID st
 	})
 }
 
-// SetContainerAccess sets the public access level (Set Container ACL).
-func (d *DB) SetContainerAccess(ctx context.Context, account, name, leaseID string, cond Conditions, access string) (*Container, error) {
-	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
-		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
-			return err
-		}
-		etag, err := tx.NextETag(ctx)
-		if err != nil {
-			return err
-		}
-		c.PublicAccess, c.ETag, c.LastModified = access, etag, now
-		return tx.UpdateContainer(ctx, c)
-	})
-}
-
 func (d *DB) mutateContainer(ctx context.Context, account, name string, fn func(tx Tx, now time.Time, c *Container) error) (*Container, error) {
 	var out *Container
 	err := d.Store.Update(ctx, func(tx Tx) error {
@@ -305,6 +287,10 @@ type PutBlobRequest struct {
 	// CreateOnly: the caller may only create (a SAS with c but not w); an
 	// existing blob is 403 AuthorizationPermissionMismatch (contract §2.4).
 	CreateOnly bool
+	// Copy Blob destination rules (ops_copy.go); BlockCount is the
+	// committed block count of a copied append blob.
+	Copy       CopyTarget
+	BlockCount int
 }
 
 // checkCreateOnly refuses a create-only caller's write over an existing
@@ -366,6 +352,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
 			return err
 		}
+		if err := checkCopyTarget(req, old, now); err != nil {
+			return err
+		}
 		lease, res, err := applyPutLease(lease, req, now)
 		if err != nil {
 			return err
@@ -392,7 +381,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
 			Type: req.Type, ETag: etag, Created: now, LastModified: now, Size: size,
 			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
-			Tags: req.Tags, AccessTier: req.AccessTier,
+			Tags: req.Tags, AccessTier: req.AccessTier, BlockCount: req.BlockCount,
 		}
 		if old != nil {
 			b.Created = old.Created

@@ -75,6 +75,9 @@ const (
 	InvalidMetadata                       Code = "InvalidMetadata"
 	InvalidTag                            Code = "InvalidTag"
 	BlobArchived                          Code = "BlobArchived"
+	CorsPreflightFailure                  Code = "CorsPreflightFailure"
+	CannotVerifyCopySource                Code = "CannotVerifyCopySource"
+	NoPendingCopyOperation                Code = "NoPendingCopyOperation"
 	NotImplemented                        Code = "NotImplemented"
 	InternalError                         Code = "InternalError"
 	ServerBusy                            Code = "ServerBusy"
@@ -148,6 +151,9 @@ var table = map[Code]entry{
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
 	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
 	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
+	CorsPreflightFailure:                  {403, "CORS not enabled or no matching rule found for this request."},
+	CannotVerifyCopySource:                {403, "Could not verify the copy source within the specified time."},
+	NoPendingCopyOperation:                {409, "There is currently no pending copy operation."},
 	NotImplemented:                        {501, "The requested operation is not implemented by this gateway yet."},
 	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
 	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
@@ -161,12 +167,21 @@ type Error struct {
 	Message string
 	// Details are extra child elements of <Error>, in order.
 	Details [][2]string
+	// HTTPStatus, when non-zero, replaces the code's table status: a
+	// copy's CannotVerifyCopySource carries the status the source answered
+	// (403, 404, 409, ...).
+	HTTPStatus int
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Status is the HTTP status for the error's code (500 for unknown codes).
-func (e *Error) Status() int { return Status(e.Code) }
+func (e *Error) Status() int {
+	if e.HTTPStatus != 0 {
+		return e.HTTPStatus
+	}
+	return Status(e.Code)
+}
 
 // Is lets errors.Is(err, svcerr.New(code)) match on the code alone.
 func (e *Error) Is(target error) bool {

@@ -62,6 +62,8 @@ const (
 	// apart (account SAS r resp. w).
 	OpGetServiceProperties
 	OpSetServiceProperties
+	OpFindBlobsContainer // Find Blobs by Tags in one container
+	OpFindBlobsService   // Find Blobs by Tags across the account
 )
 
 var opNames = [...]string{
@@ -89,6 +91,8 @@ var opNames = [...]string{
 	OpAccountInfo:          "AccountInfo",
 	OpGetServiceProperties: "GetServiceProperties",
 	OpSetServiceProperties: "SetServiceProperties",
+	OpFindBlobsContainer:   "FindBlobsContainer",
+	OpFindBlobsService:     "FindBlobsService",
 }
 
 func (op Operation) String() string {
@@ -658,6 +662,8 @@ var opRules = map[Operation]opRule{
 	OpServiceProperties:    {srt: 's', acct: "rw", acctAll: true},
 	OpGetServiceProperties: {srt: 's', acct: "r"},
 	OpSetServiceProperties: {srt: 's', acct: "w"},
+	OpFindBlobsContainer:   {svc: "f", containerSAS: true, srt: 'c', acct: "f"},
+	OpFindBlobsService:     {srt: 's', acct: "f"},
 	// Get Account Information: any SAS that reaches the account; a service
 	// SAS needs r (Azurite), an account SAS any resource type and any of
 	// these letters.

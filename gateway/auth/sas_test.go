@@ -378,9 +378,11 @@ var contractRows = map[Operation]contractRow{
 	OpAccountInfo:          {"r", "", "rcdlpuw", false},
 	OpGetServiceProperties: {"", "s", "r", false},
 	OpSetServiceProperties: {"", "s", "w", false},
+	OpFindBlobsContainer:   {"f", "c", "f", false},
+	OpFindBlobsService:     {"", "s", "f", false},
 }
 
-const lastOp = OpSetServiceProperties
+const lastOp = OpFindBlobsService
 
 func allOps() []Operation {
 	var ops []Operation
@@ -418,12 +420,12 @@ func TestSASEveryOperationHasARule(t *testing.T) {
 // Information is sent to own, the resource the token itself names.
 func opResource(op Operation, snap string, own Resource) Resource {
 	switch op {
-	case OpListContainers, OpServiceProperties, OpGetServiceProperties, OpSetServiceProperties:
+	case OpListContainers, OpServiceProperties, OpGetServiceProperties, OpSetServiceProperties, OpFindBlobsService:
 		return Resource{Account: devAccount}
 	case OpAccountInfo:
 		return own
 	case OpCreateContainer, OpGetContainer, OpSetContainerMetadata, OpContainerACL, OpDeleteContainer,
-		OpLeaseContainer, OpBreakContainerLease, OpListBlobs:
+		OpLeaseContainer, OpBreakContainerLease, OpListBlobs, OpFindBlobsContainer:
 		return Resource{Account: devAccount, Container: "c1"}
 	default:
 		return Resource{Account: devAccount, Container: "c1", Blob: sasBlob, Snapshot: snap}

@@ -376,7 +376,7 @@ func (t *tx) lockClause(mode leasedb.LockMode) string {
 }
 
 const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since, acl`
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
 // FOR UPDATE.
@@ -409,11 +409,15 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 	if err != nil {
 		return err
 	}
+	acl, err := encodeACL(c.ACL)
+	if err != nil {
+		return err
+	}
 	tag, err := t.tx.Exec(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (account, name) DO NOTHING`,
 		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since), acl)
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
 	}
@@ -431,12 +435,16 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 	if err != nil {
 		return err
 	}
+	acl, err := encodeACL(c.ACL)
+	if err != nil {
+		return err
+	}
 	tag, err := t.tx.Exec(ctx, `UPDATE containers SET etag = $3, last_modified = $4, metadata = $5, public_access = $6,
 			lease_id = $7, lease_state = $8, lease_duration = $9, lease_expires = $10, lease_break_at = $11,
-			lease_since = $12
+			lease_since = $12, acl = $13
 		WHERE account = $1 AND name = $2`,
 		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since), acl)
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
 	}
@@ -977,13 +985,17 @@ func scanContainers(rows pgx.Rows) ([]*leasedb.Container, error) {
 			c                   leasedb.Container
 			lm, exp, brk, since pgtype.Timestamptz
 			meta                string
+			acl                 pgtype.Text
 		)
 		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since); err != nil {
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
 			return nil, err
 		}
 		var err error
 		if c.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
 			return nil, err
 		}
 		c.LastModified = fromTS(lm)

@@ -417,7 +417,7 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 }
 
 const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since, acl`
 
 // Container implements leasedb.Tx. The write transaction already excludes
 // every other writer, so the lock modes need no statement of their own.
@@ -447,11 +447,15 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 	if err != nil {
 		return err
 	}
+	acl, err := encodeACL(c.ACL)
+	if err != nil {
+		return err
+	}
 	res, err := t.tx.ExecContext(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account, name) DO NOTHING`,
 		c.Account, c.Name, c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since))
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since), acl)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
 	}
@@ -471,11 +475,15 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 	if err != nil {
 		return err
 	}
+	acl, err := encodeACL(c.ACL)
+	if err != nil {
+		return err
+	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE containers SET etag = ?, last_modified = ?, metadata = ?, public_access = ?,
-			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?, lease_since = ?
+			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?, lease_since = ?, acl = ?
 		WHERE account = ? AND name = ?`,
 		c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since),
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since), acl,
 		c.Account, c.Name)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
@@ -916,13 +924,17 @@ func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 			c                   leasedb.Container
 			lm, exp, brk, since sql.NullInt64
 			meta                string
+			acl                 sql.NullString
 		)
 		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since); err != nil {
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
 			return nil, err
 		}
 		var err error
 		if c.Metadata, err = decodeMeta(meta); err != nil {
+			return nil, err
+		}
+		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
 			return nil, err
 		}
 		c.LastModified = fromMicros(lm)

@@ -52,6 +52,8 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripLeaseSince", testLeaseSince},
 		{"RoundTripExtentBlockID", testExtentBlockID},
 		{"RoundTripTierTags", testTierTags},
+		{"RoundTripContainerACL", testContainerACL},
+		{"ServiceProperties", testServiceProperties},
 		{"StageBlock", testStageBlock},
 		{"StageBlockOrder", testStageBlockOrder},
 		{"StageBlockNeedsContainer", testStageBlockNeedsContainer},
@@ -179,6 +181,7 @@ func normContainer(c *leasedb.Container) *leasedb.Container {
 	n.LastModified = normTime(c.LastModified)
 	n.Metadata = normMeta(c.Metadata)
 	n.Lease = normLease(c.Lease)
+	n.ACL = normACL(c.ACL)
 	return &n
 }
 

@@ -1,0 +1,423 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// CORS for browsers (Azure's "CORS support for the Storage services"). The
+// rules live in the account's Blob service properties (service.go), shared
+// by every replica through the metadata database:
+//
+//   - A preflight (OPTIONS on any URL) needs no authentication. It carries
+//     Origin and Access-Control-Request-Method (and maybe
+//     Access-Control-Request-Headers); the first rule allowing the origin,
+//     the method and every requested header answers 200 with the
+//     Access-Control-Allow-* headers. No matching rule is 403
+//     CorsPreflightFailure.
+//   - An actual request with an Origin that a rule allows together with the
+//     request's method gets Access-Control-Allow-Origin,
+//     Access-Control-Expose-Headers (the rule's exposed headers; a prefix
+//     rule such as x-ms-* lists the response's headers that match),
+//     Access-Control-Allow-Credentials when the origin is not "*", and Vary:
+//     Origin, on success and error responses alike.
+//   - Vary: Origin is also sent on every GET/HEAD response while the account
+//     has rules, so caches keep per-origin answers apart.
+//
+// The parsed rules are cached per account for corsCacheTTL, so requests do
+// not read the database each time; Set Blob Service Properties clears this
+// process's cache at once.
+
+// corsCacheTTL is how long a replica serves CORS rules it has read.
+const corsCacheTTL = 5 * time.Second
+
+// maxCORSRules is Azure's limit of CORS rules per service.
+const maxCORSRules = 5
+
+// maxCORSListLen bounds each comma-separated list of a rule.
+const maxCORSListLen = 64
+
+// corsMethods are the methods a CORS rule may allow.
+var corsMethods = map[string]bool{
+	"DELETE": true, "GET": true, "HEAD": true, "MERGE": true,
+	"POST": true, "OPTIONS": true, "PUT": true, "PATCH": true,
+}
+
+type corsRule struct {
+	origins        []string // lowercased; "*" allows any
+	methods        []string // uppercased
+	allowedHeaders []string // lowercased; "x-ms-meta-*" is a prefix, "*" any
+	exposedHeaders []string // as configured
+	maxAge         int
+}
+
+func (c *corsRule) anyOrigin() bool {
+	for _, o := range c.origins {
+		if o == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *corsRule) allowsOrigin(origin string) bool {
+	origin = strings.ToLower(strings.TrimSpace(origin))
+	for _, o := range c.origins {
+		if o == "*" || o == origin {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *corsRule) allowsMethod(m string) bool {
+	for _, x := range c.methods {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsHeaders reports whether every header of an
+// Access-Control-Request-Headers value is allowed.
+func (c *corsRule) allowsHeaders(list string) bool {
+	for _, h := range splitList(list) {
+		h = strings.ToLower(h)
+		ok := false
+		for _, a := range c.allowedHeaders {
+			if a == h || strings.HasSuffix(a, "*") && strings.HasPrefix(h, a[:len(a)-1]) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// allowOrigin is the Access-Control-Allow-Origin value for origin.
+func (c *corsRule) allowOrigin(origin string) string {
+	if c.anyOrigin() {
+		return "*"
+	}
+	return origin
+}
+
+// exposeHeaders is the Access-Control-Expose-Headers value: every response
+// header matching a prefix entry ("x-ms-*"), then the literal entries.
+func (c *corsRule) exposeHeaders(h http.Header) string {
+	var out []string
+	seen := map[string]bool{}
+	var names []string
+	for name := range h {
+		names = append(names, strings.ToLower(name))
+	}
+	sort.Strings(names)
+	for _, e := range c.exposedHeaders {
+		le := strings.ToLower(e)
+		if !strings.HasSuffix(le, "*") {
+			continue
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, le[:len(le)-1]) && !seen[n] && !strings.HasPrefix(n, "access-control-") {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	for _, e := range c.exposedHeaders {
+		le := strings.ToLower(e)
+		if !strings.HasSuffix(le, "*") && !seen[le] {
+			seen[le] = true
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type corsRuleXML struct {
+	AllowedOrigins  string `xml:"AllowedOrigins"`
+	AllowedMethods  string `xml:"AllowedMethods"`
+	AllowedHeaders  string `xml:"AllowedHeaders"`
+	ExposedHeaders  string `xml:"ExposedHeaders"`
+	MaxAgeInSeconds string `xml:"MaxAgeInSeconds"`
+}
+
+// parseCORS reads and validates the CORS rules of a StorageServiceProperties
+// document (none when it has no Cors element). Invalid rules are 400
+// InvalidXmlDocument.
+func parseCORS(doc []byte) ([]corsRule, error) {
+	var v struct {
+		Cors *struct {
+			Rules []corsRuleXML `xml:"CorsRule"`
+		} `xml:"Cors"`
+	}
+	if err := xml.Unmarshal(doc, &v); err != nil {
+		return nil, svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	if v.Cors == nil {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: CORS rule "+format, args...)
+	}
+	if len(v.Cors.Rules) > maxCORSRules {
+		return nil, bad("count %d exceeds the limit of %d.", len(v.Cors.Rules), maxCORSRules)
+	}
+	var rules []corsRule
+	for i, x := range v.Cors.Rules {
+		n := i + 1
+		var r corsRule
+		for _, o := range splitList(x.AllowedOrigins) {
+			r.origins = append(r.origins, strings.ToLower(o))
+		}
+		for _, m := range splitList(x.AllowedMethods) {
+			m = strings.ToUpper(m)
+			if !corsMethods[m] {
+				return nil, bad("%d: %q is not a method a CORS rule can allow.", n, m)
+			}
+			r.methods = append(r.methods, m)
+		}
+		for _, h := range splitList(x.AllowedHeaders) {
+			r.allowedHeaders = append(r.allowedHeaders, strings.ToLower(h))
+		}
+		r.exposedHeaders = splitList(x.ExposedHeaders)
+		switch {
+		case len(r.origins) == 0:
+			return nil, bad("%d has no AllowedOrigins.", n)
+		case len(r.methods) == 0:
+			return nil, bad("%d has no AllowedMethods.", n)
+		case len(r.origins) > maxCORSListLen || len(r.allowedHeaders) > maxCORSListLen || len(r.exposedHeaders) > maxCORSListLen:
+			return nil, bad("%d lists more than %d origins or headers.", n, maxCORSListLen)
+		}
+		if age := strings.TrimSpace(x.MaxAgeInSeconds); age != "" {
+			a, err := strconv.Atoi(age)
+			if err != nil || a < 0 {
+				return nil, bad("%d: MaxAgeInSeconds %q is not a non-negative integer.", n, age)
+			}
+			r.maxAge = a
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// corsCache holds each account's parsed rules for corsCacheTTL. gen makes an
+// invalidation win over a read that started before it.
+type corsCache struct {
+	mu      sync.Mutex
+	gen     uint64
+	entries map[string]corsEntry
+}
+
+type corsEntry struct {
+	rules []corsRule
+	at    time.Time
+}
+
+func newCORSCache() *corsCache { return &corsCache{entries: map[string]corsEntry{}} }
+
+func (c *corsCache) invalidate(account string) {
+	c.mu.Lock()
+	c.gen++
+	delete(c.entries, account)
+	c.mu.Unlock()
+}
+
+// corsRules returns the account's CORS rules, from the cache when fresh.
+func (s *Server) corsRules(ctx context.Context, account string) ([]corsRule, error) {
+	c := s.corsCache
+	c.mu.Lock()
+	e, ok := c.entries[account]
+	gen := c.gen
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < corsCacheTTL {
+		return e.rules, nil
+	}
+	doc, err := s.db.ServiceProperties(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	var rules []corsRule
+	if doc != "" {
+		if rules, err = parseCORS([]byte(doc)); err != nil {
+			// Stored documents were validated when set; one that no
+			// longer parses enables nothing.
+			s.log.Warn("stored CORS rules do not parse", "account", account, "err", err)
+			rules = nil
+		}
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		c.entries[account] = corsEntry{rules: rules, at: time.Now()}
+	}
+	c.mu.Unlock()
+	return rules, nil
+}
+
+// corsAccount is the account a request addresses, "" when none is known.
+// The rest of the URL does not matter: a preflight for a malformed name
+// is answered like any other (the actual request then fails on its own).
+func (s *Server) corsAccount(r *http.Request) string {
+	var tmp request
+	_ = s.parseAddress(r, &tmp)
+	if _, ok := s.accounts.Lookup(tmp.account); tmp.account == "" || !ok {
+		return ""
+	}
+	return tmp.account
+}
+
+// corsHook is ServeHTTP's CORS hook. It answers a preflight itself and returns
+// nil; otherwise it returns the writer the request is served through, which
+// adds the CORS response headers when a rule allows the request's origin.
+func (s *Server) corsHook(w http.ResponseWriter, r *http.Request, req *request) http.ResponseWriter {
+	if r.Method == http.MethodOptions {
+		if err := s.preflight(w, r); err != nil {
+			s.writeError(w, r, req, err)
+		}
+		return nil
+	}
+	origin := r.Header.Get("Origin")
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if origin == "" && !get {
+		return w
+	}
+	account := s.corsAccount(r)
+	if account == "" {
+		return w
+	}
+	rules, err := s.corsRules(r.Context(), account)
+	if err != nil {
+		// The request itself will meet the same database; CORS headers
+		// are left off rather than failing it here.
+		s.log.Warn("reading CORS rules", "request_id", req.id, "err", err)
+		return w
+	}
+	if len(rules) == 0 {
+		return w
+	}
+	w.Header().Add("Vary", "Origin")
+	if origin == "" {
+		return w
+	}
+	for i := range rules {
+		if rules[i].allowsOrigin(origin) && rules[i].allowsMethod(r.Method) {
+			return &corsWriter{ResponseWriter: w, rule: &rules[i], origin: origin}
+		}
+	}
+	return w
+}
+
+// preflight answers an OPTIONS request (Preflight Blob Request).
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return svcerr.Header(svcerr.MissingRequiredHeader, "Origin", "")
+	}
+	method := r.Header.Get("Access-Control-Request-Method")
+	if method == "" {
+		return svcerr.Header(svcerr.MissingRequiredHeader, "Access-Control-Request-Method", "")
+	}
+	reqHeaders := r.Header.Values("Access-Control-Request-Headers")
+	headerList := strings.Join(reqHeaders, ",")
+	account := s.corsAccount(r)
+	if account == "" {
+		return svcerr.New(svcerr.CorsPreflightFailure)
+	}
+	rules, err := s.corsRules(r.Context(), account)
+	if err != nil {
+		return err
+	}
+	for i := range rules {
+		rule := &rules[i]
+		if !rule.allowsOrigin(origin) || !rule.allowsMethod(method) || !rule.allowsHeaders(headerList) {
+			continue
+		}
+		h := w.Header()
+		allow := rule.allowOrigin(origin)
+		h.Set("Access-Control-Allow-Origin", allow)
+		h.Set("Access-Control-Allow-Methods", method)
+		if hs := splitList(headerList); len(hs) > 0 {
+			h.Set("Access-Control-Allow-Headers", strings.Join(hs, ","))
+		}
+		h.Set("Access-Control-Max-Age", strconv.Itoa(rule.maxAge))
+		if allow != "*" {
+			h.Set("Access-Control-Allow-Credentials", "true")
+		}
+		h.Add("Vary", "Origin")
+		h.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	return svcerr.New(svcerr.CorsPreflightFailure)
+}
+
+// corsWriter adds the CORS headers of an allowed actual request just before
+// the status line is written, when the response's own headers are known.
+type corsWriter struct {
+	http.ResponseWriter
+	rule    *corsRule
+	origin  string
+	applied bool
+}
+
+func (w *corsWriter) apply() {
+	if w.applied {
+		return
+	}
+	w.applied = true
+	h := w.ResponseWriter.Header()
+	allow := w.rule.allowOrigin(w.origin)
+	h.Set("Access-Control-Allow-Origin", allow)
+	if allow != "*" {
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
+	if exp := w.rule.exposeHeaders(h); exp != "" {
+		h.Set("Access-Control-Expose-Headers", exp)
+	}
+}
+
+func (w *corsWriter) WriteHeader(code int) {
+	w.apply()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *corsWriter) Write(p []byte) (int, error) {
+	w.apply()
+	return w.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the underlying writer's io.ReaderFrom (sendfile) usable
+// for responses that carry CORS headers.
+func (w *corsWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.apply()
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *corsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,629 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+)
+
+func ifTags(expr string) *blob.AccessConditions {
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(expr)}}
+}
+
+func tagMap(set []*blob.Tags) map[string]string {
+	m := map[string]string{}
+	for _, t := range set {
+		m[*t.Key] = *t.Value
+	}
+	return m
+}
+
+func getTags(t *testing.T, bc *blockblob.Client) map[string]string {
+	t.Helper()
+	resp, err := bc.GetTags(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("GetTags: %v", err)
+	}
+	return tagMap(resp.BlobTagSet)
+}
+
+func getProps(t *testing.T, bc *blockblob.Client) blob.GetPropertiesResponse {
+	t.Helper()
+	p, err := bc.GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("GetProperties: %v", err)
+	}
+	return p
+}
+
+func wantTier(t *testing.T, p blob.GetPropertiesResponse, tier string, inferred bool) {
+	t.Helper()
+	if p.AccessTier == nil || *p.AccessTier != tier {
+		t.Fatalf("access tier = %v, want %s", p.AccessTier, tier)
+	}
+	if got := p.AccessTierInferred != nil && *p.AccessTierInferred; got != inferred {
+		t.Fatalf("access tier inferred = %v, want %v", got, inferred)
+	}
+}
+
+func wantTagCount(t *testing.T, p blob.GetPropertiesResponse, n int64) {
+	t.Helper()
+	var got int64
+	if p.TagCount != nil {
+		got = *p.TagCount
+	}
+	if got != n {
+		t.Fatalf("tag count = %d, want %d", got, n)
+	}
+}
+
+func TestAccessTier(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		if _, err := c.CreateContainer(ctx, "tiers", nil); err != nil {
+			t.Fatal(err)
+		}
+		// Uploaded with a tier: reported as set, not inferred.
+		if _, err := c.UploadBuffer(ctx, "tiers", "cool", []byte("cool data"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTierCool)}); err != nil {
+			t.Fatal(err)
+		}
+		bc := blockClient(c, "tiers", "cool")
+		p := getProps(t, bc)
+		wantTier(t, p, "Cool", false)
+		// Without a tier: Hot, inferred.
+		if _, err := c.UploadBuffer(ctx, "tiers", "plain", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTier(t, getProps(t, blockClient(c, "tiers", "plain")), "Hot", true)
+
+		// Set Blob Tier: stored, reported, ETag and Last-Modified kept.
+		if _, err := bc.SetTier(ctx, blob.AccessTierCold, nil); err != nil {
+			t.Fatal(err)
+		}
+		p2 := getProps(t, bc)
+		wantTier(t, p2, "Cold", false)
+		if *p2.ETag != *p.ETag || !p2.LastModified.Equal(*p.LastModified) {
+			t.Fatalf("Set Blob Tier changed ETag/Last-Modified: %v %v -> %v %v", *p.ETag, *p.LastModified, *p2.ETag, *p2.LastModified)
+		}
+		// Tier names are case-insensitive in, canonical out.
+		if _, err := bc.SetTier(ctx, blob.AccessTier("hOT"), nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTier(t, getProps(t, bc), "Hot", false)
+		_, err := bc.SetTier(ctx, blob.AccessTier("P10"), nil)
+		wantErr(t, err, 400, "InvalidHeaderValue")
+		_, err = c.UploadBuffer(ctx, "tiers", "bad", []byte("x"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTier("Lukewarm"))})
+		wantErr(t, err, 400, "InvalidHeaderValue")
+		_, err = blockClient(c, "tiers", "missing").SetTier(ctx, blob.AccessTierCool, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+
+		// Archive: stored and reported; the bytes cannot be read until the
+		// tier changes (no rehydration: the change is immediate).
+		if _, err := bc.SetTier(ctx, blob.AccessTierArchive, nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTier(t, getProps(t, bc), "Archive", false)
+		_, err = c.DownloadStream(ctx, "tiers", "cool", nil)
+		wantErr(t, err, 409, "BlobArchived")
+		if _, err := bc.SetTier(ctx, blob.AccessTierHot, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(download(t, c, "tiers", "cool")); got != "cool data" {
+			t.Fatalf("after leaving Archive: %q", got)
+		}
+		// Uploading straight to Archive.
+		if _, err := c.UploadBuffer(ctx, "tiers", "cold-storage", []byte("x"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTierArchive)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.DownloadStream(ctx, "tiers", "cold-storage", nil)
+		wantErr(t, err, 409, "BlobArchived")
+
+		// An overwrite without a tier starts over at Hot (inferred).
+		if _, err := c.UploadBuffer(ctx, "tiers", "cold-storage", []byte("y"), nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTier(t, getProps(t, blockClient(c, "tiers", "cold-storage")), "Hot", true)
+
+		// Put Block List carries the tier (and tags) too.
+		bl := blockClient(c, "tiers", "blocks")
+		id := base64.StdEncoding.EncodeToString([]byte("block-0"))
+		if _, err := bl.StageBlock(ctx, id, nopSeeker("abc"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bl.CommitBlockList(ctx, []string{id}, &blockblob.CommitBlockListOptions{
+			Tier: to.Ptr(blob.AccessTierCold), Tags: map[string]string{"via": "blocklist"}}); err != nil {
+			t.Fatal(err)
+		}
+		p = getProps(t, bl)
+		wantTier(t, p, "Cold", false)
+		wantTagCount(t, p, 1)
+
+		// Lease: Set Blob Tier checks the lease read-style — no id is
+		// fine, a wrong id is not.
+		leaseID := "11111111-2222-3333-4444-555555555555"
+		if _, err := blobLease(t, bc, leaseID).AcquireLease(ctx, -1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bc.SetTier(ctx, blob.AccessTierCool, nil); err != nil {
+			t.Fatalf("Set Blob Tier without a lease id on a leased blob: %v", err)
+		}
+		_, err = bc.SetTier(ctx, blob.AccessTierCool, &blob.SetTierOptions{AccessConditions: withLease("99999999-2222-3333-4444-555555555555")})
+		wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")
+
+		// Append blobs have no tier.
+		ac := c.ServiceClient().NewContainerClient("tiers").NewAppendBlobClient("log")
+		if _, err := ac.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		ap, err := ac.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.AccessTier != nil {
+			t.Fatalf("append blob reports tier %q", *ap.AccessTier)
+		}
+		// (The SDK refuses Set Blob Tier on an append blob client-side.)
+		req, _ := http.NewRequest(http.MethodPut, b.serviceURL(0)+"tiers/log?comp=tier", nil)
+		req.Header.Set("x-ms-access-tier", "Cool")
+		b.sign(t, req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 409 || resp.Header.Get("x-ms-error-code") != "InvalidBlobType" {
+			t.Fatalf("Set Blob Tier on an append blob: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+		}
+
+		// Listing reports the tiers.
+		tiers := map[string]string{}
+		pager := c.NewListBlobsFlatPager("tiers", nil)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Segment.BlobItems {
+				tier := "-"
+				if it.Properties.AccessTier != nil {
+					tier = string(*it.Properties.AccessTier)
+					if it.Properties.AccessTierInferred != nil && *it.Properties.AccessTierInferred {
+						tier += " (inferred)"
+					}
+				}
+				tiers[*it.Name] = tier
+			}
+		}
+		want := map[string]string{"blocks": "Cold", "cold-storage": "Hot (inferred)", "cool": "Cool", "log": "-", "plain": "Hot (inferred)"}
+		if !reflect.DeepEqual(tiers, want) {
+			t.Fatalf("listed tiers = %v, want %v", tiers, want)
+		}
+	})
+}
+
+func TestBlobTags(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		if _, err := c.CreateContainer(ctx, "tagged", nil); err != nil {
+			t.Fatal(err)
+		}
+		tags := map[string]string{"project": "blobgw", "env": "prod", "path": "a/b c+d=e:f_g.h-i", "empty": ""}
+		if _, err := c.UploadBuffer(ctx, "tagged", "a", []byte("data"), &azblob.UploadBufferOptions{Tags: tags}); err != nil {
+			t.Fatal(err)
+		}
+		bc := blockClient(c, "tagged", "a")
+		p := getProps(t, bc)
+		wantTagCount(t, p, 4)
+		if got := getTags(t, bc); !reflect.DeepEqual(got, tags) {
+			t.Fatalf("tags = %v, want %v", got, tags)
+		}
+		dl, err := bc.DownloadStream(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl.Body.Close()
+		if dl.TagCount == nil || *dl.TagCount != 4 {
+			t.Fatalf("Get Blob x-ms-tag-count = %v", dl.TagCount)
+		}
+		// A blob without tags has no tag count and an empty tag set.
+		if _, err := c.UploadBuffer(ctx, "tagged", "untagged", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTagCount(t, getProps(t, blockClient(c, "tagged", "untagged")), 0)
+		if got := getTags(t, blockClient(c, "tagged", "untagged")); len(got) != 0 {
+			t.Fatalf("untagged blob has tags %v", got)
+		}
+
+		// Set Blob Tags replaces the set; ETag and Last-Modified stay.
+		newTags := map[string]string{"project": "other", "k": "v"}
+		if _, err := bc.SetTags(ctx, newTags, nil); err != nil {
+			t.Fatal(err)
+		}
+		p2 := getProps(t, bc)
+		if *p2.ETag != *p.ETag || !p2.LastModified.Equal(*p.LastModified) {
+			t.Fatalf("Set Blob Tags changed ETag/Last-Modified")
+		}
+		wantTagCount(t, p2, 2)
+		if got := getTags(t, bc); !reflect.DeepEqual(got, newTags) {
+			t.Fatalf("tags after set = %v, want %v", got, newTags)
+		}
+		// An empty set clears them.
+		if _, err := bc.SetTags(ctx, map[string]string{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		wantTagCount(t, getProps(t, bc), 0)
+		if _, err := bc.SetTags(ctx, newTags, nil); err != nil {
+			t.Fatal(err)
+		}
+
+		// Invalid tags: 400 InvalidTag, on Set Blob Tags and on upload.
+		eleven := map[string]string{}
+		for i := 0; i < 11; i++ {
+			eleven[fmt.Sprintf("k%d", i)] = "v"
+		}
+		long := string(make([]byte, 129))
+		for _, bad := range []map[string]string{
+			{"bad*key": "v"},
+			{"k": "semi;colon"},
+			{"ключ": "v"},
+			eleven,
+			{long: "v"},
+		} {
+			_, err := bc.SetTags(ctx, bad, nil)
+			wantErr(t, err, 400, "InvalidTag")
+			_, err = c.UploadBuffer(ctx, "tagged", "bad", []byte("x"), &azblob.UploadBufferOptions{Tags: bad})
+			wantErr(t, err, 400, "InvalidTag")
+		}
+		if got := getTags(t, bc); !reflect.DeepEqual(got, newTags) {
+			t.Fatalf("a refused Set Blob Tags changed the tags: %v", got)
+		}
+		_, err = blockClient(c, "tagged", "missing").SetTags(ctx, newTags, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = blockClient(c, "tagged", "missing").GetTags(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = blockClient(c, "no-such-container", "a").GetTags(ctx, nil)
+		wantErr(t, err, 404, "ContainerNotFound")
+
+		// Overwriting the blob without x-ms-tags drops the tags.
+		if _, err := c.UploadBuffer(ctx, "tagged", "untagged", []byte("y"), &azblob.UploadBufferOptions{Tags: map[string]string{"t": "1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.UploadBuffer(ctx, "tagged", "untagged", []byte("z"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := getTags(t, blockClient(c, "tagged", "untagged")); len(got) != 0 {
+			t.Fatalf("overwrite kept tags %v", got)
+		}
+		// Set Metadata keeps them.
+		if _, err := bc.SetMetadata(ctx, map[string]*string{"m": to.Ptr("1")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := getTags(t, bc); !reflect.DeepEqual(got, newTags) {
+			t.Fatalf("Set Metadata changed tags: %v", got)
+		}
+
+		// Leases: Set Blob Tags is a write (412 LeaseIdMissing without
+		// the id), Get Blob Tags a read.
+		leaseID := "11111111-2222-3333-4444-555555555555"
+		lc := blobLease(t, bc, leaseID)
+		if _, err := lc.AcquireLease(ctx, -1, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.SetTags(ctx, map[string]string{"x": "1"}, nil)
+		wantErr(t, err, 412, "LeaseIdMissing")
+		if _, err := bc.SetTags(ctx, newTags, &blob.SetTagsOptions{AccessConditions: withLease(leaseID)}); err != nil {
+			t.Fatal(err)
+		}
+		getTags(t, bc)
+		_, err = bc.GetTags(ctx, &blob.GetTagsOptions{BlobAccessConditions: withLease("99999999-2222-3333-4444-555555555555")})
+		wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")
+		if _, err := lc.ReleaseLease(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+
+		// Listing with include=tags.
+		got := map[string]map[string]string{}
+		counts := map[string]int32{}
+		pager := c.NewListBlobsFlatPager("tagged", &azblob.ListBlobsFlatOptions{Include: azblob.ListBlobsInclude{Tags: true}})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Segment.BlobItems {
+				if it.BlobTags != nil {
+					got[*it.Name] = tagMap(it.BlobTags.BlobTagSet)
+				}
+				if it.Properties.TagCount != nil {
+					counts[*it.Name] = *it.Properties.TagCount
+				}
+			}
+		}
+		if want := map[string]map[string]string{"a": newTags}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("listed tags = %v, want %v", got, want)
+		}
+		if want := map[string]int32{"a": 2}; !reflect.DeepEqual(counts, want) {
+			t.Fatalf("listed tag counts = %v, want %v", counts, want)
+		}
+		// Without include=tags: counts, but no tag sets.
+		page, err := c.NewListBlobsFlatPager("tagged", nil).NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it.BlobTags != nil {
+				t.Fatalf("tags listed without include=tags: %s", *it.Name)
+			}
+		}
+	})
+}
+
+func TestIfTags(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		if _, err := c.CreateContainer(ctx, "cond", nil); err != nil {
+			t.Fatal(err)
+		}
+		tags := map[string]string{"state": "ready", "version": "0007"}
+		if _, err := c.UploadBuffer(ctx, "cond", "b", []byte("v1"), &azblob.UploadBufferOptions{Tags: tags}); err != nil {
+			t.Fatal(err)
+		}
+		bc := blockClient(c, "cond", "b")
+		yes := `"state" = 'ready' AND "version" >= '0005'`
+		no := `"state" = 'ready' AND "version" > '0007'`
+
+		// Writes: evaluated with the other conditions in the commit.
+		if _, err := bc.SetMetadata(ctx, map[string]*string{"m": to.Ptr("1")}, &blob.SetMetadataOptions{AccessConditions: ifTags(yes)}); err != nil {
+			t.Fatalf("Set Metadata with a true x-ms-if-tags: %v", err)
+		}
+		_, err := bc.SetMetadata(ctx, nil, &blob.SetMetadataOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = bc.SetHTTPHeaders(ctx, blob.HTTPHeaders{}, &blob.SetHTTPHeadersOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = c.UploadBuffer(ctx, "cond", "b", []byte("v2"), &azblob.UploadBufferOptions{AccessConditions: ifTags(no), Tags: tags})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = bc.Delete(ctx, &blob.DeleteOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = bc.SetTags(ctx, map[string]string{"state": "done"}, &blob.SetTagsOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = bc.SetTier(ctx, blob.AccessTierCool, &blob.SetTierOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = blobLease(t, bc, "11111111-2222-3333-4444-555555555555").AcquireLease(ctx, 15,
+			&lease.BlobAcquireOptions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(no)}})
+		wantErr(t, err, 412, "ConditionNotMet")
+		if got := string(download(t, c, "cond", "b")); got != "v1" {
+			t.Fatalf("a refused write changed the blob: %q", got)
+		}
+		// OR, parentheses, <>: the condition grammar.
+		if _, err := bc.SetTags(ctx, map[string]string{"state": "done", "version": "0008"},
+			&blob.SetTagsOptions{AccessConditions: ifTags(`("state" = 'gone' OR "state" <> 'done') AND "version" = '0007'`)}); err != nil {
+			t.Fatalf("Set Blob Tags with a true x-ms-if-tags: %v", err)
+		}
+		// A compare-and-swap on tags: the second identical request fails.
+		swap := &blob.SetTagsOptions{AccessConditions: ifTags(`"version" = '0008'`)}
+		if _, err := bc.SetTags(ctx, map[string]string{"state": "done", "version": "0009"}, swap); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.SetTags(ctx, map[string]string{"state": "done", "version": "0009"}, swap)
+		wantErr(t, err, 412, "ConditionNotMet")
+		// A missing blob cannot satisfy x-ms-if-tags: even a create fails.
+		_, err = c.UploadBuffer(ctx, "cond", "new", []byte("x"), &azblob.UploadBufferOptions{AccessConditions: ifTags(`"a" = 'b'`)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = blockClient(c, "cond", "new").Delete(ctx, &blob.DeleteOptions{AccessConditions: ifTags(`"a" = 'b'`)})
+		wantErr(t, err, 412, "ConditionNotMet")
+
+		// Reads.
+		now := `"version" = '0009'`
+		if _, err := bc.GetProperties(ctx, &blob.GetPropertiesOptions{AccessConditions: ifTags(now)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.GetProperties(ctx, &blob.GetPropertiesOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		dl, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: ifTags(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl.Body.Close()
+		_, err = bc.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		if _, err := bc.GetTags(ctx, &blob.GetTagsOptions{BlobAccessConditions: ifTags(now)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.GetTags(ctx, &blob.GetTagsOptions{BlobAccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		_, err = bc.GetBlockList(ctx, blockblob.BlockListTypeAll, &blockblob.GetBlockListOptions{AccessConditions: ifTags(no)})
+		wantErr(t, err, 412, "ConditionNotMet")
+		if _, err := bc.GetBlockList(ctx, blockblob.BlockListTypeAll, &blockblob.GetBlockListOptions{AccessConditions: ifTags(now)}); err != nil {
+			t.Fatal(err)
+		}
+
+		// Syntax errors are 400 InvalidHeaderValue naming the header.
+		for _, bad := range []string{`"state" = ready`, `"state" == 'x'`, `("state" = 'x'`, `@container = 'cond'`} {
+			_, err = bc.GetProperties(ctx, &blob.GetPropertiesOptions{AccessConditions: ifTags(bad)})
+			wantErr(t, err, 400, "InvalidHeaderValue")
+			_, err = bc.SetMetadata(ctx, nil, &blob.SetMetadataOptions{AccessConditions: ifTags(bad)})
+			wantErr(t, err, 400, "InvalidHeaderValue")
+		}
+		req, _ := http.NewRequest(http.MethodHead, b.serviceURL(0)+"cond/b", nil)
+		req.Header.Set("x-ms-if-tags", `"state" = `)
+		b.sign(t, req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidHeaderValue" {
+			t.Fatalf("raw bad x-ms-if-tags: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+		}
+	})
+}
+
+func TestFindBlobsByTags(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		for _, cont := range []string{"find-a", "find-b", "find-empty"} {
+			if _, err := c.CreateContainer(ctx, cont, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blobs := []struct {
+			cont, name string
+			tags       map[string]string
+		}{
+			{"find-a", "1", map[string]string{"team": "red", "year": "2023", "other": "x"}},
+			{"find-a", "2", map[string]string{"team": "red", "year": "2024"}},
+			{"find-a", "3", map[string]string{"team": "blue", "year": "2024"}},
+			{"find-a", "4", nil},
+			{"find-a", "dir/5", map[string]string{"team": "red", "year": "2025"}},
+			{"find-b", "1", map[string]string{"team": "red", "year": "2024"}},
+			{"find-b", "2", map[string]string{"team": "green"}},
+		}
+		for _, bl := range blobs {
+			if _, err := c.UploadBuffer(ctx, bl.cont, bl.name, []byte(bl.name), &azblob.UploadBufferOptions{Tags: bl.tags}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		type hit struct{ cont, name, tags string }
+		render := func(items []*service.FilterBlobItem) []hit {
+			var out []hit
+			for _, it := range items {
+				var kv []string
+				if it.Tags != nil {
+					for k, v := range tagMap(it.Tags.BlobTagSet) {
+						kv = append(kv, k+"="+v)
+					}
+				}
+				sort.Strings(kv)
+				out = append(out, hit{*it.ContainerName, *it.Name, fmt.Sprint(kv)})
+			}
+			return out
+		}
+		containerFind := func(cont, where string, max int32) ([]hit, int) {
+			t.Helper()
+			cc := c.ServiceClient().NewContainerClient(cont)
+			var out []hit
+			pages := 0
+			var marker *string
+			for {
+				opts := &container.FilterBlobsOptions{Marker: marker}
+				if max > 0 {
+					opts.MaxResults = to.Ptr(max)
+				}
+				resp, err := cc.FilterBlobs(ctx, where, opts)
+				if err != nil {
+					t.Fatalf("container FilterBlobs %q: %v", where, err)
+				}
+				pages++
+				if resp.Where == nil || *resp.Where != where {
+					t.Fatalf("Where echoed as %v", resp.Where)
+				}
+				out = append(out, render(resp.Blobs)...)
+				if resp.NextMarker == nil || *resp.NextMarker == "" {
+					return out, pages
+				}
+				marker = resp.NextMarker
+			}
+		}
+		serviceFind := func(where string, max int32) ([]hit, int) {
+			t.Helper()
+			var out []hit
+			pages := 0
+			var marker *string
+			for {
+				opts := &service.FilterBlobsOptions{Marker: marker}
+				if max > 0 {
+					opts.MaxResults = to.Ptr(max)
+				}
+				resp, err := c.ServiceClient().FilterBlobs(ctx, where, opts)
+				if err != nil {
+					t.Fatalf("service FilterBlobs %q: %v", where, err)
+				}
+				pages++
+				out = append(out, render(resp.Blobs)...)
+				if resp.NextMarker == nil || *resp.NextMarker == "" {
+					return out, pages
+				}
+				marker = resp.NextMarker
+			}
+		}
+
+		redA := []hit{{"find-a", "1", "[team=red]"}, {"find-a", "2", "[team=red]"}, {"find-a", "dir/5", "[team=red]"}}
+		for _, max := range []int32{0, 1, 2, 3} {
+			got, pages := containerFind("find-a", `"team" = 'red'`, max)
+			if !reflect.DeepEqual(got, redA) {
+				t.Fatalf("container find (max %d) = %v, want %v", max, got, redA)
+			}
+			// No trailing empty page: a marker means more results.
+			if wantPages := 1; max > 0 {
+				wantPages = (len(redA) + int(max) - 1) / int(max)
+				if pages != wantPages {
+					t.Fatalf("max %d: %d pages, want %d", max, pages, wantPages)
+				}
+			}
+		}
+		// Ranges and AND; the result carries the tags the filter names.
+		got, _ := containerFind("find-a", `"year" >= '2024' AND "year" < '2025' AND "team" = 'red'`, 0)
+		if want := []hit{{"find-a", "2", "[team=red year=2024]"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("range find = %v, want %v", got, want)
+		}
+		if got, _ := containerFind("find-empty", `"team" = 'red'`, 0); len(got) != 0 {
+			t.Fatalf("empty container found %v", got)
+		}
+
+		// The whole account, across containers, paged.
+		allRed := append(append([]hit{}, redA...), hit{"find-b", "1", "[team=red]"})
+		for _, max := range []int32{0, 1, 3} {
+			if got, _ := serviceFind(`"team"='red'`, max); !reflect.DeepEqual(got, allRed) {
+				t.Fatalf("service find (max %d) = %v, want %v", max, got, allRed)
+			}
+		}
+		if got, _ := serviceFind(`@container = 'find-b' AND "team" >= 'a'`, 0); !reflect.DeepEqual(got,
+			[]hit{{"find-b", "1", "[team=red]"}, {"find-b", "2", "[team=green]"}}) {
+			t.Fatalf("@container find = %v", got)
+		}
+
+		// Tags set later are found; removed ones are not.
+		if _, err := blockClient(c, "find-a", "4").SetTags(ctx, map[string]string{"team": "red"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := blockClient(c, "find-a", "1").SetTags(ctx, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = containerFind("find-a", `"team" = 'red'`, 0)
+		if want := []hit{{"find-a", "2", "[team=red]"}, {"find-a", "4", "[team=red]"}, {"find-a", "dir/5", "[team=red]"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("after retagging = %v, want %v", got, want)
+		}
+
+		// <> and OR are not allowed here; nor is a malformed expression.
+		cc := c.ServiceClient().NewContainerClient("find-a")
+		for _, bad := range []string{`"team" <> 'red'`, `"team" = 'red' OR "team" = 'blue'`, `"team" = red`, ``} {
+			_, err := cc.FilterBlobs(ctx, bad, nil)
+			wantErr(t, err, 400, "InvalidQueryParameterValue")
+			_, err = c.ServiceClient().FilterBlobs(ctx, bad, nil)
+			wantErr(t, err, 400, "InvalidQueryParameterValue")
+		}
+		_, err := c.ServiceClient().NewContainerClient("find-missing").FilterBlobs(ctx, `"a" = 'b'`, nil)
+		wantErr(t, err, 404, "ContainerNotFound")
+	})
+}

@@ -1,0 +1,75 @@
+package leasedb
+
+import (
+	"context"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// SetContainerACL sets the public access level and the stored access
+// policies together (Set Container ACL; new ETag). A lease id, when given,
+// must match the active lease; a leased container without one is still
+// writable, as for Azure's Set Container ACL.
+func (d *DB) SetContainerACL(ctx context.Context, account, name, leaseID string, cond Conditions, access string, acl []SignedIdentifier) (*Container, error) {
+	if len(acl) > MaxSignedIdentifiers {
+		return nil, svcerr.Newf(svcerr.InvalidXmlDocument, "A container may hold at most %d signed identifiers.", MaxSignedIdentifiers)
+	}
+	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
+		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return err
+		}
+		c.PublicAccess, c.ACL, c.ETag, c.LastModified = access, acl, etag, now
+		if len(c.ACL) == 0 {
+			c.ACL = nil
+		}
+		return tx.UpdateContainer(ctx, c)
+	})
+}
+
+// ContainerPolicy looks up one stored access policy of a container for SAS
+// verification (one read). ok is false when the container or the
+// identifier does not exist.
+func (d *DB) ContainerPolicy(ctx context.Context, account, name, id string) (si SignedIdentifier, ok bool, err error) {
+	err = d.Store.View(ctx, func(tx Tx) error {
+		c, err := tx.Container(ctx, account, name, LockNone)
+		if err != nil || c == nil {
+			return err
+		}
+		for _, p := range c.ACL {
+			if p.ID == id {
+				si, ok = p, true
+				return nil
+			}
+		}
+		return nil
+	})
+	return si, ok, err
+}
+
+// ServiceProperties returns the account's stored Blob service properties
+// document ("" when never set).
+func (d *DB) ServiceProperties(ctx context.Context, account string) (string, error) {
+	var doc string
+	err := d.Store.View(ctx, func(tx Tx) error {
+		var err error
+		doc, err = tx.ServiceProperties(ctx, account)
+		return err
+	})
+	return doc, err
+}
+
+// SetServiceProperties stores the account's Blob service properties
+// document, shared by every replica on the database.
+func (d *DB) SetServiceProperties(ctx context.Context, account, doc string) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		return tx.PutServiceProperties(ctx, account, doc)
+	})
+}
