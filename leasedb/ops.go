@@ -234,24 +234,32 @@ func (d *DB) GetBlob(ctx context.Context, ref BlobRef, leaseID string, cond Cond
 // blobTx locks the container (shared) and the blob name (exclusive) and
 // hands fn the current row (nil when absent) and the database clock.
 func (d *DB) blobTx(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
-	return d.Store.Update(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockShare)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockExclusive)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		return fn(tx, now, b)
-	})
+	return d.Store.Update(ctx, func(tx Tx) error { return withBlob(ctx, tx, ref, LockShare, LockExclusive, fn) })
+}
+
+// blobView is blobTx without locks, for the pre-checks that refuse a
+// request before its body is read (the commit checks again under the lock).
+func (d *DB) blobView(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
+	return d.Store.View(ctx, func(tx Tx) error { return withBlob(ctx, tx, ref, LockNone, LockNone, fn) })
+}
+
+func withBlob(ctx context.Context, tx Tx, ref BlobRef, cLock, bLock LockMode, fn func(tx Tx, now time.Time, b *Blob) error) error {
+	c, err := tx.Container(ctx, ref.Account, ref.Container, cLock)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return svcerr.New(svcerr.ContainerNotFound)
+	}
+	b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, bLock)
+	if err != nil {
+		return err
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(tx, now, b)
 }
 
 func (d *DB) checkWrite(cond Conditions) error {
@@ -611,22 +619,7 @@ func (d *DB) Precheck(ctx context.Context, ref BlobRef, leaseID string, cond Con
 	if err := d.checkWrite(cond); err != nil {
 		return err
 	}
-	return d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b != nil {
 			if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
 				return err

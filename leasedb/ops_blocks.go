@@ -324,22 +324,7 @@ type AppendRequest struct {
 // PrecheckAppend refuses, before any byte is read, an append that will
 // certainly fail (contract §7.5, §3.9).
 func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) error {
-	return d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, req.Ref.Account, req.Ref.Container, LockNone)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		b, err := tx.Blob(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
 		return checkAppend(b, req, n, now)
 	})
 }
@@ -424,22 +409,7 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 // PrecheckBlock refuses a Put Block that will certainly fail before its
 // body is read.
 func (d *DB) PrecheckBlock(ctx context.Context, ref BlobRef, leaseID string) error {
-	return d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		return checkBlockTarget(b, leaseID, now)
 	})
 }
