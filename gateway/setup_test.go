@@ -30,12 +30,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	pgtest.Managed()
 	code := m.Run()
-	if err := pgtest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if err := miniotest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	for _, stop := range []func() error{pgtest.StopShared, miniotest.StopShared} {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if code == 0 {
+				code = 1
+			}
+		}
 	}
 	os.Exit(code)
 }

@@ -244,12 +244,28 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.client = awss3.New(awss3.Options{
+	client := awss3.New(awss3.Options{
 		BaseEndpoint: aws.String(s.Endpoint()),
 		Region:       region,
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(user, s.password, ""),
 	})
+	// "live" answers before the object layer is up ("Server not
+	// initialized yet"): wait until a real S3 call succeeds.
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := client.ListBuckets(ctx, &awss3.ListBucketsInput{})
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			return false, fmt.Errorf("miniotest: minio object layer not ready after 60s: %v\n%s", err, tail(log))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.client = client
 	return false, nil
 }
 
