@@ -297,6 +297,29 @@ func int64Header(h http.Header, name string) (int64, error) {
 	return n, nil
 }
 
+// parseAppendRequest reads what Append Block and Append Block From URL share:
+// conditions, lease id, append position and size conditions, and the
+// put-and-release extension.
+func parseAppendRequest(r *http.Request, req *request) (leasedb.AppendRequest, error) {
+	cond, leaseID, err := writeConds(r)
+	if err != nil {
+		return leasedb.AppendRequest{}, err
+	}
+	areq := leasedb.AppendRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond}
+	if areq.AppendPos, err = int64Header(r.Header, "x-ms-blob-condition-appendpos"); err != nil {
+		return areq, err
+	}
+	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
+		return areq, err
+	}
+	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
+	if err := parsePutLease(r, &preq); err != nil {
+		return areq, err
+	}
+	areq.LeaseAction, areq.Acquire, areq.NewLeaseID = preq.LeaseAction, preq.Acquire, preq.NewLeaseID
+	return areq, nil
+}
+
 // Append Block: PUT ?comp=appendblock → 201 (contract §7.5).
 func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *request) error {
 	size := r.ContentLength
@@ -308,22 +331,10 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	case size > maxAppendBlockSize:
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
-	cond, leaseID, err := writeConds(r)
+	areq, err := parseAppendRequest(r, req)
 	if err != nil {
 		return err
 	}
-	areq := leasedb.AppendRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond}
-	if areq.AppendPos, err = int64Header(r.Header, "x-ms-blob-condition-appendpos"); err != nil {
-		return err
-	}
-	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
-		return err
-	}
-	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
-	if err := parsePutLease(r, &preq); err != nil {
-		return err
-	}
-	areq.LeaseAction, areq.Acquire, areq.NewLeaseID = preq.LeaseAction, preq.Acquire, preq.NewLeaseID
 	if err := s.db.PrecheckAppend(r.Context(), areq, size); err != nil {
 		return err
 	}

@@ -1096,22 +1096,10 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 	if n := spec.rangeLen(); n > maxAppendBlockSize {
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
-	cond, leaseID, err := writeConds(r)
+	areq, err := parseAppendRequest(r, req)
 	if err != nil {
 		return err
 	}
-	areq := leasedb.AppendRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond}
-	if areq.AppendPos, err = int64Header(r.Header, "x-ms-blob-condition-appendpos"); err != nil {
-		return err
-	}
-	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
-		return err
-	}
-	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
-	if err := parsePutLease(r, &preq); err != nil {
-		return err
-	}
-	areq.LeaseAction, areq.Acquire, areq.NewLeaseID = preq.LeaseAction, preq.Acquire, preq.NewLeaseID
 	if err := s.db.PrecheckAppend(ctx, areq, max(spec.rangeLen(), 0)); err != nil {
 		return err
 	}
