@@ -31,8 +31,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 			// The client went away; nobody reads the answer.
 			e = svcerr.New(svcerr.OperationTimedOut)
-		case errors.Is(err, backends.ErrUnavailable):
-			s.log.Warn("backend unavailable", "request_id", req.id, "err", err)
+		case errors.Is(err, backends.ErrUnavailable), errors.Is(err, leasedb.ErrUnavailable):
+			s.log.Warn("dependency unavailable", "request_id", req.id, "err", err)
 			e = svcerr.New(svcerr.ServerBusy)
 		default:
 			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", r.RequestURI, "err", err)

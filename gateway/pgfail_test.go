@@ -12,7 +12,7 @@ import (
 
 // TestLeaseOpConnectionLost: the Postgres connection of a gateway dies in
 // the middle of a lease operation (while it waits for the blob row). The
-// client gets an error (a retriable 5xx, never a 2xx), and the lease is
+// client gets 503 ServerBusy (retriable, never a 2xx), and the lease is
 // exactly as before: the operation either happened whole or not at all.
 func TestLeaseOpConnectionLost(t *testing.T) {
 	b := setup(t, "postgres")
@@ -80,8 +80,8 @@ func TestLeaseOpConnectionLost(t *testing.T) {
 		if err == nil {
 			t.Fatal("a lease operation whose connection died reported success")
 		}
-		if s := statusOf(err); s < 500 {
-			t.Fatalf("want a retriable 5xx, got %d %s", s, codeOf(err))
+		if s, c := statusOf(err), codeOf(err); s != 503 || c != "ServerBusy" {
+			t.Fatalf("want 503 ServerBusy, got %d %s", s, c)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the client never got an answer")

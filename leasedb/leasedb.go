@@ -23,6 +23,12 @@ var ErrNotFound = errors.New("leasedb: not found")
 // ErrExists is returned by insert primitives when the row already exists.
 var ErrExists = errors.New("leasedb: already exists")
 
+// ErrUnavailable marks a failure of the database itself (connection lost or
+// refused, server shutting down, too many connections) as opposed to a
+// decision: the transaction did not commit, and the caller may retry. The
+// gateway answers it with 503 ServerBusy.
+var ErrUnavailable = errors.New("leasedb: metadata store unavailable")
+
 // ErrSchemaTooNew is returned by Migrate/Open when the database carries a
 // schema version newer than this binary knows.
 var ErrSchemaTooNew = errors.New("leasedb: database schema is newer than this blobgw")

@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,7 +117,7 @@ func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn
 	for attempt := 1; ; attempt++ {
 		err := s.run(ctx, opts, readOnly, fn)
 		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return err
+			return markUnavailable(ctx, err)
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			return fmt.Errorf("leasedb/postgres: retry: %w", err)
@@ -165,6 +167,32 @@ func rollback(ctx context.Context, ptx pgx.Tx) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = ptx.Rollback(rctx)
+}
+
+// markUnavailable tags errors that say the database, not the request, failed
+// (connection exceptions, administrator shutdown, too many connections, a
+// connection lost mid-transaction) with leasedb.ErrUnavailable.
+func markUnavailable(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, leasedb.ErrUnavailable) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "57P"), // operator intervention: shutdown, cannot connect now
+			pgErr.Code == "53300":                // too many connections
+			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
+		}
+		return err
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
+	}
+	return err
 }
 
 func retryable(err error) bool {
