@@ -499,14 +499,21 @@ func NewBucket(t testing.TB) s3.Config {
 	return SharedServer(t).NewBucket(t)
 }
 
+// Managed tells miniotest that the caller's TestMain stops the shared
+// server with StopShared (for packages that also run other harnesses and
+// so cannot use Main).
+func Managed() {
+	shared.mu.Lock()
+	shared.main = true
+	shared.mu.Unlock()
+}
+
 // Main runs the tests and then stops the shared server if one was started.
 // Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { miniotest.Main(m) }
 func Main(m *testing.M) {
-	shared.mu.Lock()
-	shared.main = true
-	shared.mu.Unlock()
+	Managed()
 	code := m.Run()
 	if err := StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
