@@ -218,6 +218,7 @@ func newApp() *cli.App {
 				},
 			},
 			leaseCommand(),
+			importCommand(), exportCommand(),
 		},
 	}
 }

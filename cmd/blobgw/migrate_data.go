@@ -1,0 +1,588 @@
+package main
+
+// Data migration: `blobgw import azure` copies containers and blobs from any
+// Azure Blob endpoint into a gateway; `blobgw export s3` writes a gateway's
+// blobs out as plain S3 objects. Both are clients of HTTP endpoints, stream
+// every object, verify each copy, print progress, and are idempotent: a
+// rerun skips what an earlier (possibly interrupted) run finished.
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/blobgw/blobgw/internal/config"
+	"github.com/urfave/cli/v2"
+)
+
+// importETagKey is the destination metadata key that records the source
+// ETag a blob was copied from; with size and MD5 it marks a finished copy.
+const importETagKey = "blobgwimportetag"
+
+// exportETagKey is the S3 user metadata key recording the gateway ETag.
+const exportETagKey = "blobgw-etag"
+
+const migrateBlockSize = 4 << 20
+
+func defaultGatewayURL() string {
+	return "http://127.0.0.1:10000/" + config.DevAccountName + "/"
+}
+
+// azureClientFlags are the flags naming one Azure Blob endpoint.
+func azureClientFlags(prefix, role, defURL string, defAccount bool) []cli.Flag {
+	acct, key := "", ""
+	if defAccount {
+		acct, key = config.DevAccountName, config.DevAccountKey
+	}
+	return []cli.Flag{
+		&cli.StringFlag{Name: prefix + "-url", Value: defURL, Usage: role + ": service or container URL (a SAS query string authorises it)"},
+		&cli.StringFlag{Name: prefix + "-connection-string", Usage: role + ": connection string (instead of the URL)"},
+		&cli.StringFlag{Name: prefix + "-account", Value: acct, Usage: role + ": account name for Shared Key"},
+		&cli.StringFlag{Name: prefix + "-key", Value: key, DefaultText: defKeyText(defAccount), Usage: role + ": account key for Shared Key"},
+	}
+}
+
+func defKeyText(defAccount bool) string {
+	if defAccount {
+		return "the dev account's published key"
+	}
+	return ""
+}
+
+// azureClient builds a service client for the endpoint named by the flags
+// with prefix, and returns the container a container URL names ("" for a
+// service URL).
+func azureClient(c *cli.Context, prefix string) (*service.Client, string, error) {
+	opts := &service.ClientOptions{}
+	if cs := c.String(prefix + "-connection-string"); cs != "" {
+		cl, err := service.NewClientFromConnectionString(cs, opts)
+		return cl, "", err
+	}
+	raw := c.String(prefix + "-url")
+	if raw == "" {
+		return nil, "", fmt.Errorf("--%s-url or --%s-connection-string is required", prefix, prefix)
+	}
+	parts, err := azblob.ParseURL(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("--%s-url: %w", prefix, err)
+	}
+	cont := parts.ContainerName
+	parts.ContainerName, parts.BlobName = "", ""
+	svcURL := parts.String()
+	if !strings.HasSuffix(strings.SplitN(svcURL, "?", 2)[0], "/") {
+		if i := strings.IndexByte(svcURL, '?'); i >= 0 {
+			svcURL = svcURL[:i] + "/" + svcURL[i:]
+		} else {
+			svcURL += "/"
+		}
+	}
+	sasGiven := parts.SAS.Signature() != ""
+	acct, key := c.String(prefix+"-account"), c.String(prefix+"-key")
+	if !sasGiven && acct != "" && key != "" {
+		cred, err := service.NewSharedKeyCredential(acct, key)
+		if err != nil {
+			return nil, "", fmt.Errorf("--%s-key: %w", prefix, err)
+		}
+		cl, err := service.NewClientWithSharedKeyCredential(svcURL, cred, opts)
+		return cl, cont, err
+	}
+	cl, err := service.NewClientWithNoCredential(svcURL, opts)
+	return cl, cont, err
+}
+
+// interruptible cancels on Ctrl-C or SIGTERM as well as with the parent.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+func importCommand() *cli.Command {
+	flags := append(azureClientFlags("source", "source", "", false), azureClientFlags("dest", "destination gateway", defaultGatewayURL(), true)...)
+	flags = append(flags,
+		&cli.StringFlag{Name: "container", Usage: "copy only this container (default: every container)"},
+		&cli.IntFlag{Name: "parallel", Value: 4, Usage: "blobs copied at a time"},
+	)
+	return &cli.Command{
+		Name:  "import",
+		Usage: "copy data into the gateway",
+		Subcommands: []*cli.Command{{
+			Name:   "azure",
+			Usage:  "copy containers and blobs from an Azure Blob endpoint (Azure, Azurite, another blobgw) into the gateway; reruns skip finished blobs",
+			Flags:  flags,
+			Action: importAzure,
+		}},
+	}
+}
+
+func exportCommand() *cli.Command {
+	flags := append(azureClientFlags("source", "source gateway", defaultGatewayURL(), true),
+		&cli.StringFlag{Name: "container", Usage: "export only this container (default: every container)"},
+		&cli.StringFlag{Name: "endpoint", Usage: "S3 endpoint URL (empty: AWS)"},
+		&cli.StringFlag{Name: "region", Value: "us-east-1", Usage: "S3 region"},
+		&cli.StringFlag{Name: "bucket", Usage: "S3 bucket", Required: true},
+		&cli.StringFlag{Name: "prefix", Usage: "key prefix put before container/blob"},
+		&cli.StringFlag{Name: "access-key", Usage: "S3 access key (empty: the AWS default chain)"},
+		&cli.StringFlag{Name: "secret-key", Usage: "S3 secret key"},
+		&cli.BoolFlag{Name: "path-style", Usage: "path-style addressing (MinIO)"},
+		&cli.IntFlag{Name: "parallel", Value: 4, Usage: "objects copied at a time"},
+	)
+	return &cli.Command{
+		Name:  "export",
+		Usage: "copy the gateway's data out",
+		Subcommands: []*cli.Command{{
+			Name:   "s3",
+			Usage:  "write blobs as plain S3 objects named <prefix>container/blob; reruns skip finished objects",
+			Flags:  flags,
+			Action: exportS3,
+		}},
+	}
+}
+
+// migJob is one blob to copy.
+type migJob struct {
+	container string
+	name      string
+	size      int64
+	etag      string
+	md5       []byte
+	props     *container.BlobProperties
+	metadata  map[string]*string
+}
+
+// listJobs lists the blobs of the containers to copy, calling onContainer
+// first for each container.
+func listJobs(ctx context.Context, svc *service.Client, only string, onContainer func(name string, md map[string]*string) error) ([]migJob, error) {
+	type cont struct {
+		name string
+		md   map[string]*string
+	}
+	var conts []cont
+	if only != "" {
+		var md map[string]*string
+		if p, err := svc.NewContainerClient(only).GetProperties(ctx, nil); err == nil {
+			md = p.Metadata
+		} else if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			return nil, fmt.Errorf("container %s: not found", only)
+		}
+		conts = append(conts, cont{only, md})
+	} else {
+		pager := svc.NewListContainersPager(&service.ListContainersOptions{Include: service.ListContainersInclude{Metadata: true}})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("list containers: %w", err)
+			}
+			for _, it := range page.ContainerItems {
+				conts = append(conts, cont{*it.Name, it.Metadata})
+			}
+		}
+	}
+	var jobs []migJob
+	for _, ct := range conts {
+		if onContainer != nil {
+			if err := onContainer(ct.name, ct.md); err != nil {
+				return nil, err
+			}
+		}
+		pager := svc.NewContainerClient(ct.name).NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("list blobs in %s: %w", ct.name, err)
+			}
+			for _, it := range page.Segment.BlobItems {
+				if it.Name == nil || it.Properties == nil {
+					continue
+				}
+				j := migJob{container: ct.name, name: *it.Name, props: it.Properties, metadata: it.Metadata, md5: it.Properties.ContentMD5}
+				if it.Properties.ContentLength != nil {
+					j.size = *it.Properties.ContentLength
+				}
+				if it.Properties.ETag != nil {
+					j.etag = string(*it.Properties.ETag)
+				}
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// progress counts finished objects and bytes and prints a line a second.
+type progress struct {
+	verb                   string
+	totalObjs, totalBytes  int64
+	objs, bytes, moved     atomic.Int64
+	copied, skipped, faild atomic.Int64
+	start                  time.Time
+}
+
+func (p *progress) line() string {
+	el := time.Since(p.start).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(p.moved.Load()) / el
+	}
+	eta := "-"
+	if rem := p.totalBytes - p.bytes.Load(); rate > 0 && rem > 0 {
+		eta = time.Duration(float64(rem) / rate * float64(time.Second)).Round(time.Second).String()
+	} else if rem <= 0 {
+		eta = "0s"
+	}
+	return fmt.Sprintf("%s: %d/%d objects, %s/%s, %.1f MB/s, ETA %s",
+		p.verb, p.objs.Load(), p.totalObjs, fmtBytes(p.bytes.Load()), fmtBytes(p.totalBytes), rate/1e6, eta)
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// countingReader hashes and counts what passes through it; at EOF it calls
+// onEOF once with the MD5 of everything read.
+type countingReader struct {
+	r     io.Reader
+	h     hash.Hash
+	n     int64
+	p     *progress
+	onEOF func(sum []byte)
+	done  bool
+}
+
+func newCountingReader(r io.Reader, p *progress, onEOF func([]byte)) *countingReader {
+	return &countingReader{r: r, h: md5.New(), p: p, onEOF: onEOF}
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if n > 0 {
+		c.h.Write(b[:n])
+		c.n += int64(n)
+		c.p.bytes.Add(int64(n))
+		c.p.moved.Add(int64(n))
+	}
+	if err == io.EOF && !c.done {
+		c.done = true
+		if c.onEOF != nil {
+			c.onEOF(c.h.Sum(nil))
+		}
+	}
+	return n, err
+}
+
+// runJobs copies jobs with parallel workers, printing progress to w, and
+// returns an exit error when any failed or the run was interrupted.
+func runJobs(ctx context.Context, w io.Writer, verb string, parallel int, jobs []migJob, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
+	if parallel < 1 {
+		parallel = 1
+	}
+	p := &progress{verb: verb, totalObjs: int64(len(jobs)), start: time.Now()}
+	for _, j := range jobs {
+		p.totalBytes += j.size
+	}
+	var mu sync.Mutex // w
+	stopTick := make(chan struct{})
+	tickDone := make(chan struct{})
+	go func() {
+		defer close(tickDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopTick:
+				return
+			case <-t.C:
+				mu.Lock()
+				fmt.Fprintln(w, p.line())
+				mu.Unlock()
+			}
+		}
+	}()
+	ch := make(chan migJob)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				skipped, err := copyOne(ctx, j, p)
+				switch {
+				case err != nil && ctx.Err() != nil:
+					// Interrupted: neither failed nor done.
+				case err != nil:
+					p.faild.Add(1)
+					mu.Lock()
+					fmt.Fprintf(w, "%s: %s/%s: %v\n", verb, j.container, j.name, err)
+					mu.Unlock()
+				case skipped:
+					p.skipped.Add(1)
+					p.objs.Add(1)
+					p.bytes.Add(j.size)
+				default:
+					p.copied.Add(1)
+					p.objs.Add(1)
+				}
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case ch <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ch)
+	wg.Wait()
+	close(stopTick)
+	<-tickDone
+	fmt.Fprintln(w, p.line())
+	fmt.Fprintf(w, "%s: copied %d, skipped %d, failed %d in %s\n", verb, p.copied.Load(), p.skipped.Load(), p.faild.Load(), time.Since(p.start).Round(time.Millisecond))
+	if ctx.Err() != nil {
+		left := int64(len(jobs)) - p.objs.Load() - p.faild.Load()
+		return cli.Exit(fmt.Sprintf("%s: interrupted with %d objects left; run the same command again to finish", verb, left), 1)
+	}
+	if n := p.faild.Load(); n > 0 {
+		return cli.Exit(fmt.Sprintf("%s: %d objects failed; run the same command again to retry them", verb, n), 1)
+	}
+	return nil
+}
+
+func importAzure(c *cli.Context) error {
+	ctx, stop := interruptible(c.Context)
+	defer stop()
+	src, srcCont, err := azureClient(c, "source")
+	if err != nil {
+		return cli.Exit("import: "+err.Error(), 2)
+	}
+	dst, _, err := azureClient(c, "dest")
+	if err != nil {
+		return cli.Exit("import: "+err.Error(), 2)
+	}
+	only := c.String("container")
+	if only == "" {
+		only = srcCont
+	}
+	jobs, err := listJobs(ctx, src, only, func(name string, md map[string]*string) error {
+		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md})
+		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return fmt.Errorf("create container %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return cli.Exit("import: interrupted; run the same command again to finish", 1)
+		}
+		return cli.Exit("import: "+err.Error(), 1)
+	}
+	return runJobs(ctx, c.App.ErrWriter, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
+		return importOne(ctx, src, dst, j, p)
+	})
+}
+
+func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progress) (bool, error) {
+	db := dst.NewContainerClient(j.container).NewBlockBlobClient(j.name)
+	if props, err := db.GetProperties(ctx, nil); err == nil {
+		if props.ContentLength != nil && *props.ContentLength == j.size &&
+			(j.md5 == nil || bytes.Equal(props.ContentMD5, j.md5)) &&
+			metaValue(props.Metadata, importETagKey) == j.etag {
+			return true, nil
+		}
+	} else if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return false, fmt.Errorf("destination properties: %w", err)
+	}
+	sb := src.NewContainerClient(j.container).NewBlobClient(j.name)
+	etag := azcore.ETag(j.etag)
+	dl, err := sb.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}})
+	if err != nil {
+		return false, fmt.Errorf("download: %w", err)
+	}
+	defer dl.Body.Close()
+	md := map[string]*string{}
+	for k, v := range j.metadata {
+		if !strings.EqualFold(k, importETagKey) {
+			md[k] = v
+		}
+	}
+	md[importETagKey] = &j.etag
+	pr := j.props
+	headers := &blob.HTTPHeaders{
+		BlobContentType: pr.ContentType, BlobContentEncoding: pr.ContentEncoding, BlobContentLanguage: pr.ContentLanguage,
+		BlobContentDisposition: pr.ContentDisposition, BlobCacheControl: pr.CacheControl, BlobContentMD5: j.md5,
+	}
+	var sum []byte
+	cr := newCountingReader(dl.Body, p, func(s []byte) {
+		sum = s
+		if headers.BlobContentMD5 == nil {
+			// The source kept no MD5 (a block-list blob): store the one
+			// computed while streaming; the commit reads headers after EOF.
+			headers.BlobContentMD5 = s
+		}
+	})
+	_, err = db.UploadStream(ctx, cr, &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md})
+	if err != nil {
+		p.bytes.Add(-cr.n)
+		return false, fmt.Errorf("upload: %w", err)
+	}
+	// Verify: what was read matches the source, and the destination agrees.
+	if cr.n != j.size {
+		return false, fmt.Errorf("verify: read %d bytes, source has %d", cr.n, j.size)
+	}
+	if j.md5 != nil && !bytes.Equal(sum, j.md5) {
+		return false, fmt.Errorf("verify: MD5 of the bytes read %x, source Content-MD5 %x", sum, j.md5)
+	}
+	got, err := db.GetProperties(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("verify: %w", err)
+	}
+	if got.ContentLength == nil || *got.ContentLength != j.size {
+		return false, fmt.Errorf("verify: destination size %v, source %d", got.ContentLength, j.size)
+	}
+	if !bytes.Equal(got.ContentMD5, sum) {
+		return false, fmt.Errorf("verify: destination Content-MD5 %x, streamed %x", got.ContentMD5, sum)
+	}
+	return false, nil
+}
+
+// metaValue looks a metadata key up case-insensitively.
+func metaValue(md map[string]*string, key string) string {
+	for k, v := range md {
+		if strings.EqualFold(k, key) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+func exportS3(c *cli.Context) error {
+	ctx, stop := interruptible(c.Context)
+	defer stop()
+	src, srcCont, err := azureClient(c, "source")
+	if err != nil {
+		return cli.Exit("export: "+err.Error(), 2)
+	}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(c.String("region"))}
+	if ak := c.String("access-key"); ak != "" {
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(ak, c.String("secret-key"), "")))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return cli.Exit("export: AWS configuration: "+err.Error(), 2)
+	}
+	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
+		if ep := c.String("endpoint"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+		o.UsePathStyle = c.Bool("path-style")
+	})
+	only := c.String("container")
+	if only == "" {
+		only = srcCont
+	}
+	jobs, err := listJobs(ctx, src, only, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cli.Exit("export: interrupted; run the same command again to finish", 1)
+		}
+		return cli.Exit("export: "+err.Error(), 1)
+	}
+	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 2 })
+	bucket, prefix := c.String("bucket"), c.String("prefix")
+	return runJobs(ctx, c.App.ErrWriter, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
+		return exportOne(ctx, src, client, up, bucket, prefix+j.container+"/"+j.name, j, p)
+	})
+}
+
+func exportOne(ctx context.Context, src *service.Client, client *awss3.Client, up *manager.Uploader, bucket, key string, j migJob, p *progress) (bool, error) {
+	head, err := client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err == nil {
+		if head.ContentLength != nil && *head.ContentLength == j.size && head.Metadata[exportETagKey] == j.etag {
+			return true, nil
+		}
+	} else {
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || (ae.ErrorCode() != "NotFound" && ae.ErrorCode() != "NoSuchKey") {
+			return false, fmt.Errorf("head %s: %w", key, err)
+		}
+	}
+	sb := src.NewContainerClient(j.container).NewBlobClient(j.name)
+	etag := azcore.ETag(j.etag)
+	dl, err := sb.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}})
+	if err != nil {
+		return false, fmt.Errorf("download: %w", err)
+	}
+	defer dl.Body.Close()
+	md := map[string]string{exportETagKey: j.etag}
+	for k, v := range j.metadata {
+		if v != nil && !strings.EqualFold(k, exportETagKey) {
+			md[k] = *v
+		}
+	}
+	if j.md5 != nil {
+		md["blobgw-content-md5"] = base64.StdEncoding.EncodeToString(j.md5)
+	}
+	pr := j.props
+	cr := newCountingReader(dl.Body, p, nil)
+	_, err = up.Upload(ctx, &awss3.PutObjectInput{
+		Bucket: &bucket, Key: &key, Body: cr, Metadata: md,
+		ContentType: pr.ContentType, ContentEncoding: pr.ContentEncoding, ContentLanguage: pr.ContentLanguage,
+		ContentDisposition: pr.ContentDisposition, CacheControl: pr.CacheControl,
+	})
+	if err != nil {
+		p.bytes.Add(-cr.n)
+		return false, fmt.Errorf("upload %s: %w", key, err)
+	}
+	sum := cr.h.Sum(nil)
+	if cr.n != j.size {
+		return false, fmt.Errorf("verify: read %d bytes, source has %d", cr.n, j.size)
+	}
+	if j.md5 != nil && !bytes.Equal(sum, j.md5) {
+		return false, fmt.Errorf("verify: MD5 of the bytes read %x, source Content-MD5 %x", sum, j.md5)
+	}
+	got, err := client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return false, fmt.Errorf("verify: %w", err)
+	}
+	if got.ContentLength == nil || *got.ContentLength != j.size {
+		return false, fmt.Errorf("verify: object size %v, source %d", got.ContentLength, j.size)
+	}
+	return false, nil
+}
