@@ -186,10 +186,12 @@ func markUnavailable(ctx context.Context, err error) error {
 		}
 		return err
 	}
-	var netErr net.Error
+	// Only failures that come from the connection itself: an error fn
+	// returns of its own (even context.DeadlineExceeded) stays unchanged.
+	var opErr *net.OpError
 	var connectErr *pgconn.ConnectError
-	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) {
+	if errors.As(err, &opErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 	}
 	return err
