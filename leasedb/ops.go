@@ -374,7 +374,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 				return err
 			}
 			if !ok {
-				return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
+				return errIntentLost()
 			}
 		}
 		etag, err := tx.NextETag(ctx)
