@@ -68,7 +68,11 @@ func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request, req *request
 	if err != nil {
 		return err
 	}
-	if err := s.db.DeleteBlob(r.Context(), req.ref(), leaseID, cond); err != nil {
+	snaps, err := parseDeleteSnapshots(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := s.db.DeleteBlob(r.Context(), req.ref(), leaseID, cond, snaps); err != nil {
 		return err
 	}
 	w.Header().Set("x-ms-delete-type-permanent", "true")

@@ -314,6 +314,15 @@ func (b *bundle) checkNoLeak(t *testing.T) {
 				for _, k := range bl.Keys() {
 					ref[k] = true
 				}
+				snaps, err := tx.Snapshots(ctx, c.Account, c.Name, bl.Name)
+				if err != nil {
+					return err
+				}
+				for _, sn := range snaps {
+					for _, k := range sn.Keys() {
+						ref[k] = true
+					}
+				}
 			}
 		}
 		return nil

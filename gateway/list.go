@@ -171,6 +171,20 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
+	// include=snapshots: each blob's snapshots (oldest first) come right
+	// before it. They do not count toward maxresults.
+	var snapshots map[string][]*leasedb.Blob
+	if include["snapshots"] {
+		var names []string
+		for _, it := range res.Items {
+			if it.Blob != nil {
+				names = append(names, it.Blob.Name)
+			}
+		}
+		if snapshots, err = s.db.SnapshotsFor(r.Context(), req.account, req.container, names); err != nil {
+			return err
+		}
+	}
 	var x xmlWriter
 	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
 	xmlEscape(&x.Builder, serviceEndpoint(r, req))
@@ -197,6 +211,9 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 			x.close("BlobPrefix")
 			continue
 		}
+		for _, sn := range snapshots[it.Blob.Name] {
+			writeBlobEntry(&x, sn, include, res.Now)
+		}
 		writeBlobEntry(&x, it.Blob, include, res.Now)
 	}
 	x.close("Blobs")
@@ -209,6 +226,9 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time) {
 	x.open("Blob")
 	x.elem("Name", b.Name)
+	if b.Snapshot != "" {
+		x.elem("Snapshot", b.Snapshot)
+	}
 	x.open("Properties")
 	x.elem("Creation-Time", httpTime(b.Created))
 	x.elem("Last-Modified", httpTime(b.LastModified))
@@ -230,11 +250,14 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	x.elem("Cache-Control", b.Props.CacheControl)
 	x.elem("Content-Disposition", b.Props.ContentDisposition)
 	x.elem("BlobType", b.Type)
-	status, state, duration := b.Lease.Headers(now)
-	x.elem("LeaseStatus", status)
-	x.elem("LeaseState", state)
-	if duration != "" {
-		x.elem("LeaseDuration", duration)
+	if b.Snapshot == "" {
+		// Snapshots carry no lease elements (contract §5.1).
+		status, state, duration := b.Lease.Headers(now)
+		x.elem("LeaseStatus", status)
+		x.elem("LeaseState", state)
+		if duration != "" {
+			x.elem("LeaseDuration", duration)
+		}
 	}
 	x.elem("ServerEncrypted", "true")
 	writeListTierTags(x, b)

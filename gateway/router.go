@@ -73,8 +73,18 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 		}
 	default:
-		if _, ok := req.query["snapshot"]; ok && comp != "lease" {
-			return s.notImplemented, nil
+		if snap, ok := req.query["snapshot"]; ok {
+			// Snapshots are read-only: reads and delete only (lease
+			// refuses them with its own error).
+			switch {
+			case comp == "lease":
+			case (comp == "" || comp == "metadata") && get:
+				return s.getSnapshot, nil
+			case comp == "" && m == http.MethodDelete:
+				return s.deleteSnapshot, nil
+			default:
+				return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", snap, "snapshots are read-only")
+			}
 		}
 		switch comp {
 		case "":
@@ -143,7 +153,11 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 			if m == http.MethodPut {
 				return s.abortCopy, nil
 			}
-		case "snapshot", "seal":
+		case "snapshot":
+			if m == http.MethodPut {
+				return s.createSnapshot, nil
+			}
+		case "seal":
 			return s.notImplemented, nil
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

@@ -124,7 +124,12 @@ type Blob struct {
 	Extents      []Extent
 	// BlockCount is the committed block count (append blobs).
 	BlockCount int
-	Lease      Lease
+	// Snapshot is the snapshot id ("2024-01-01T00:00:00.0000000Z") of a
+	// snapshot row; "" for the base blob. Snapshots share the base blob's
+	// extents: a key is collected only when no row of the name (base or
+	// snapshot) references it any more.
+	Snapshot string
+	Lease    Lease
 	// AccessTier is the tier set by Put Blob / Put Block List / Set Blob
 	// Tier (TierHot ... TierArchive); "" when never set, reported as Hot
 	// with x-ms-access-tier-inferred. Block blobs only.
@@ -194,8 +199,9 @@ type Tx interface {
 	InsertContainer(ctx context.Context, c *Container) error
 	// UpdateContainer overwrites every column of an existing row.
 	UpdateContainer(ctx context.Context, c *Container) error
-	// DeleteContainer deletes the container row, every blob row and every
-	// staged block in it, and returns the backend keys they referenced.
+	// DeleteContainer deletes the container row, every blob row, snapshot
+	// row and staged block in it, and returns the distinct backend keys
+	// they referenced.
 	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
 	// ListContainers returns up to limit containers of account with the
 	// prefix whose name is > after (byte order), ordered by name.
@@ -214,6 +220,18 @@ type Tx interface {
 	// ListBlobs returns up to limit blobs of the container with the prefix
 	// whose name is > after (byte order), ordered by name.
 	ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*Blob, error)
+
+	// PutSnapshot inserts a snapshot row (b.Snapshot non-empty, every
+	// column of b stored as for PutBlob); ErrExists when that snapshot id
+	// exists for the name; the container must exist (ErrNotFound).
+	PutSnapshot(ctx context.Context, b *Blob) error
+	// Snapshot reads one snapshot row; (nil, nil) when absent.
+	Snapshot(ctx context.Context, account, container, blob, snapshot string) (*Blob, error)
+	// Snapshots lists the snapshot rows of a blob name, oldest first
+	// (snapshot ids sort by time in byte order).
+	Snapshots(ctx context.Context, account, container, blob string) ([]*Blob, error)
+	// DeleteSnapshot deletes one snapshot row; ErrNotFound when absent.
+	DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error
 
 	// StageBlock records a staged block for the blob name (no blob row is
 	// needed: an uncommitted blob is only its blocks), replacing a block

@@ -393,7 +393,11 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		}
 		if old != nil {
 			b.Created = old.Created
-			if err := tx.AddGC(ctx, old.Keys(), now.Add(d.Grace)); err != nil {
+			snaps, err := snapshotsOf(ctx, tx, req.Ref)
+			if err != nil {
+				return err
+			}
+			if err := tx.AddGC(ctx, unreferenced([]*Blob{old}, snaps), now.Add(d.Grace)); err != nil {
 				return err
 			}
 		}
@@ -466,7 +470,7 @@ func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, c
 
 // DeleteBlob deletes a committed blob; its objects are collected after the
 // grace period.
-func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) error {
+func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, snaps DeleteSnapshots) error {
 	if err := d.checkWrite(cond); err != nil {
 		return err
 	}
@@ -483,14 +487,76 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err
 		}
-		if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+		snapshots, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
 			return err
 		}
-		if err := dropStaged(ctx, tx, ref, now); err != nil {
-			return err
+		if len(snapshots) > 0 && snaps == KeepSnapshots {
+			return svcerr.New(svcerr.SnapshotsPresent)
 		}
-		return tx.AddGC(ctx, b.Keys(), now.Add(d.Grace))
+		var dropped []*Blob
+		if snaps == IncludeSnapshots || snaps == OnlySnapshots {
+			for _, sn := range snapshots {
+				if err := tx.DeleteSnapshot(ctx, ref.Account, ref.Container, ref.Name, sn.Snapshot); err != nil {
+					return err
+				}
+			}
+			dropped = snapshots
+		}
+		var kept []*Blob
+		if snaps == OnlySnapshots {
+			kept = []*Blob{b}
+		} else {
+			if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+				return err
+			}
+			if err := dropStaged(ctx, tx, ref, now); err != nil {
+				return err
+			}
+			dropped = append(dropped, b)
+		}
+		return tx.AddGC(ctx, unreferenced(dropped, kept), now.Add(d.Grace))
 	})
+}
+
+// DeleteSnapshots is x-ms-delete-snapshots on Delete Blob.
+type DeleteSnapshots int
+
+const (
+	// KeepSnapshots: no header; a blob with snapshots is 409 SnapshotsPresent.
+	KeepSnapshots DeleteSnapshots = iota
+	// IncludeSnapshots: delete the blob and its snapshots.
+	IncludeSnapshots
+	// OnlySnapshots: delete the snapshots, keep the blob.
+	OnlySnapshots
+)
+
+// unreferenced returns the distinct keys of the dropped rows that no kept
+// row references: snapshots share extents with their base blob, so a key
+// is collected only when its last row goes.
+func unreferenced(dropped, kept []*Blob) []string {
+	used := map[string]bool{}
+	for _, k := range kept {
+		for _, e := range k.Extents {
+			used[e.Key] = true
+		}
+	}
+	var out []string
+	for _, b := range dropped {
+		for _, k := range b.Keys() {
+			if !used[k] {
+				used[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// snapshotsOf reads the snapshot rows of ref (the rows that may share the
+// base blob's extents).
+func snapshotsOf(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
+	return tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
 }
 
 // ListResult is one page of List Blobs. Items holds blobs and prefixes in

@@ -219,6 +219,12 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 		if err := tx.AddGC(ctx, dropStaged, now); err != nil {
 			return err
 		}
+		// Snapshots keep the extents they share with the old version.
+		snaps, err := snapshotsOf(ctx, tx, req.Ref)
+		if err != nil {
+			return err
+		}
+		dropOld = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
 		if err := tx.AddGC(ctx, dropOld, now.Add(d.Grace)); err != nil {
 			return err
 		}
@@ -412,4 +418,12 @@ func (d *DB) PrecheckBlock(ctx context.Context, ref BlobRef, leaseID string) err
 	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		return checkBlockTarget(b, leaseID, now)
 	})
+}
+
+func keyExtents(keys []string) []Extent {
+	out := make([]Extent, len(keys))
+	for i, k := range keys {
+		out[i] = Extent{Key: k}
+	}
+	return out
 }

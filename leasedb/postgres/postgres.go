@@ -485,28 +485,30 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
-// does not exist. It locks the container row first, so no blob commit or
-// block staging in it (which hold FOR SHARE or, through the foreign key,
-// FOR KEY SHARE) can run between the deletes. The lock and the three
-// deletes go in one round trip; each statement takes its snapshot when it
-// starts, so the deletes see every row committed before the lock was
-// granted. Keys are returned in blob-name order, extents in order, followed
-// by the staged blocks' keys in (blob name, block id) order.
+// does not exist. It locks the container row first, so no blob commit,
+// snapshot or block staging in it (which hold FOR SHARE or, through the
+// foreign key, FOR KEY SHARE) can run between the deletes. The lock and the
+// four deletes go in one round trip; each statement takes its snapshot when
+// it starts, so the deletes see every row committed before the lock was
+// granted. Keys are distinct, each where it first appears in: the blobs'
+// extents in blob-name order, then the snapshots' in (name, snapshot)
+// order, then the staged blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
-	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, extents`, account, name)
+	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, '', extents`, account, name)
+	b.Queue(`DELETE FROM snapshots WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
 	b.Queue(`DELETE FROM blocks WHERE account = $1 AND container = $2 RETURNING blob, block_id, key`, account, name)
 	b.Queue(`DELETE FROM containers WHERE account = $1 AND name = $2`, account, name)
-	type deletedBlob struct{ name, extents string }
-	type deletedBlock struct{ blob, id, key string }
+	// deleted is one deleted row: (name, snapshot, extents) of a blob or
+	// snapshot, (blob, block id, key) of a block.
+	type deleted [3]string
 	var (
-		found  bool
-		blobs  []deletedBlob
-		blocks []deletedBlock
+		found                    bool
+		blobs, snapshots, blocks []deleted
 	)
 	br := t.tx.SendBatch(ctx, b)
 	err := func() error {
@@ -515,26 +517,21 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			return fmt.Errorf("lock: %w", err)
 		}
 		found = tag.RowsAffected() > 0
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("blobs: %w", err)
-		}
-		var d deletedBlob
-		if _, err := pgx.ForEachRow(rows, []any{&d.name, &d.extents}, func() error {
-			blobs = append(blobs, d)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("blobs: %w", err)
-		}
-		if rows, err = br.Query(); err != nil {
-			return fmt.Errorf("blocks: %w", err)
-		}
-		var k deletedBlock
-		if _, err := pgx.ForEachRow(rows, []any{&k.blob, &k.id, &k.key}, func() error {
-			blocks = append(blocks, k)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("blocks: %w", err)
+		for _, q := range []struct {
+			what string
+			out  *[]deleted
+		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"blocks", &blocks}} {
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("%s: %w", q.what, err)
+			}
+			var d deleted
+			if _, err := pgx.ForEachRow(rows, []any{&d[0], &d[1], &d[2]}, func() error {
+				*q.out = append(*q.out, d)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("%s: %w", q.what, err)
+			}
 		}
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -550,16 +547,20 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	if !found {
 		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
 	}
-	sort.Slice(blobs, func(i, j int) bool { return blobs[i].name < blobs[j].name })
-	sort.Slice(blocks, func(i, j int) bool {
-		if blocks[i].blob != blocks[j].blob {
-			return blocks[i].blob < blocks[j].blob
-		}
-		return blocks[i].id < blocks[j].id
-	})
+	byKey := func(ds []deleted) {
+		sort.Slice(ds, func(i, j int) bool {
+			if ds[i][0] != ds[j][0] {
+				return ds[i][0] < ds[j][0]
+			}
+			return ds[i][1] < ds[j][1]
+		})
+	}
+	byKey(blobs)
+	byKey(snapshots)
+	byKey(blocks)
 	var keys []string
-	for _, d := range blobs {
-		x, err := decodeExtents(d.extents)
+	for _, d := range append(blobs, snapshots...) {
+		x, err := decodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
 		}
@@ -568,9 +569,9 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		}
 	}
 	for _, k := range blocks {
-		keys = append(keys, k.key)
+		keys = append(keys, k[2])
 	}
-	return keys, nil
+	return distinct(keys), nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
@@ -591,10 +592,16 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 	return cs, nil
 }
 
+// blobCols are the columns of a blob row, in the order of blobValues and
+// scanBlobs. The snapshots table has them all, plus snapshot.
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
 	access_tier, tags`
+
+// snapshotCols are the columns of a snapshot row: blobCols, then the
+// snapshot id.
+const snapshotCols = blobCols + `, snapshot`
 
 // Blob implements leasedb.Tx. With LockExclusive it first takes
 // pg_advisory_xact_lock on a hash of the name (held until the transaction
@@ -618,7 +625,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 			var rows pgx.Rows
 			rows, err = br.Query()
 			if err == nil {
-				bs, err = scanBlobs(rows)
+				bs, err = scanBlobs(rows, false)
 			}
 		}
 		if cerr := br.Close(); err == nil {
@@ -628,7 +635,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 		var rows pgx.Rows
 		rows, err = t.tx.Query(ctx, q+t.lockClause(lock), account, container, name)
 		if err == nil {
-			bs, err = scanBlobs(rows)
+			bs, err = scanBlobs(rows, false)
 		}
 	}
 	if err != nil {
@@ -660,24 +667,12 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	meta, err := encodeMeta(b.Metadata)
-	if err != nil {
-		return err
-	}
-	ext, err := encodeExtents(b.Extents)
-	if err != nil {
-		return err
-	}
-	var md5 any // nil []byte must be NULL
-	if b.Props.ContentMD5 != nil {
-		md5 = b.Props.ContentMD5
-	}
-	tier, tags, err := encodeTierTags(b)
+	vals, err := blobValues(b)
 	if err != nil {
 		return err
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+		VALUES (`+placeholders(len(vals))+`)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -689,11 +684,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
 			access_tier = excluded.access_tier, tags = excluded.tags`,
-		b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
-		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
-		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
-		tier, tags)
+		vals...)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
@@ -729,11 +720,98 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
 	}
-	bs, err := scanBlobs(rows)
+	bs, err := scanBlobs(rows, false)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
 	}
 	return bs, nil
+}
+
+// PutSnapshot implements leasedb.Tx. ON CONFLICT DO NOTHING reports an
+// existing snapshot id without aborting the transaction; a missing
+// container is ErrNotFound (the transaction is then aborted; see Update).
+// Callers serialize on the name through Blob with LockExclusive.
+func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
+	if err := checkText(b.Account, b.Container, b.Name, b.Snapshot); err != nil {
+		return err
+	}
+	if b.Snapshot == "" {
+		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
+	}
+	vals, err := blobValues(b)
+	if err != nil {
+		return err
+	}
+	vals = append(vals, b.Snapshot)
+	tag, err := t.tx.Exec(ctx, `INSERT INTO snapshots (`+snapshotCols+`)
+		VALUES (`+placeholders(len(vals))+`)
+		ON CONFLICT (account, container, name, snapshot) DO NOTHING`,
+		vals...)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
+			return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
+		}
+		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
+	}
+	return nil
+}
+
+// Snapshot implements leasedb.Tx.
+func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot string) (*leasedb.Blob, error) {
+	if err := checkText(account, container, blob, snapshot); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
+		WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`, account, container, blob, snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+	}
+	bs, err := scanBlobs(rows, true)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+	}
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	return bs[0], nil
+}
+
+// Snapshots implements leasedb.Tx: ordered by snapshot id (COLLATE "C",
+// byte order); nil when there are none.
+func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
+		WHERE account = $1 AND container = $2 AND name = $3 ORDER BY snapshot`, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	bs, err := scanBlobs(rows, true)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+	}
+	return bs, nil
+}
+
+// DeleteSnapshot implements leasedb.Tx.
+func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error {
+	if err := checkText(account, container, blob, snapshot); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `DELETE FROM snapshots WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`,
+		account, container, blob, snapshot)
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
+	}
+	return nil
 }
 
 // StageBlock implements leasedb.Tx. It first takes the blob name's
@@ -1035,7 +1113,9 @@ func scanContainers(rows pgx.Rows) ([]*leasedb.Container, error) {
 	return out, rows.Err()
 }
 
-func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
+// scanBlobs reads rows of blobCols, followed by the snapshot id when
+// snapshot is set (snapshotCols).
+func scanBlobs(rows pgx.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 	defer rows.Close()
 	var out []*leasedb.Blob
 	for rows.Next() {
@@ -1045,10 +1125,14 @@ func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
 			meta, ext                    string
 			tier, tags                   pgtype.Text
 		)
-		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
+		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags}
+		if snapshot {
+			dest = append(dest, &b.Snapshot)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		var err error
@@ -1067,6 +1151,56 @@ func scanBlobs(rows pgx.Rows) ([]*leasedb.Blob, error) {
 		out = append(out, &b)
 	}
 	return out, rows.Err()
+}
+
+// blobValues encodes b's columns in blobCols order (not the snapshot id).
+func blobValues(b *leasedb.Blob) ([]any, error) {
+	meta, err := encodeMeta(b.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := encodeExtents(b.Extents)
+	if err != nil {
+		return nil, err
+	}
+	var md5 any // nil []byte must be NULL
+	if b.Props.ContentMD5 != nil {
+		md5 = b.Props.ContentMD5
+	}
+	tier, tags, err := encodeTierTags(b)
+	if err != nil {
+		return nil, err
+	}
+	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
+		tier, tags}, nil
+}
+
+// placeholders returns "$1, $2, ..., $n".
+func placeholders(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i))
+	}
+	return b.String()
+}
+
+// distinct drops repeated keys, keeping the first occurrence's position.
+func distinct(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // ts stores a time truncated to microseconds (Postgres' precision); the

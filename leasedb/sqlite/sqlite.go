@@ -497,42 +497,42 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
-// does not exist. Keys are returned in blob-name order, extents in order,
-// followed by the staged blocks' keys in (blob name, block id) order.
+// does not exist. Keys are distinct, each where it first appears in: the
+// blobs' extents in blob-name order, then the snapshots' in (name,
+// snapshot) order, then the staged blocks' keys in (blob name, block id)
+// order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`, account, name)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
-	}
-	exts, err := scanStrings(rows, nil)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
-	}
 	var keys []string
-	for _, e := range exts {
-		x, err := decodeExtents(e)
+	for _, q := range []struct{ what, query string }{
+		{"blobs", `SELECT extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
+		{"snapshots", `SELECT extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
+	} {
+		rows, err := t.tx.QueryContext(ctx, q.query, account, name)
 		if err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, err)
+			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
 		}
-		for _, e := range x {
-			keys = append(keys, e.Key)
+		exts, err := scanStrings(rows, nil)
+		if err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
+		}
+		if keys, err = extentKeys(keys, exts); err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
 		}
 	}
-	rows, err = t.tx.QueryContext(ctx, `SELECT key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`, account, name)
+	rows, err := t.tx.QueryContext(ctx, `SELECT key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`, account, name)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
 	}
 	if keys, err = scanStrings(rows, keys); err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blobs WHERE account = ? AND container = ?`, account, name); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blobs: %w", account, name, err)
-	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blocks WHERE account = ? AND container = ?`, account, name); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
+	for _, table := range []string{"blobs", "snapshots", "blocks"} {
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account = ? AND container = ?`, account, name); err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, table, err)
+		}
 	}
 	res, err := t.tx.ExecContext(ctx, `DELETE FROM containers WHERE account = ? AND name = ?`, account, name)
 	if err != nil {
@@ -543,7 +543,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	} else if n == 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
 	}
-	return keys, nil
+	return distinct(keys), nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
@@ -564,10 +564,16 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 	return cs, nil
 }
 
+// blobCols are the columns of a blob row, in the order of blobValues and
+// scanBlobs. The snapshots table has them all, plus snapshot.
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
 	access_tier, tags`
+
+// snapshotCols are the columns of a snapshot row: blobCols, then the
+// snapshot id.
+const snapshotCols = blobCols + `, snapshot`
 
 // Blob implements leasedb.Tx; see Container for the lock modes.
 func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
@@ -579,7 +585,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
 	}
-	bs, err := scanBlobs(rows)
+	bs, err := scanBlobs(rows, false)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
 	}
@@ -594,24 +600,12 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	meta, err := encodeMeta(b.Metadata)
-	if err != nil {
-		return err
-	}
-	ext, err := encodeExtents(b.Extents)
-	if err != nil {
-		return err
-	}
-	var md5 any // nil []byte must be NULL, not an empty blob
-	if b.Props.ContentMD5 != nil {
-		md5 = b.Props.ContentMD5
-	}
-	tier, tags, err := encodeTierTags(b)
+	vals, err := blobValues(b)
 	if err != nil {
 		return err
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (`+placeholders(len(vals))+`)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -623,11 +617,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
 			access_tier = excluded.access_tier, tags = excluded.tags`,
-		b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
-		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
-		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since),
-		tier, tags)
+		vals...)
 	if err != nil {
 		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 			return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
@@ -664,11 +654,99 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
 	}
-	bs, err := scanBlobs(rows)
+	bs, err := scanBlobs(rows, false)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
 	}
 	return bs, nil
+}
+
+// PutSnapshot implements leasedb.Tx. A missing container is ErrNotFound,
+// an existing snapshot id of the name ErrExists.
+func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
+	if err := checkText(b.Account, b.Container, b.Name, b.Snapshot); err != nil {
+		return err
+	}
+	if b.Snapshot == "" {
+		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
+	}
+	vals, err := blobValues(b)
+	if err != nil {
+		return err
+	}
+	vals = append(vals, b.Snapshot)
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO snapshots (`+snapshotCols+`)
+		VALUES (`+placeholders(len(vals))+`)
+		ON CONFLICT (account, container, name, snapshot) DO NOTHING`,
+		vals...)
+	if err != nil {
+		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
+		}
+		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
+	}
+	return nil
+}
+
+// Snapshot implements leasedb.Tx.
+func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot string) (*leasedb.Blob, error) {
+	if err := checkText(account, container, blob, snapshot); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotCols+` FROM snapshots
+		WHERE account = ? AND container = ? AND name = ? AND snapshot = ?`, account, container, blob, snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
+	}
+	bs, err := scanBlobs(rows, true)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
+	}
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	return bs[0], nil
+}
+
+// Snapshots implements leasedb.Tx: ordered by snapshot id (byte order);
+// nil when there are none.
+func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotCols+` FROM snapshots
+		WHERE account = ? AND container = ? AND name = ? ORDER BY snapshot`, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: snapshots %s/%s/%s: %w", account, container, blob, err)
+	}
+	bs, err := scanBlobs(rows, true)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: snapshots %s/%s/%s: %w", account, container, blob, err)
+	}
+	return bs, nil
+}
+
+// DeleteSnapshot implements leasedb.Tx.
+func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error {
+	if err := checkText(account, container, blob, snapshot); err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM snapshots WHERE account = ? AND container = ? AND name = ? AND snapshot = ?`,
+		account, container, blob, snapshot)
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
+	}
+	return nil
 }
 
 // StageBlock implements leasedb.Tx. The write transaction excludes every
@@ -944,7 +1022,9 @@ func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 	return out, rows.Err()
 }
 
-func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
+// scanBlobs reads rows of blobCols, followed by the snapshot id when
+// snapshot is set (snapshotCols).
+func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 	defer rows.Close()
 	var out []*leasedb.Blob
 	for rows.Next() {
@@ -954,10 +1034,14 @@ func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
 			meta, ext                    string
 			tier, tags                   sql.NullString
 		)
-		if err := rows.Scan(&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
+		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags); err != nil {
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags}
+		if snapshot {
+			dest = append(dest, &b.Snapshot)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		var err error
@@ -976,6 +1060,66 @@ func scanBlobs(rows *sql.Rows) ([]*leasedb.Blob, error) {
 		out = append(out, &b)
 	}
 	return out, rows.Err()
+}
+
+// blobValues encodes b's columns in blobCols order (not the snapshot id).
+func blobValues(b *leasedb.Blob) ([]any, error) {
+	meta, err := encodeMeta(b.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := encodeExtents(b.Extents)
+	if err != nil {
+		return nil, err
+	}
+	var md5 any // nil []byte must be NULL, not an empty blob
+	if b.Props.ContentMD5 != nil {
+		md5 = b.Props.ContentMD5
+	}
+	tier, tags, err := encodeTierTags(b)
+	if err != nil {
+		return nil, err
+	}
+	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since),
+		tier, tags}, nil
+}
+
+// placeholders returns n comma-separated "?".
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return "?" + strings.Repeat(", ?", n-1)
+}
+
+// extentKeys appends the keys of the JSON extents columns to keys.
+func extentKeys(keys, extents []string) ([]string, error) {
+	for _, e := range extents {
+		x, err := decodeExtents(e)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range x {
+			keys = append(keys, e.Key)
+		}
+	}
+	return keys, nil
+}
+
+// distinct drops repeated keys, keeping the first occurrence's position.
+func distinct(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func scanStrings(rows *sql.Rows, out []string) ([]string, error) {

@@ -472,11 +472,28 @@ func TestMigrateFromVersion1(t *testing.T) {
 		if _, err := tx.StageBlock(ctx, "acct", "c", "b", leasedb.Block{ID: "YQ==", Key: "blk/1", Size: 3, StagedAt: since}); err != nil {
 			return err
 		}
+		// A snapshot of the migrated blob shares its extent.
+		snap := &leasedb.Blob{Account: "acct", Container: "c", Name: "b", Snapshot: "2024-01-02T03:04:05.0000060Z",
+			Type: "BlockBlob", ETag: `"0x3"`, Created: lm, LastModified: since, Size: 8,
+			Extents: []leasedb.Extent{{Key: "obj/1", Size: 5}, {Key: "obj/2", Size: 3}}}
+		if err := tx.PutSnapshot(ctx, snap); err != nil {
+			return err
+		}
+		got, err := tx.Snapshot(ctx, "acct", "c", "b", snap.Snapshot)
+		if err != nil {
+			return err
+		}
+		if got == nil || got.Snapshot != snap.Snapshot || !reflect.DeepEqual(got.Extents, snap.Extents) {
+			t.Errorf("Snapshot = %+v, want %+v", got, snap)
+		}
+		if b, err := tx.Blob(ctx, "acct", "c", "b", leasedb.LockNone); err != nil || b == nil || b.Snapshot != "" {
+			t.Errorf("Blob after PutSnapshot = %+v, %v; want the base row", b, err)
+		}
 		keys, err := tx.DeleteContainer(ctx, "acct", "c")
 		if err != nil {
 			return err
 		}
-		if want := []string{"obj/1", "blk/1"}; !reflect.DeepEqual(keys, want) {
+		if want := []string{"obj/1", "obj/2", "blk/1"}; !reflect.DeepEqual(keys, want) {
 			t.Errorf("DeleteContainer = %q, want %q", keys, want)
 		}
 		return errors.New("roll back")
