@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"io"
 	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -95,9 +94,4 @@ func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *re
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
-}
-
-// drain discards a small request body so the connection can be reused.
-func drain(r *http.Request) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
 }

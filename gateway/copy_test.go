@@ -227,6 +227,9 @@ func TestCopyConditions(t *testing.T) {
 				t.Fatalf("Put Block From URL, source %s: %v", name, err)
 			}
 		}
+		if got := *getProps(t, dst).ETag; got != dstETag {
+			t.Fatalf("copies refused on source conditions changed the destination ETag %v → %v", dstETag, got)
+		}
 		// A source condition that holds.
 		if _, err := dst.StartCopyFromURL(ctx, src.URL(), &blob.StartCopyFromURLOptions{SourceModifiedAccessConditions: sourceIfMatch(srcETag)}); err != nil {
 			t.Fatal(err)

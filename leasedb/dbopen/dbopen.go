@@ -53,11 +53,9 @@ func Parse(dsn string) (driver, target string, err error) {
 	default:
 		target = dsn
 	}
-	if strings.HasPrefix(target, "//") {
-		// "sqlite:///var/lib/blobgw/meta.db" and "file:///..." name an
-		// absolute path.
-		target = target[2:]
-	}
+	// "sqlite:///var/lib/blobgw/meta.db" and "file:///..." name an
+	// absolute path.
+	target = strings.TrimPrefix(target, "//")
 	if target == "" {
 		return "", "", errors.New("dbopen: empty metadata DSN (want postgres://... or a SQLite file path)")
 	}
