@@ -1,6 +1,7 @@
 // Package s3 is the backends.Backend that keeps blob bytes in an S3 bucket
 // (AWS S3, MinIO or another S3-compatible store), one immutable object per
-// key, named Config.Prefix + key.
+// key, named Config.Prefix + key. Objects of the bucket outside that key
+// space can be adopted: AdoptedKey names them for Open, Stat and Delete.
 //
 // The package must never overwrite an object (every write is conditional on
 // If-None-Match: *, so a second Put of a key fails with backends.ErrExists
@@ -26,6 +27,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -271,7 +273,66 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) objectKey(key string) *string { return aws.String(s.prefix + key) }
+// objectKey is the object name of key: the raw object name for an adopted
+// key (see AdoptedKey), Prefix + key for every other key.
+func (s *Store) objectKey(key string) *string {
+	if name, ok := AdoptedName(key); ok {
+		return aws.String(name)
+	}
+	return aws.String(s.prefix + key)
+}
+
+// ---------------------------------------------------------------------------
+// Adopted objects.
+
+const (
+	adoptedPrefix  = "x/"
+	adoptedSegment = 200
+	// MaxAdoptedName is the longest object name (in bytes) AdoptedKey
+	// accepts: its key then stays within backends.ValidKey's 512 bytes.
+	MaxAdoptedName = 255
+)
+
+// AdoptedKey returns the key under which a Store reaches objectName, an
+// object of its bucket outside its own key space (blobgw import s3): "x/"
+// followed by the unpadded base64url encoding of the name, split into
+// '/'-separated segments of at most 200 characters, so that the key is a
+// valid backends.ValidKey for any non-empty name of up to MaxAdoptedName
+// bytes. The mapping is reversible (AdoptedName) and the object name is
+// used as is, without the Store's Prefix.
+//
+// Open, Stat, Delete and DeleteMany work on adopted keys; Put refuses them
+// (the gateway never writes into another key space), and List, which lists
+// only the Store's own prefix, does not report them.
+func AdoptedKey(objectName string) string {
+	enc := base64.RawURLEncoding.EncodeToString([]byte(objectName))
+	var b strings.Builder
+	b.Grow(len(adoptedPrefix) + len(enc) + len(enc)/adoptedSegment + 1)
+	b.WriteString(adoptedPrefix[:len(adoptedPrefix)-1])
+	for len(enc) > 0 {
+		n := min(len(enc), adoptedSegment)
+		b.WriteByte('/')
+		b.WriteString(enc[:n])
+		enc = enc[n:]
+	}
+	return b.String()
+}
+
+// AdoptedName reports whether key is an adopted key, exactly as AdoptedKey
+// makes them, and returns the object name it stands for. Any other key,
+// even one starting with "x/" (say "x/y", which is not a canonical
+// encoding), is an ordinary key under the Store's prefix.
+func AdoptedName(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, adoptedPrefix)
+	if !ok {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(strings.ReplaceAll(rest, "/", ""))
+	if err != nil || len(raw) == 0 || AdoptedKey(string(raw)) != key {
+		return "", false
+	}
+	return string(raw), true
+}
 
 // ---------------------------------------------------------------------------
 // Put.
@@ -283,6 +344,9 @@ func (s *Store) objectKey(key string) *string { return aws.String(s.prefix + key
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if !backends.ValidKey(key) {
 		return fmt.Errorf("s3: put %q: invalid key", key)
+	}
+	if _, ok := AdoptedName(key); ok {
+		return fmt.Errorf("s3: put %s: an adopted key cannot be written", key)
 	}
 	if size < -1 || size > maxObjectSize {
 		return fmt.Errorf("s3: put %s: invalid size %d", key, size)
@@ -987,8 +1051,10 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	unavailable := false
 	for batch := range slices.Chunk(keys, maxDeleteBatch) {
 		objs := make([]types.ObjectIdentifier, len(batch))
+		keyOf := make(map[string]string, len(batch)) // object name -> key
 		for i, k := range batch {
 			objs[i] = types.ObjectIdentifier{Key: s.objectKey(k)}
+			keyOf[*objs[i].Key] = k
 		}
 		out, err := s.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{
 			Bucket: aws.String(s.bucket),
@@ -1001,7 +1067,10 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 			if aws.ToString(e.Code) == "NoSuchKey" {
 				continue
 			}
-			key := strings.TrimPrefix(aws.ToString(e.Key), s.prefix)
+			key, ok := keyOf[aws.ToString(e.Key)]
+			if !ok {
+				key = strings.TrimPrefix(aws.ToString(e.Key), s.prefix)
+			}
 			failed = append(failed, key)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("%s: %s: %s", key, aws.ToString(e.Code), aws.ToString(e.Message))

@@ -137,7 +137,7 @@ func importCommand() *cli.Command {
 			Usage:  "copy containers and blobs from an Azure Blob endpoint (Azure, Azurite, another blobgw) into the gateway; reruns skip finished blobs",
 			Flags:  flags,
 			Action: importAzure,
-		}},
+		}, importS3Command()},
 	}
 }
 
@@ -307,6 +307,13 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // runJobs copies jobs with parallel workers, printing progress to w, and
 // returns an exit error when any failed or the run was interrupted.
 func runJobs(ctx context.Context, w io.Writer, verb string, parallel int, jobs []migJob, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
+	return runJobsAs(ctx, w, verb, "copied", parallel, jobs, copyOne)
+}
+
+// runJobsAs is runJobs with the word the summary uses for finished objects
+// ("copied", "adopted"). A copyOne that moves no bytes through a
+// countingReader adds the sizes of the objects it finished to p.bytes.
+func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int, jobs []migJob, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
 	if parallel < 1 {
 		parallel = 1
 	}
@@ -372,7 +379,7 @@ feed:
 	close(stopTick)
 	<-tickDone
 	fmt.Fprintln(w, p.line())
-	fmt.Fprintf(w, "%s: copied %d, skipped %d, failed %d in %s\n", verb, p.copied.Load(), p.skipped.Load(), p.faild.Load(), time.Since(p.start).Round(time.Millisecond))
+	fmt.Fprintf(w, "%s: %s %d, skipped %d, failed %d in %s\n", verb, done, p.copied.Load(), p.skipped.Load(), p.faild.Load(), time.Since(p.start).Round(time.Millisecond))
 	if ctx.Err() != nil {
 		left := int64(len(jobs)) - p.objs.Load() - p.faild.Load()
 		return cli.Exit(fmt.Sprintf("%s: interrupted with %d objects left; run the same command again to finish", verb, left), 1)

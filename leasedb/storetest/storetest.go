@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ViewIsReadOnly", testViewReadOnly},
 		{"CreateOnce", func(t *testing.T, s leasedb.Store) { CreateOnce(t, s) }},
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
+		{"AdoptBlob", testAdoptBlob},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
