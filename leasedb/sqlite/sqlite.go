@@ -443,7 +443,7 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := encodeMeta(c.Metadata)
+	meta, err := leasedb.EncodeMetadata(c.Metadata)
 	if err != nil {
 		return err
 	}
@@ -471,7 +471,7 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := encodeMeta(c.Metadata)
+	meta, err := leasedb.EncodeMetadata(c.Metadata)
 	if err != nil {
 		return err
 	}
@@ -1009,7 +1009,7 @@ func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 			return nil, err
 		}
 		var err error
-		if c.Metadata, err = decodeMeta(meta); err != nil {
+		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
 			return nil, err
 		}
 		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
@@ -1049,10 +1049,10 @@ func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 		if b.Tags, err = decodeTags(tags); err != nil {
 			return nil, err
 		}
-		if b.Metadata, err = decodeMeta(meta); err != nil {
+		if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
 			return nil, err
 		}
-		if b.Extents, err = decodeExtents(ext); err != nil {
+		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
 			return nil, err
 		}
 		b.Created, b.LastModified = fromMicros(created), fromMicros(lm)
@@ -1064,11 +1064,11 @@ func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 
 // blobValues encodes b's columns in blobCols order (not the snapshot id).
 func blobValues(b *leasedb.Blob) ([]any, error) {
-	meta, err := encodeMeta(b.Metadata)
+	meta, err := leasedb.EncodeMetadata(b.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	ext, err := encodeExtents(b.Extents)
+	ext, err := leasedb.EncodeExtents(b.Extents)
 	if err != nil {
 		return nil, err
 	}
@@ -1098,7 +1098,7 @@ func placeholders(n int) string {
 // extentKeys appends the keys of the JSON extents columns to keys.
 func extentKeys(keys, extents []string) ([]string, error) {
 	for _, e := range extents {
-		x, err := decodeExtents(e)
+		x, err := leasedb.DecodeExtents(e)
 		if err != nil {
 			return nil, err
 		}
@@ -1167,61 +1167,10 @@ func encodeTierTags(b *leasedb.Blob) (tier, tags any, err error) {
 }
 
 func decodeTags(s sql.NullString) (map[string]string, error) {
-	if !s.Valid || s.String == "" {
+	if !s.Valid {
 		return nil, nil
 	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
-		return nil, fmt.Errorf("decode tags: %w", err)
-	}
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return m, nil
-}
-
-// encodeMeta stores a nil map like an empty one; it reads back as an empty,
-// non-nil map.
-func encodeMeta(m map[string]string) (string, error) {
-	if len(m) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("leasedb/sqlite: encode metadata: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeMeta(s string) (map[string]string, error) {
-	m := map[string]string{}
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("decode metadata: %w", err)
-	}
-	return m, nil
-}
-
-// encodeExtents stores no extents as "[]"; they read back as nil.
-func encodeExtents(x []leasedb.Extent) (string, error) {
-	if len(x) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(x)
-	if err != nil {
-		return "", fmt.Errorf("leasedb/sqlite: encode extents: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeExtents(s string) ([]leasedb.Extent, error) {
-	var x []leasedb.Extent
-	if err := json.Unmarshal([]byte(s), &x); err != nil {
-		return nil, fmt.Errorf("decode extents: %w", err)
-	}
-	if len(x) == 0 {
-		return nil, nil
-	}
-	return x, nil
+	return leasedb.DecodeTags(s.String)
 }
 
 // code returns the SQLite (extended) result code of err, 0 if none.

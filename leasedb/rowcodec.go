@@ -1,0 +1,70 @@
+package leasedb
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Both drivers store metadata, extents and tags as the same JSON text, so a
+// database moved between them, or read by an operator, means one thing.
+
+// EncodeMetadata stores a nil map like an empty one ("{}"); it reads back
+// as an empty, non-nil map.
+func EncodeMetadata(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("leasedb: encode metadata: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeMetadata reads EncodeMetadata's form.
+func DecodeMetadata(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("leasedb: decode metadata: %w", err)
+	}
+	return m, nil
+}
+
+// EncodeExtents stores no extents as "[]"; they read back as nil.
+func EncodeExtents(x []Extent) (string, error) {
+	if len(x) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return "", fmt.Errorf("leasedb: encode extents: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeExtents reads EncodeExtents's form.
+func DecodeExtents(s string) ([]Extent, error) {
+	var x []Extent
+	if err := json.Unmarshal([]byte(s), &x); err != nil {
+		return nil, fmt.Errorf("leasedb: decode extents: %w", err)
+	}
+	if len(x) == 0 {
+		return nil, nil
+	}
+	return x, nil
+}
+
+// DecodeTags reads a tags column ("" or NULL: no tags → nil).
+func DecodeTags(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("leasedb: decode tags: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
