@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/xml"
@@ -342,8 +343,14 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
+	return s.commitAppend(r.Context(), w, areq, ext, sum)
+}
+
+// commitAppend commits a staged append block (Append Block and Append Block
+// From URL) and writes the 201 answer; a refused commit discards the object.
+func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq leasedb.AppendRequest, ext leasedb.Extent, sum []byte) error {
 	areq.Extent = ext
-	b, offset, leaseRes, err := s.db.AppendBlock(r.Context(), areq)
+	b, offset, leaseRes, err := s.db.AppendBlock(ctx, areq)
 	if err != nil {
 		s.discard(ext.Key)
 		return err

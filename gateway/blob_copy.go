@@ -1123,23 +1123,7 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 		s.discard(ext.Key)
 		return svcerr.Newf(svcerr.InvalidInput, "The copy source range is empty; an appended block must have at least one byte.")
 	}
-	areq.Extent = ext
-	b, offset, leaseRes, err := s.db.AppendBlock(ctx, areq)
-	if err != nil {
-		s.discard(ext.Key)
-		return err
-	}
-	h := w.Header()
-	setETagLM(h, b.ETag, b.LastModified)
-	h.Set("Content-MD5", b64(sum))
-	h.Set("x-ms-blob-append-offset", strconv.FormatInt(offset, 10))
-	h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
-	if areq.LeaseAction == leasedb.PutLeaseAcquire {
-		h.Set("x-ms-lease-id", leaseRes.ID)
-	}
-	h.Set("x-ms-request-server-encrypted", "true")
-	w.WriteHeader(http.StatusCreated)
-	return nil
+	return s.commitAppend(ctx, w, areq, ext, sum)
 }
 
 // Abort Copy Blob: PUT ?comp=copy&copyid=<id> with x-ms-copy-action: abort.
