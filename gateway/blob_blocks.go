@@ -21,8 +21,11 @@ const (
 	maxBlockListBody   = 8 << 20
 )
 
-// readBody stages a request body of exactly size bytes under a new key,
-// checking Content-MD5 when sent. It returns the extent and the MD5.
+// readBody stages a request body of exactly size bytes under a new key for
+// Put Block and Append Block. Only when the client sends Content-MD5 is the
+// body hashed, checked and its MD5 returned (nil otherwise): since version
+// 2019-02-02 the service echoes a block's Content-MD5 only when the request
+// carried one, and hashing every block costs a core's worth of throughput.
 func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, []byte, error) {
 	var want []byte
 	if v := r.Header.Get("Content-MD5"); v != "" {
@@ -32,7 +35,7 @@ func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, []byte, 
 		}
 	}
 	key := newKey()
-	ext, sum, err := s.stage(r.Context(), r.Body, key, size)
+	ext, sum, err := s.stage(r.Context(), r.Body, key, size, want != nil)
 	if err != nil {
 		return ext, nil, err
 	}
@@ -91,7 +94,9 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-MD5", b64(sum))
+	if sum != nil {
+		h.Set("Content-MD5", b64(sum))
+	}
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil
@@ -357,7 +362,9 @@ func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq l
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
-	h.Set("Content-MD5", b64(sum))
+	if sum != nil {
+		h.Set("Content-MD5", b64(sum))
+	}
 	h.Set("x-ms-blob-append-offset", strconv.FormatInt(offset, 10))
 	h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
 	if areq.LeaseAction == leasedb.PutLeaseAcquire {

@@ -720,7 +720,7 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 	}
 	sr := &sourceReader{r: src.body, size: src.size, max: max}
 	key := newKey()
-	ext, sum, err := s.stage(ctx, sr, key, src.size)
+	ext, sum, err := s.stage(ctx, sr, key, src.size, true)
 	if err != nil {
 		if sr.err == nil {
 			return leasedb.Extent{}, nil, err

@@ -83,7 +83,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	var sum []byte
 	if size > 0 {
 		key := newKey()
-		ext, digest, err := s.stage(ctx, r.Body, key, size)
+		ext, digest, err := s.stage(ctx, r.Body, key, size, true)
 		if err != nil {
 			return err
 		}
@@ -123,14 +123,18 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 }
 
 // stage records the upload intent for key and streams body into the
-// backend under it, counting and hashing as it goes. size -1 (a copy source
+// backend under it, counting as it goes and, with hash, computing the MD5
+// of the bytes (nil without). size -1 (a copy source
 // of unknown length) takes what the body yields. On failure nothing stays
 // behind except an intent the collector will find.
-func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int64) (leasedb.Extent, []byte, error) {
+func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int64, hash bool) (leasedb.Extent, []byte, error) {
 	if err := s.db.AddIntent(ctx, key, s.opt.IntentTTL); err != nil {
 		return leasedb.Extent{}, nil, err
 	}
-	hr := &hashingReader{r: body, h: md5.New(), limit: size}
+	hr := &hashingReader{r: body, limit: size}
+	if hash {
+		hr.h = md5.New()
+	}
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
 		if hr.err != nil {
@@ -149,7 +153,11 @@ func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int
 		s.discard(key)
 		return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
 	}
-	return leasedb.Extent{Key: key, Size: hr.n}, hr.h.Sum(nil), nil
+	var sum []byte
+	if hash {
+		sum = hr.h.Sum(nil)
+	}
+	return leasedb.Extent{Key: key, Size: hr.n}, sum, nil
 }
 
 // discard deletes a staged object that will never be committed and drops
@@ -168,7 +176,7 @@ func (s *Server) discard(key string) {
 	}
 }
 
-// hashingReader counts and hashes what it passes through and remembers the
+// hashingReader counts and (with h set) hashes what it passes through and remembers the
 // source's error so the handler can tell a client failure from a backend
 // failure.
 type hashingReader struct {
@@ -182,7 +190,9 @@ type hashingReader struct {
 func (hr *hashingReader) Read(p []byte) (int, error) {
 	n, err := hr.r.Read(p)
 	if n > 0 {
-		hr.h.Write(p[:n])
+		if hr.h != nil {
+			hr.h.Write(p[:n])
+		}
 		hr.n += int64(n)
 	}
 	if err != nil && err != io.EOF {

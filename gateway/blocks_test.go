@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -87,11 +88,21 @@ func TestBlockListSemantics(t *testing.T) {
 		stage(bc, 1, "one,")
 		stage(bc, 2, "two,")
 		stage(bc, 3, "three,")
+		// Content-MD5 is checked and echoed only when the request sends it.
+		if r, err := bc.StageBlock(ctx, blockID(9), nopSeeker("nine"), nil); err != nil || r.ContentMD5 != nil {
+			t.Fatalf("stage without MD5: %v, Content-MD5 %x", err, r.ContentMD5)
+		}
+		sum := md5.Sum([]byte("nine"))
+		if r, err := bc.StageBlock(ctx, blockID(9), nopSeeker("nine"), &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(sum[:])}); err != nil || !bytes.Equal(r.ContentMD5, sum[:]) {
+			t.Fatalf("stage with MD5: %v, Content-MD5 %x", err, r.ContentMD5)
+		}
+		_, err := bc.StageBlock(ctx, blockID(9), nopSeeker("nine"), &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(make([]byte, 16))})
+		wantErr(t, err, 400, "Md5Mismatch")
 		// Uncommitted-only blob is invisible.
-		_, err := bc.GetProperties(ctx, nil)
+		_, err = bc.GetProperties(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
 		bl, err := bc.GetBlockList(ctx, blockblob.BlockListTypeUncommitted, nil)
-		if err != nil || len(bl.BlockList.UncommittedBlocks) != 3 {
+		if err != nil || len(bl.BlockList.UncommittedBlocks) != 4 {
 			t.Fatalf("uncommitted list: %v %d", err, len(bl.BlockList.UncommittedBlocks))
 		}
 		// Reorder on commit; block 2 not named is dropped.
@@ -282,10 +293,16 @@ func TestAppendConditions(t *testing.T) {
 	if _, err := ab.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ab.AppendBlock(ctx, nopSeeker("12345"), nil); err != nil {
-		t.Fatal(err)
+	if r, err := ab.AppendBlock(ctx, nopSeeker("12"), nil); err != nil || r.ContentMD5 != nil {
+		t.Fatalf("append without MD5: %v, Content-MD5 %x", err, r.ContentMD5)
 	}
-	_, err := ab.AppendBlock(ctx, nopSeeker("678"), &appendblob.AppendBlockOptions{AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{MaxSize: to.Ptr(int64(7))}})
+	sum := md5.Sum([]byte("345"))
+	if r, err := ab.AppendBlock(ctx, nopSeeker("345"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(sum[:])}); err != nil || !bytes.Equal(r.ContentMD5, sum[:]) {
+		t.Fatalf("append with MD5: %v, Content-MD5 %x", err, r.ContentMD5)
+	}
+	_, err := ab.AppendBlock(ctx, nopSeeker("6"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(make([]byte, 16))})
+	wantErr(t, err, 400, "Md5Mismatch")
+	_, err = ab.AppendBlock(ctx, nopSeeker("678"), &appendblob.AppendBlockOptions{AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{MaxSize: to.Ptr(int64(7))}})
 	wantErr(t, err, 412, "MaxBlobSizeConditionNotMet")
 	_, err = ab.AppendBlock(ctx, nopSeeker("678"), &appendblob.AppendBlockOptions{AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: to.Ptr(int64(3))}})
 	wantErr(t, err, 412, "AppendPositionConditionNotMet")
