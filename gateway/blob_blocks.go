@@ -34,13 +34,12 @@ func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, []byte, 
 			return leasedb.Extent{}, nil, svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
 		}
 	}
-	key := newKey()
-	ext, sum, err := s.stage(r.Context(), r.Body, key, size, want != nil)
+	ext, sum, err := s.stage(r.Context(), r.Body, size, want != nil)
 	if err != nil {
 		return ext, nil, err
 	}
 	if want != nil && !bytes.Equal(want, sum) {
-		s.discard(key)
+		s.discard(ext.Key)
 		return ext, nil, svcerr.New(svcerr.Md5Mismatch)
 	}
 	return ext, sum, nil

@@ -719,8 +719,7 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 		return leasedb.Extent{}, md5.New().Sum(nil), nil
 	}
 	sr := &sourceReader{r: src.body, size: src.size, max: max}
-	key := newKey()
-	ext, sum, err := s.stage(ctx, sr, key, src.size, true)
+	ext, sum, err := s.stage(ctx, sr, src.size, true)
 	if err != nil {
 		if sr.err == nil {
 			return leasedb.Extent{}, nil, err
@@ -736,7 +735,7 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 		return leasedb.Extent{}, nil, fmt.Errorf("reading copy source: %w", sr.err)
 	}
 	if ext.Size == 0 && dropEmpty {
-		s.discard(key)
+		s.discard(ext.Key)
 		return leasedb.Extent{}, sum, nil
 	}
 	return ext, sum, nil

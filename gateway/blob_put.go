@@ -82,15 +82,14 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 
 	var sum []byte
 	if size > 0 {
-		key := newKey()
-		ext, digest, err := s.stage(ctx, r.Body, key, size, true)
+		ext, digest, err := s.stage(ctx, r.Body, size, true)
 		if err != nil {
 			return err
 		}
 		sum = digest
 		preq.Extents = []leasedb.Extent{ext}
 		if wantMD5 != nil && !bytes.Equal(wantMD5, sum) {
-			s.discard(key)
+			s.discard(ext.Key)
 			return svcerr.New(svcerr.Md5Mismatch)
 		}
 	} else {
@@ -122,13 +121,14 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	return nil
 }
 
-// stage records the upload intent for key and streams body into the
-// backend under it, counting as it goes and, with hash, computing the MD5
-// of the bytes (nil without). size -1 (a copy source
-// of unknown length) takes what the body yields. On failure nothing stays
-// behind except an intent the collector will find.
-func (s *Server) stage(ctx context.Context, body io.Reader, key string, size int64, hash bool) (leasedb.Extent, []byte, error) {
-	if err := s.db.AddIntent(ctx, key, s.opt.IntentTTL); err != nil {
+// stage takes a new key whose upload intent is recorded (keyPool) and
+// streams body into the backend under it, counting as it goes and, with
+// hash, computing the MD5 of the bytes (nil without). size -1 (a copy
+// source of unknown length) takes what the body yields. On failure nothing
+// stays behind except an intent the collector will find.
+func (s *Server) stage(ctx context.Context, body io.Reader, size int64, hash bool) (leasedb.Extent, []byte, error) {
+	key, err := s.keys.take(ctx)
+	if err != nil {
 		return leasedb.Extent{}, nil, err
 	}
 	hr := &hashingReader{r: body, limit: size}

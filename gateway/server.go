@@ -54,6 +54,7 @@ type Server struct {
 	opt      Options
 
 	corsCache *corsCache // CORS rules per account (cors.go)
+	keys      *keyPool   // backend keys with recorded intents (intents.go)
 }
 
 // New returns a Server.
@@ -73,7 +74,15 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.CopyClient == nil {
 		opt.CopyClient = defaultCopyClient()
 	}
-	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache()}
+	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
+		keys: newKeyPool(db, opt.IntentTTL)}
+}
+
+// Close releases what the Server holds in the metadata store: the upload
+// intents recorded ahead for keys no request took. Call it after the HTTP
+// server has shut down; requests that still arrive work, one intent each.
+func (s *Server) Close(ctx context.Context) error {
+	return s.keys.close(ctx)
 }
 
 // request is the parsed addressing of one call.

@@ -139,6 +139,11 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 			b.db = db
 		}
 		gw := gateway.New(db, be, accounts, log, gateway.Options{})
+		t.Cleanup(func() {
+			if err := gw.Close(context.Background()); err != nil {
+				t.Errorf("gateway close: %v", err)
+			}
+		})
 		srv := httptest.NewServer(gw)
 		t.Cleanup(srv.Close)
 		b.stores = append(b.stores, store)

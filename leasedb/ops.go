@@ -709,6 +709,23 @@ func (d *DB) AddIntent(ctx context.Context, key string, ttl time.Duration) error
 	})
 }
 
+// AddIntents records upload intents for keys in one transaction, each
+// collectable after ttl unless a commit takes it first.
+func (d *DB) AddIntents(ctx context.Context, keys []string, ttl time.Duration) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.AddIntent(ctx, k, now.Add(ttl)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // LeaseBlob runs one lease action on a blob under the row lock (contract
 // §5.3). Lease actions never change the ETag or Last-Modified. newID is
 // used when an acquire carries no proposed id.

@@ -313,7 +313,11 @@ func serve(c *cli.Context) error {
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	err = hs.Shutdown(sctx)
+	if cerr := srv.Close(sctx); cerr != nil {
+		log.Warn("releasing pooled upload intents", "err", cerr)
+	}
+	return err
 }
 
 // redactDSN hides a password in a postgres URL for logging.
