@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/backends/backendtest"
+	"github.com/blobgw/blobgw/backends/disk"
 )
 
 // The benchmarks move one 64 MiB object per iteration. Compare BenchmarkPut
@@ -124,5 +125,36 @@ func BenchmarkBaselineRead(b *testing.B) {
 			b.Fatalf("read %d bytes: %v", n, err)
 		}
 		f.Close()
+	}
+}
+
+// BenchmarkPutBlocks is the gateway's Put Block load: 4 writers each
+// putting 4 MiB objects (the SDKs' block size and concurrency), with early
+// writeback on and off in the same run. MB/s counts all writers.
+func BenchmarkPutBlocks(b *testing.B) {
+	const block, writers = 4 << 20, 4
+	data := benchData()[:block]
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("writeback=%v", on), func(b *testing.B) {
+			defer func(v bool) { *disk.EarlyWriteback = v }(*disk.EarlyWriteback)
+			*disk.EarlyWriteback = on
+			s := newStore(b)
+			ctx := context.Background()
+			b.SetBytes(block * writers)
+			for i := 0; b.Loop(); i++ {
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						key := fmt.Sprintf("bench/%d/%d", i, w)
+						if err := s.Put(ctx, key, readOnly{bytes.NewReader(data)}, block); err != nil {
+							b.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+		})
 	}
 }

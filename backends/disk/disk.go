@@ -321,8 +321,9 @@ func copyBody(ctx context.Context, f *os.File, r io.Reader, size int64) (int64, 
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	// Hide *os.File's ReadFrom so the bounded buffer is what is used.
-	n, err := io.CopyBuffer(struct{ io.Writer }{f}, src, *bp)
+	// newWriter hides *os.File's ReadFrom so the bounded buffer is what is
+	// used, and starts writeback as the body arrives (writeback_linux.go).
+	n, err := io.CopyBuffer(newWriter(f), src, *bp)
 	switch {
 	case err == nil:
 		return n, nil

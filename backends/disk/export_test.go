@@ -1,0 +1,4 @@
+package disk
+
+// EarlyWriteback lets the benchmarks switch early writeback.
+var EarlyWriteback = &earlyWritebackOn
