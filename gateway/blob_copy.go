@@ -350,8 +350,18 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 // source conditions against its row, then its extents from the backend.
 func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) (*copySource, error) {
 	q := spec.u.Query()
-	if q.Get("snapshot") != "" || q.Get("versionid") != "" {
-		return nil, svcerr.Newf(svcerr.NotImplemented, "Copying from a snapshot or a version is not supported by this gateway.")
+	if q.Get("versionid") != "" {
+		return nil, svcerr.Newf(svcerr.NotImplemented, "Copying from a blob version is not supported by this gateway (it keeps no versions).")
+	}
+	var snapshot string
+	if v := q.Get("snapshot"); v != "" {
+		var err error
+		if snapshot, err = leasedb.ParseSnapshot(v); err != nil {
+			if spec.op.fromURL() {
+				return nil, cannotVerify(http.StatusBadRequest, "The copy source's snapshot %q is not a snapshot time.", v)
+			}
+			return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
+		}
 	}
 	if ref.Name == "" {
 		if spec.op.fromURL() {
@@ -362,7 +372,13 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	if err := s.authorizeSource(ctx, r, req, spec, ref); err != nil {
 		return nil, err
 	}
-	b, _, err := s.db.GetBlob(ctx, ref, "", spec.cond)
+	var b *leasedb.Blob
+	var err error
+	if snapshot != "" {
+		b, _, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
+	} else {
+		b, _, err = s.db.GetBlob(ctx, ref, "", spec.cond)
+	}
 	switch {
 	case err == nil:
 	case leasedb.IsNotModified(err) || svcerr.HasCode(err, svcerr.ConditionNotMet):
