@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+)
+
+// syncLog is a fake fsync that records when each round started and ended
+// on one event clock shared with the callers.
+type syncLog struct {
+	clock  atomic.Int64
+	mu     sync.Mutex
+	rounds [][2]int64 // start, end
+	fail   func(n int) error
+	delay  time.Duration
+}
+
+func (l *syncLog) sync() error {
+	start := l.clock.Add(1)
+	time.Sleep(l.delay)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.rounds)
+	l.rounds = append(l.rounds, [2]int64{start, l.clock.Add(1)})
+	if l.fail != nil {
+		return l.fail(n)
+	}
+	return nil
+}
+
+// covered reports whether a round started after called and ended before
+// returned.
+func (l *syncLog) covered(called, returned int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.rounds {
+		if r[0] > called && r[1] < returned {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGroupSyncSequential(t *testing.T) {
+	l := &syncLog{}
+	g := newGroupSync(l.sync)
+	for i := range 5 {
+		called := l.clock.Add(1)
+		if err := g.wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !l.covered(called, l.clock.Add(1)) {
+			t.Fatalf("call %d returned without an fsync that started after it", i)
+		}
+	}
+	if len(l.rounds) != 5 {
+		t.Fatalf("%d rounds for 5 sequential commits", len(l.rounds))
+	}
+}
+
+// Concurrent callers share rounds, and every one of them still waits for a
+// round that started after it called.
+func TestGroupSyncConcurrent(t *testing.T) {
+	l := &syncLog{delay: 5 * time.Millisecond}
+	g := newGroupSync(l.sync)
+	const callers = 32
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range 3 {
+				called := l.clock.Add(1)
+				if err := g.wait(); err != nil {
+					t.Error(err)
+					return
+				}
+				if !l.covered(called, l.clock.Add(1)) {
+					t.Error("returned without an fsync that started after the call")
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := len(l.rounds); n >= callers*3/2 {
+		t.Fatalf("%d fsync rounds for %d commits: no grouping", n, callers*3)
+	}
+}
+
+// A failed fsync fails the callers that counted on that round, and only
+// them.
+func TestGroupSyncError(t *testing.T) {
+	boom := errors.New("boom")
+	l := &syncLog{fail: func(n int) error {
+		if n == 1 {
+			return boom
+		}
+		return nil
+	}}
+	g := newGroupSync(l.sync)
+	for i, want := range []error{nil, boom, nil} {
+		if err := g.wait(); !errors.Is(err, want) {
+			t.Fatalf("wait %d: %v, want %v", i, err, want)
+		}
+	}
+	if len(g.errs) != 0 || len(g.waiters) != 0 {
+		t.Fatalf("bookkeeping left: %v %v", g.errs, g.waiters)
+	}
+}
+
+// Every write transaction of a Store waits for its own WAL fsync round, on
+// a write connection that does not sync inside COMMIT.
+func TestUpdateSyncsWAL(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.MigrateTo(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	var mode int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode); err != nil || mode != 1 {
+		t.Fatalf("write connection synchronous = %d (%v), want 1 (NORMAL)", mode, err)
+	}
+	before := s.wal.doneRound
+	for i := range 3 {
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			return tx.AddIntent(ctx, fmt.Sprintf("k/%d", i), time.Now().Add(time.Hour))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.wal.doneRound; got != before+uint64(i)+1 {
+			t.Fatalf("after %d updates: %d fsync rounds", i+1, got-before)
+		}
+	}
+}
