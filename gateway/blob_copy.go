@@ -94,6 +94,10 @@ type copySource struct {
 	tags       map[string]string // local sources only
 	blockCount int               // local append blobs
 	remote     bool
+	// A local source read whole: its name and extents, so a copy onto the
+	// same name (a restore from a snapshot) can share them.
+	ref     leasedb.BlobRef
+	extents []leasedb.Extent
 }
 
 func (c *copySource) Close() error { return c.body.Close() }
@@ -405,7 +409,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 			return nil, cannotVerify(http.StatusRequestedRangeNotSatisfiable, "The source range %d-%d is outside the source blob's %d bytes.", spec.start, spec.end, b.Size)
 		}
 	}
-	return &copySource{
+	src := &copySource{
 		body:       &extentReader{ctx: ctx, be: s.backend, ext: b.Extents, start: start, end: end},
 		size:       end - start,
 		typ:        b.Type,
@@ -413,7 +417,11 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		meta:       b.Metadata,
 		tags:       b.Tags,
 		blockCount: b.BlockCount,
-	}, nil
+	}
+	if start == 0 && end == b.Size {
+		src.ref, src.extents = ref, b.Extents
+	}
+	return src, nil
 }
 
 // extentReader reads the window [start, end) of the blob formed by ext,
@@ -800,7 +808,9 @@ func targetCond(err error) error {
 // answer. The destination takes the source's type, properties and (unless
 // the request sends x-ms-meta-*) metadata; its own lease is checked and
 // kept (§5.4, §5.5); tags come from x-ms-tags (or the source's with
-// x-ms-copy-source-tag-option: COPY on the sync form).
+// x-ms-copy-source-tag-option: COPY on the sync form). The bytes are
+// streamed into new objects, except from a row of the destination's own
+// name (restoring a blob from its snapshot), whose extents are shared.
 //
 // Get Blob Properties does not report x-ms-copy-id / -status / -source /
 // -progress afterwards: that needs columns the blob row does not have.
@@ -863,38 +873,62 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if copyTags {
 		preq.Tags = src.tags
 	}
-	ext, sum, err := s.copyBytes(ctx, src, spec.max, true)
-	if err != nil {
-		return err
-	}
-	discard := func() {
-		if ext.Key != "" {
-			s.discard(ext.Key)
-		}
-	}
-	if ext.Key != "" {
-		preq.Extents = []leasedb.Extent{ext}
-	}
-	if err := checkSourceMD5(r.Header, sum); err != nil {
-		discard()
-		return err
-	}
 	if preq.Type == "AppendBlob" {
 		preq.BlockCount = src.blockCount
-		if src.remote && ext.Size > 0 {
-			preq.BlockCount = 1
+	}
+	// A source of the destination's own name (its snapshot, say) shares
+	// its extents with the new row: nothing is copied. When the source
+	// changes before the commit, the bytes are copied after all.
+	var b *leasedb.Blob
+	var leaseRes leasedb.LeaseResult
+	var sum []byte
+	// (The sync form answers with the bytes' MD5, and x-ms-source-content-md5
+	// is checked against it: both need the stored MD5, or a copy.)
+	knownMD5 := src.props.ContentMD5 != nil || op == opCopyBlob && r.Header.Get("x-ms-source-content-md5") == ""
+	if src.extents != nil && src.ref == req.ref() && knownMD5 {
+		shared := preq
+		shared.Extents = src.extents
+		shared.Copy.SharedExtents = true
+		sum = src.props.ContentMD5
+		if err := checkSourceMD5(r.Header, sum); err != nil {
+			return err
+		}
+		b, leaseRes, err = s.db.PutBlob(ctx, shared)
+		if err != nil && !errors.Is(err, leasedb.ErrSourceGone) {
+			return err
 		}
 	}
-	b, leaseRes, err := s.db.PutBlob(ctx, preq)
-	if err != nil {
-		discard()
-		return err
+	if b == nil {
+		ext, digest, err := s.copyBytes(ctx, src, spec.max, true)
+		if err != nil {
+			return err
+		}
+		sum = digest
+		discard := func() {
+			if ext.Key != "" {
+				s.discard(ext.Key)
+			}
+		}
+		if ext.Key != "" {
+			preq.Extents = []leasedb.Extent{ext}
+		}
+		if err := checkSourceMD5(r.Header, sum); err != nil {
+			discard()
+			return err
+		}
+		if preq.Type == "AppendBlob" && src.remote && ext.Size > 0 {
+			preq.BlockCount = 1
+		}
+		if b, leaseRes, err = s.db.PutBlob(ctx, preq); err != nil {
+			discard()
+			return err
+		}
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
 	h.Set("x-ms-copy-id", uuid.NewString())
 	h.Set("x-ms-copy-status", "success")
-	if op == opCopyBlobSync {
+	if op == opCopyBlobSync && sum != nil {
 		h.Set("Content-MD5", b64(sum))
 	}
 	if preq.LeaseAction == leasedb.PutLeaseAcquire {

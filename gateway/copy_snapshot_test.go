@@ -3,10 +3,12 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // TestCopyFromSnapshot: a snapshot is a copy source (restore a blob from its
@@ -33,7 +35,9 @@ func TestCopyFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Restore the base from its snapshot.
+		// Restore the base from its snapshot: the restored row shares the
+		// snapshot's objects, no byte is copied.
+		objects := b.countObjects(t)
 		resp, err := base.StartCopyFromURL(ctx, snap.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -44,10 +48,24 @@ func TestCopyFromSnapshot(t *testing.T) {
 		if got := download(t, b.client, "snaps", "doc"); !bytes.Equal(got, v1) {
 			t.Fatalf("restored base: %d bytes, want the snapshot's %d", len(got), len(v1))
 		}
+		if n := b.countObjects(t); n != objects {
+			t.Fatalf("restore from a snapshot: %d backend objects, %d before: bytes were copied", n, objects)
+		}
+		// Sharing is refused in the commit when the extents are not the
+		// name's any more (the source changed after it was read).
+		_, _, err = b.db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "devstoreaccount1", Container: "snaps", Name: "doc"},
+			Type: "BlockBlob", Extents: []leasedb.Extent{{Key: "b/00/00/not-this-names", Size: 1}}, Copy: leasedb.CopyTarget{SharedExtents: true}})
+		if !errors.Is(err, leasedb.ErrSourceGone) {
+			t.Fatalf("sharing extents the name does not reference: %v", err)
+		}
 		// Copy the snapshot to another name (sync form).
 		other := blockClient(b.client, "snaps", "copy-of-snapshot")
+		objects = b.countObjects(t)
 		if _, err := other.CopyFromURL(ctx, snap.URL(), nil); err != nil {
 			t.Fatal(err)
+		}
+		if n := b.countObjects(t); n != objects+1 {
+			t.Fatalf("copy to another name: %d backend objects, %d before; want one new object", n, objects)
 		}
 		if got := download(t, b.client, "snaps", "copy-of-snapshot"); !bytes.Equal(got, v1) {
 			t.Fatal("copy of the snapshot differs")

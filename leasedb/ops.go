@@ -368,13 +368,25 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			return err
 		}
 		leaseRes = res
-		for _, e := range req.Extents {
-			ok, err := tx.TakeIntent(ctx, e.Key)
-			if err != nil {
+		var snaps []*Blob
+		if old != nil || req.Copy.SharedExtents {
+			if snaps, err = snapshotsOf(ctx, tx, req.Ref); err != nil {
 				return err
 			}
-			if !ok {
-				return errIntentLost()
+		}
+		if req.Copy.SharedExtents {
+			if err := checkShared(req.Extents, old, snaps); err != nil {
+				return err
+			}
+		} else {
+			for _, e := range req.Extents {
+				ok, err := tx.TakeIntent(ctx, e.Key)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errIntentLost()
+				}
 			}
 		}
 		etag, err := tx.NextETag(ctx)
@@ -393,11 +405,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		}
 		if old != nil {
 			b.Created = old.Created
-			snaps, err := snapshotsOf(ctx, tx, req.Ref)
-			if err != nil {
-				return err
-			}
-			if err := tx.AddGC(ctx, unreferenced([]*Blob{old}, snaps), now.Add(d.Grace)); err != nil {
+			// The new row may share extents with the old one (a restore
+			// from a snapshot that shares them too): those stay.
+			if err := tx.AddGC(ctx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
 				return err
 			}
 		}

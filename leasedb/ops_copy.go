@@ -2,6 +2,7 @@ package leasedb
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -9,9 +10,17 @@ import (
 
 // CopyTarget carries the rules that set a Copy Blob destination apart from
 // a Put Blob (contract §5.4, §7). The copied bytes are committed through
-// PutBlob like any upload: they are new objects the gateway staged, never
-// the source's extents (see gateway/blob_copy.go).
+// PutBlob like any upload: new objects the gateway staged, except when the
+// source is a row of the destination's own name (its base blob or one of
+// its snapshots, as when a blob is restored from a snapshot), whose
+// extents the new row can share (SharedExtents).
 type CopyTarget struct {
+	// SharedExtents: req.Extents are the extents of a row of the same
+	// blob name, not staged objects. PutBlob checks under the lock that
+	// the current blob or one of its snapshots still references each of
+	// them (else the source changed: ErrSourceGone), takes no intents, and
+	// keeps them out of the collection of the replaced row.
+	SharedExtents bool
 	// SameType: an existing destination must have the blob type being
 	// written (Copy Blob: "the destination blob must be of the same type
 	// as the source"), else 409 InvalidBlobType.
@@ -61,4 +70,29 @@ func (d *DB) PrecheckCopy(ctx context.Context, req PutBlobRequest) error {
 		}
 		return checkCopyTarget(req, b, now)
 	})
+}
+
+// ErrSourceGone: a same-name copy source's extents are no longer referenced
+// when the destination commits (the source was overwritten or deleted in
+// between); the caller copies the bytes instead.
+var ErrSourceGone = errors.New("leasedb: copy source extents are no longer referenced")
+
+// checkShared verifies that every extent is referenced by old or a
+// snapshot (rows of the same name, read under the lock).
+func checkShared(extents []Extent, old *Blob, snaps []*Blob) error {
+	live := map[string]bool{}
+	for _, r := range append([]*Blob{old}, snaps...) {
+		if r == nil {
+			continue
+		}
+		for _, e := range r.Extents {
+			live[e.Key] = true
+		}
+	}
+	for _, e := range extents {
+		if !live[e.Key] {
+			return ErrSourceGone
+		}
+	}
+	return nil
 }
