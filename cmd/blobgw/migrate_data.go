@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -74,11 +76,30 @@ func defKeyText(defAccount bool) string {
 	return ""
 }
 
+// rawHTTP is the HTTP client of every Azure endpoint the migration commands
+// talk to. Go's transport asks for gzip on its own and then hands back the
+// body decompressed; a blob stored with Content-Encoding: gzip (a common way
+// to serve pre-compressed files) would be copied inflated under a header
+// that says it is compressed, and fail the size check. With compression
+// disabled the bytes arrive exactly as stored.
+var rawHTTP = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true
+	// --parallel blobs, each with up to two block uploads in flight.
+	tr.MaxIdleConnsPerHost = 32
+	return &http.Client{Transport: tr}
+}()
+
+// azureClientOptions are the client options of the migration commands.
+func azureClientOptions() policy.ClientOptions {
+	return policy.ClientOptions{Transport: rawHTTP}
+}
+
 // azureClient builds a service client for the endpoint named by the flags
 // with prefix, and returns the container a container URL names ("" for a
 // service URL).
 func azureClient(c *cli.Context, prefix string) (*service.Client, string, error) {
-	opts := &service.ClientOptions{}
+	opts := &service.ClientOptions{ClientOptions: azureClientOptions()}
 	if cs := c.String(prefix + "-connection-string"); cs != "" {
 		cl, err := service.NewClientFromConnectionString(cs, opts)
 		return cl, "", err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -68,7 +69,7 @@ func newMigGateway(t *testing.T, wrap func(http.Handler) http.Handler) *migGatew
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.client, err = azblob.NewClientWithSharedKeyCredential(g.url, cred, nil)
+	g.client, err = azblob.NewClientWithSharedKeyCredential(g.url, cred, &azblob.ClientOptions{ClientOptions: azureClientOptions()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +100,7 @@ type srcBlob struct {
 	container, name string
 	data            []byte
 	contentType     string
+	encoding        string
 	metadata        map[string]*string
 	putMD5          bool
 }
@@ -115,6 +117,8 @@ func fillSource(t *testing.T, g *migGateway) []srcBlob {
 		{container: "photos", name: "empty", data: []byte{}, contentType: "application/octet-stream", putMD5: true},
 		{container: "docs", name: "big.bin", data: big, contentType: "application/x-big", metadata: map[string]*string{"kind": to.Ptr("large"), "n": to.Ptr("10")}},
 		{container: "docs", name: "readme.txt", data: []byte("hello, world\n"), contentType: "text/plain; charset=utf-8", putMD5: true},
+		// Stored gzip-compressed: copied as stored, never inflated.
+		{container: "docs", name: "page.html", data: gzipped(t, bytes.Repeat([]byte("<p>hi</p>"), 200)), contentType: "text/html", encoding: "gzip"},
 		{container: "logs", name: "a.log", data: []byte("line1\nline2\n"), contentType: "text/plain"},
 	}
 	made := map[string]bool{}
@@ -127,6 +131,9 @@ func fillSource(t *testing.T, g *migGateway) []srcBlob {
 		}
 		bb := g.client.ServiceClient().NewContainerClient(b.container).NewBlockBlobClient(b.name)
 		h := &blob.HTTPHeaders{BlobContentType: to.Ptr(b.contentType), BlobCacheControl: to.Ptr("max-age=60"), BlobContentDisposition: to.Ptr("inline")}
+		if b.encoding != "" {
+			h.BlobContentEncoding = &b.encoding
+		}
 		if b.putMD5 {
 			sum := md5.Sum(b.data)
 			h.BlobContentMD5 = sum[:]
@@ -136,6 +143,19 @@ func fillSource(t *testing.T, g *migGateway) []srcBlob {
 		}
 	}
 	return blobs
+}
+
+func gzipped(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // checkImported compares every source blob with the destination.
@@ -172,8 +192,9 @@ func checkImported(t *testing.T, src, dst *migGateway, blobs []srcBlob, conts ..
 		for name, pair := range map[string][2]*string{
 			"content type": {sp.ContentType, dp.ContentType}, "cache control": {sp.CacheControl, dp.CacheControl},
 			"disposition": {sp.ContentDisposition, dp.ContentDisposition}, "encoding": {sp.ContentEncoding, dp.ContentEncoding},
+			"language": {sp.ContentLanguage, dp.ContentLanguage},
 		} {
-			if to.Ptr(deref(pair[0])) != nil && deref(pair[0]) != deref(pair[1]) {
+			if deref(pair[0]) != deref(pair[1]) {
 				t.Errorf("%s/%s: %s %q, want %q", b.container, b.name, name, deref(pair[1]), deref(pair[0]))
 			}
 		}
@@ -269,7 +290,7 @@ func TestImportAzure(t *testing.T) {
 	dst2 := newMigGateway(t, nil)
 	conn := "DefaultEndpointsProtocol=http;AccountName=" + config.DevAccountName + ";AccountKey=" + config.DevAccountKey + ";BlobEndpoint=" + strings.TrimSuffix(dst2.url, "/") + ";"
 	out, code = runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-connection-string", conn, "--container", "docs")
-	if code != 0 || !strings.Contains(out, "copied 2, skipped 0, failed 0") {
+	if code != 0 || !strings.Contains(out, "copied 3, skipped 0, failed 0") {
 		t.Fatalf("--container docs (%d):\n%s", code, out)
 	}
 	if _, err := dst2.client.ServiceClient().NewContainerClient("photos").GetProperties(context.Background(), nil); err == nil {
