@@ -43,7 +43,7 @@ type migGateway struct {
 	wrap   func(http.Handler) http.Handler
 }
 
-func newMigGateway(t *testing.T, wrap func(http.Handler) http.Handler) *migGateway {
+func newMigGateway(t testing.TB, wrap func(http.Handler) http.Handler) *migGateway {
 	t.Helper()
 	store, err := dbopen.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
@@ -77,7 +77,7 @@ func newMigGateway(t *testing.T, wrap func(http.Handler) http.Handler) *migGatew
 }
 
 // accountSAS returns the gateway's service URL with a read/list account SAS.
-func (g *migGateway) accountSAS(t *testing.T) string {
+func (g *migGateway) accountSAS(t testing.TB) string {
 	t.Helper()
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
@@ -226,7 +226,7 @@ func deref(p *string) string {
 }
 
 // runAppCtx is runApp with a context.
-func runAppCtx(t *testing.T, ctx context.Context, args ...string) (string, int) {
+func runAppCtx(t testing.TB, ctx context.Context, args ...string) (string, int) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BLOBGW_") {
