@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,8 +30,9 @@ func blockID(n int) string {
 	return base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("block-%06d", n)))
 }
 
-// TestLargeTransfers: the SDK's high-level block upload (UploadStream, 4 MiB
-// blocks, concurrency 4) and parallel ranged download round-trip 40 MiB+.
+// TestLargeTransfers: the SDK's high-level block uploads (UploadStream,
+// UploadBuffer, UploadFile; 4 MiB blocks, concurrency 4) and parallel ranged
+// downloads (DownloadBuffer, DownloadFile) round-trip 40 MiB+.
 func TestLargeTransfers(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
@@ -65,6 +68,42 @@ func TestLargeTransfers(t *testing.T) {
 		resp.Body.Close()
 		if !bytes.Equal(got, data[4<<20-100:4<<20+200]) {
 			t.Fatal("cross-block range differs")
+		}
+
+		// UploadBuffer and UploadFile (same block size and concurrency),
+		// read back with DownloadFile's parallel ranges.
+		if _, err := b.client.UploadBuffer(ctx, "big", "from-buffer", data, &azblob.UploadBufferOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
+			t.Fatal(err)
+		}
+		srcPath := filepath.Join(t.TempDir(), "src")
+		if err := os.WriteFile(srcPath, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src, err := os.Open(srcPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		if _, err := b.client.UploadFile(ctx, "big", "from-file", src, &azblob.UploadFileOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"from-buffer", "from-file"} {
+			dst, err := os.Create(filepath.Join(t.TempDir(), name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := b.client.DownloadFile(ctx, "big", name, dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4})
+			dst.Close()
+			if err != nil || n != int64(len(data)) {
+				t.Fatalf("DownloadFile %s: %d bytes, %v", name, n, err)
+			}
+			back, err := os.ReadFile(dst.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sha256.Sum256(back) != want {
+				t.Fatalf("%s: DownloadFile content differs (SHA-256)", name)
+			}
 		}
 		b.collectAll(t)
 		b.checkNoLeak(t)
