@@ -268,6 +268,19 @@ type Tx interface {
 	// PutServiceProperties stores (inserts or replaces) the account's Blob
 	// service properties document.
 	PutServiceProperties(ctx context.Context, account, doc string) error
+
+	// ListEntries returns up to limit (at least 1) List Blobs entries of
+	// the container under prefix, in listing order, strictly after the
+	// position (after, afterSnapshot). Listing order is by name (byte
+	// order); within a name, with inc.Snapshots, its snapshot rows oldest
+	// first (Blob.Snapshot set), then its blob row; a name without a blob
+	// row but with staged blocks is, with inc.Uncommitted, one item with
+	// Uncommitted set. Position (n, "") is past every entry of n; (n, s) is
+	// past n's snapshot s, before n's later snapshots and its blob. Items
+	// never have Prefix set. One query, each part of it a range scan of a
+	// primary key bounded by limit (staged names are found one index probe
+	// each, never by reading every block).
+	ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc ListInclude) ([]ListItem, error)
 }
 
 // LockMode says which lock a read takes.

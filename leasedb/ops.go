@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -577,10 +578,29 @@ type ListResult struct {
 	Now   time.Time
 }
 
-// ListItem is a blob or a virtual directory (BlobPrefix).
+// ListItem is one listing entry: a blob row (a snapshot row when
+// Blob.Snapshot is set), a name that has only staged blocks (Uncommitted),
+// or a virtual directory (BlobPrefix, Prefix set and Blob nil).
 type ListItem struct {
 	Blob   *Blob
 	Prefix string
+	// Uncommitted marks a name with staged blocks and no committed blob
+	// (List Blobs include=uncommittedblobs): Blob carries only Account,
+	// Container, Name and Type BlockBlob; it has no ETag, times,
+	// properties or metadata (contract §7.2, §9.1).
+	Uncommitted bool
+}
+
+// ListInclude says which entries besides committed blobs a listing
+// returns.
+type ListInclude struct {
+	// Snapshots lists each name's snapshots, oldest first, right before
+	// its blob (include=snapshots).
+	Snapshots bool
+	// Uncommitted lists names that have staged blocks but no committed
+	// blob (include=uncommittedblobs). A committed blob with staged
+	// blocks is listed once, as the committed blob.
+	Uncommitted bool
 }
 
 // maxRune sorts after every character a blob name can contain (names are
@@ -613,11 +633,65 @@ func DecodeMarker(m string) (string, error) {
 	return string(b), nil
 }
 
-// ListBlobs lists one page of committed blobs under prefix. With a
-// delimiter, names that contain it after the prefix roll up into one
-// BlobPrefix item each; every item counts toward max (contract §9.1).
+// listPos is a List Blobs cursor: past every entry of name when snapshot
+// is "", else past name's snapshot snapshot (its later snapshots and its
+// blob still to come).
+type listPos struct{ name, snapshot string }
+
+// encodeListMarker makes a List Blobs marker: EncodeMarker's form after a
+// whole name, "2" + base64(name NUL snapshot) in the middle of a name's
+// snapshots (names cannot contain NUL).
+func encodeListMarker(p listPos) string {
+	if p.snapshot == "" {
+		return EncodeMarker(p.name)
+	}
+	return "2" + base64.RawURLEncoding.EncodeToString([]byte(p.name+"\x00"+p.snapshot))
+}
+
+// decodeListMarker reverses encodeListMarker (and reads EncodeMarker's
+// form). A marker that is not one of ours is 400.
+func decodeListMarker(m string) (listPos, error) {
+	bad := func(why string) (listPos, error) {
+		return listPos{}, svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, why)
+	}
+	if m == "" {
+		return listPos{}, nil
+	}
+	if m[0] != '1' && m[0] != '2' {
+		return bad("unknown marker")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(m[1:])
+	if err != nil || !utf8.Valid(b) {
+		return bad("malformed marker")
+	}
+	s := string(b)
+	if m[0] == '1' {
+		if strings.IndexByte(s, 0) >= 0 {
+			return bad("malformed marker")
+		}
+		return listPos{name: s}, nil
+	}
+	name, snap, ok := strings.Cut(s, "\x00")
+	if !ok || snap == "" || strings.IndexByte(snap, 0) >= 0 {
+		return bad("malformed marker")
+	}
+	return listPos{name: name, snapshot: snap}, nil
+}
+
+// ListBlobs lists one page of committed blobs under prefix; see
+// ListBlobsInclude.
 func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimiter, marker string, max int) (*ListResult, error) {
-	after, err := DecodeMarker(marker)
+	return d.ListBlobsInclude(ctx, account, container, prefix, delimiter, marker, max, ListInclude{})
+}
+
+// ListBlobsInclude lists one page of List Blobs under prefix: committed
+// blobs and, as inc asks, snapshots and names with only staged blocks. With
+// a delimiter, names that contain it after the prefix roll up into one
+// BlobPrefix item each. Every item counts toward max: blobs, snapshots,
+// uncommitted names and prefixes alike (contract §9.1), and the marker can
+// resume in the middle of one name's snapshots.
+func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, delimiter, marker string, max int, inc ListInclude) (*ListResult, error) {
+	after, err := decodeListMarker(marker)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +715,7 @@ func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimite
 			batch = 16
 		}
 		for {
-			rows, err := tx.ListBlobs(ctx, account, container, prefix, cursor, batch)
+			rows, err := tx.ListEntries(ctx, account, container, prefix, cursor.name, cursor.snapshot, batch, inc)
 			if err != nil {
 				return err
 			}
@@ -649,22 +723,23 @@ func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimite
 				return nil
 			}
 			requery := false
-			for _, b := range rows {
-				item, next := ListItem{Blob: b}, b.Name
+			for _, row := range rows {
+				name := row.Blob.Name
+				item, next := row, listPos{name: name, snapshot: row.Blob.Snapshot}
 				if delimiter != "" {
-					rest := b.Name[len(prefix):]
+					rest := name[len(prefix):]
 					if i := strings.Index(rest, delimiter); i >= 0 {
 						p := prefix + rest[:i+len(delimiter)]
 						if p == lastPrefix {
-							cursor = b.Name
+							cursor = next
 							continue
 						}
-						item, next, lastPrefix = ListItem{Prefix: p}, p+maxRune, p
+						item, next, lastPrefix = ListItem{Prefix: p}, listPos{name: p + maxRune}, p
 					}
 				}
 				if len(res.Items) == max {
 					// At least one more item exists: the page is full.
-					res.Next = EncodeMarker(cursor)
+					res.Next = encodeListMarker(cursor)
 					return nil
 				}
 				res.Items = append(res.Items, item)

@@ -666,6 +666,132 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	return bs, nil
 }
 
+// ListEntries implements leasedb.Tx: one query whose parts are each an
+// ordered range scan of a primary key bounded by limit, merged and cut to
+// limit. Staged names come from a recursive walk that asks the blocks key
+// for the next name after the last one (one index probe per name, not one
+// row per block); those with a blob row are dropped, so a committed blob
+// with staged blocks is listed once. Taking the first limit of each part is
+// enough: an entry among the first limit of the merge is among the first
+// limit of its own part.
+func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
+	if err := checkText(account, container, prefix, after, afterSnapshot); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: limit %d", account, container, limit)
+	}
+	q, args := listEntriesQuery(account, container, prefix, after, afterSnapshot, limit, inc)
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
+	}
+	var kinds []*int
+	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
+		k := new(int)
+		kinds = append(kinds, k)
+		return []any{&b.Snapshot, k}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
+	}
+	out := make([]leasedb.ListItem, len(bs))
+	for i, b := range bs {
+		out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == kindStaged}
+	}
+	return out, nil
+}
+
+// stagedCols are blobCols for a name that has only staged blocks: a block
+// blob with nothing else known (scanBlobs reads them like a row).
+const stagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL`
+
+// Kinds of ListEntries rows, in their order within one name. A name has a
+// blob row or is staged, never both in one result.
+const (
+	kindSnapshot = 0
+	kindBlob     = 1
+	kindStaged   = 2
+)
+
+// listEntriesQuery builds ListEntries' query: blobCols, the snapshot id
+// (empty but for snapshot rows) and the row's kind, ordered by name, kind
+// and snapshot id.
+func listEntriesQuery(account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) (string, []any) {
+	var b strings.Builder
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "?"
+	}
+	end, bounded := prefixEnd(prefix)
+	// lower bounds col from the cursor: past after (including after
+	// itself when the cursor is in its snapshots and sameName) or, when
+	// after sorts before the prefix, from the prefix.
+	rangeOf := func(col string, sameName bool) string {
+		var c string
+		switch {
+		case after < prefix:
+			c = col + " >= " + arg(prefix)
+		case sameName && afterSnapshot != "":
+			c = col + " >= " + arg(after)
+		default:
+			c = col + " > " + arg(after)
+		}
+		if bounded {
+			c += " AND " + col + " < " + arg(end)
+		}
+		return c
+	}
+	if inc.Uncommitted {
+		b.WriteString(`WITH RECURSIVE staged(name, n) AS (
+	SELECT (SELECT blob FROM blocks WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
+			` AND ` + rangeOf("blob", true) + ` ORDER BY blob LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT blob FROM blocks WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
+			` AND blob > staged.name`)
+		if bounded {
+			b.WriteString(` AND blob < ` + arg(end))
+		}
+		b.WriteString(` ORDER BY blob LIMIT 1), n + 1
+	FROM staged WHERE staged.name IS NOT NULL AND n < ` + arg(limit) + `
+)
+`)
+	}
+	b.WriteString(`SELECT * FROM (
+	SELECT * FROM (SELECT ` + blobCols + `, '' AS snapshot, ` + fmt.Sprint(kindBlob) + ` AS kind FROM blobs
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", true) +
+		` ORDER BY name LIMIT ` + arg(limit) + `)`)
+	if inc.Snapshots {
+		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
+			// The rest of the cursor name's snapshots.
+			b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + snapshotCols + `, ` + fmt.Sprint(kindSnapshot) + ` FROM snapshots
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = ` + arg(after) +
+				` AND snapshot > ` + arg(afterSnapshot) + ` ORDER BY snapshot LIMIT ` + arg(limit) + `)`)
+		}
+		b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + snapshotCols + `, ` + fmt.Sprint(kindSnapshot) + ` FROM snapshots
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
+			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `)`)
+	}
+	if inc.Uncommitted {
+		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
+		// EXISTS into an anti join that reads every blob row of the
+		// container; this stays one key lookup per staged name.
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + arg(account) + `, ` + arg(container) + `, s.name, ` + stagedCols + `, '', ` + fmt.Sprint(kindStaged) + ` FROM staged s
+		WHERE s.name IS NOT NULL AND (SELECT 1 FROM blobs b
+			WHERE b.account = ` + arg(account) + ` AND b.container = ` + arg(container) + ` AND b.name = s.name) IS NULL`)
+	}
+	b.WriteString(`
+) ORDER BY name, kind, snapshot LIMIT ` + arg(limit))
+	return b.String(), args
+}
+
 // PutSnapshot implements leasedb.Tx. A missing container is ErrNotFound,
 // an existing snapshot id of the name ErrExists.
 func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
@@ -1030,6 +1156,16 @@ func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 // scanBlobs reads rows of blobCols, followed by the snapshot id when
 // snapshot is set (snapshotCols).
 func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
+	var extra func(b *leasedb.Blob) []any
+	if snapshot {
+		extra = func(b *leasedb.Blob) []any { return []any{&b.Snapshot} }
+	}
+	return scanBlobsWith(rows, extra)
+}
+
+// scanBlobsWith reads rows of blobCols followed by the columns extra (when
+// not nil) returns the scan destinations of, for each row's blob.
+func scanBlobsWith(rows *sql.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb.Blob, error) {
 	defer rows.Close()
 	var out []*leasedb.Blob
 	for rows.Next() {
@@ -1043,8 +1179,8 @@ func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
 			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags}
-		if snapshot {
-			dest = append(dest, &b.Snapshot)
+		if extra != nil {
+			dest = append(dest, extra(&b)...)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"BlobDelete", testBlobDelete},
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},
+		{"ListEntries", testListEntries},
 		{"RoundTripTimes", testTimes},
 		{"RoundTripMetadata", testMetadata},
 		{"RoundTripLeaseSince", testLeaseSince},
