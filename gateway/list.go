@@ -167,23 +167,13 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	if delimiter != "" && include["snapshots"] {
 		return svcerr.Query(svcerr.InvalidQueryParameterValue, "include", req.query["include"], "snapshots cannot be listed with a delimiter")
 	}
-	res, err := s.db.ListBlobs(r.Context(), req.account, req.container, prefix, delimiter, marker, max)
+	// include=snapshots puts each blob's snapshots, oldest first, right
+	// before it; include=uncommittedblobs adds names that have only staged
+	// blocks. Every entry counts toward maxresults.
+	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"]}
+	res, err := s.db.ListBlobsInclude(r.Context(), req.account, req.container, prefix, delimiter, marker, max, inc)
 	if err != nil {
 		return err
-	}
-	// include=snapshots: each blob's snapshots (oldest first) come right
-	// before it. They do not count toward maxresults.
-	var snapshots map[string][]*leasedb.Blob
-	if include["snapshots"] {
-		var names []string
-		for _, it := range res.Items {
-			if it.Blob != nil {
-				names = append(names, it.Blob.Name)
-			}
-		}
-		if snapshots, err = s.db.SnapshotsFor(r.Context(), req.account, req.container, names); err != nil {
-			return err
-		}
 	}
 	var x xmlWriter
 	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
@@ -211,8 +201,9 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 			x.close("BlobPrefix")
 			continue
 		}
-		for _, sn := range snapshots[it.Blob.Name] {
-			writeBlobEntry(&x, sn, include, res.Now)
+		if it.Uncommitted {
+			writeUncommittedEntry(&x, it.Blob, res.Now)
+			continue
 		}
 		writeBlobEntry(&x, it.Blob, include, res.Now)
 	}
@@ -268,5 +259,23 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if include["tags"] && len(b.Tags) > 0 {
 		writeTagSet(x, b.Tags)
 	}
+	x.close("Blob")
+}
+
+// writeUncommittedEntry writes a name that has staged blocks and no
+// committed blob (include=uncommittedblobs). Azure lists it without
+// Last-Modified, Etag, the content headers and metadata (contract §7.2,
+// §9.1): what is left is a zero-length block blob that nobody can lease.
+func writeUncommittedEntry(x *xmlWriter, b *leasedb.Blob, now time.Time) {
+	x.open("Blob")
+	x.elem("Name", b.Name)
+	x.open("Properties")
+	x.elem("Content-Length", "0")
+	x.elem("BlobType", "BlockBlob")
+	status, state, _ := leasedb.Lease{}.Headers(now)
+	x.elem("LeaseStatus", status)
+	x.elem("LeaseState", state)
+	x.elem("ServerEncrypted", "true")
+	x.close("Properties")
 	x.close("Blob")
 }
