@@ -135,21 +135,3 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 	})
 }
 
-// SnapshotsFor reads the snapshots of the named blobs of one container
-// (List Blobs with include=snapshots), in one read transaction.
-func (d *DB) SnapshotsFor(ctx context.Context, account, container string, names []string) (map[string][]*Blob, error) {
-	out := map[string][]*Blob{}
-	err := d.Store.View(ctx, func(tx Tx) error {
-		for _, n := range names {
-			snaps, err := tx.Snapshots(ctx, account, container, n)
-			if err != nil {
-				return err
-			}
-			if len(snaps) > 0 {
-				out[n] = snaps
-			}
-		}
-		return nil
-	})
-	return out, err
-}
