@@ -281,6 +281,18 @@ type Tx interface {
 	// primary key bounded by limit (staged names are found one index probe
 	// each, never by reading every block).
 	ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc ListInclude) ([]ListItem, error)
+
+	// ClaimAdoptedKey records ref as the blob that adopted the backend key
+	// (AdoptBlob) and reports true. When the key already has a recorded
+	// holder it changes nothing and returns that holder and false. Either
+	// way the key's record stays locked until the transaction ends, so two
+	// claims of one key serialize (Postgres: the second waits for the
+	// first to commit, then sees its holder).
+	ClaimAdoptedKey(ctx context.Context, key string, ref BlobRef) (holder BlobRef, claimed bool, err error)
+	// MoveAdoptedKey records ref as the holder of a key whose record
+	// ClaimAdoptedKey returned in this transaction; ErrNotFound when the
+	// key has no record.
+	MoveAdoptedKey(ctx context.Context, key string, ref BlobRef) error
 }
 
 // LockMode says which lock a read takes.

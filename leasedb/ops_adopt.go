@@ -34,12 +34,27 @@ var ErrAdoptChanged = errors.New("leasedb: the adopted object's size changed sin
 // object is about to be collected): adopting it again would lose the bytes.
 var ErrAdoptQueued = errors.New("leasedb: the object is queued for collection")
 
+// ErrAdoptShared is returned by AdoptBlob when another blob name already
+// references the object. Extents are shared only between a blob and its
+// own snapshots, and collection counts on it (a key is queued when the last
+// row of its name drops it): a second name for one object would let a
+// delete of either blob collect the other's bytes.
+var ErrAdoptShared = errors.New("leasedb: the object is already adopted as another blob")
+
 // AdoptBlob makes an existing backend object the block blob ref, in one
 // transaction under the row lock. It reports false (and changes nothing)
 // when ref already is that object with the same size, which makes reruns
 // idempotent. Another blob at ref is ErrAdoptConflict. From then on the
 // gateway owns the object: an overwrite or delete of the blob queues its key
 // for collection like any other.
+//
+// One object backs one blob name: the key is claimed in the adopted_keys
+// record (Tx.ClaimAdoptedKey), and while the name recorded there (its blob
+// or one of its snapshots) still references the key, adopting it under
+// another name is ErrAdoptShared. That costs two index lookups, never a
+// scan of the blob rows. A recorded name that no longer references the key
+// has let it go (overwritten, deleted, its container deleted); the record
+// then moves to ref.
 //
 // No upload intent is recorded: the bytes exist already and nothing
 // collects them until a row that references them drops them. The key must
@@ -59,6 +74,9 @@ func (d *DB) AdoptBlob(ctx context.Context, ref BlobRef, req AdoptRequest) (adop
 				return nil
 			}
 			return fmt.Errorf("adopt %s: %w", ref, ErrAdoptConflict)
+		}
+		if err := claimAdoptedKey(ctx, tx, ref, req.Key); err != nil {
+			return err
 		}
 		if err := tx.AddIntent(ctx, req.Key, now.Add(time.Hour)); err != nil {
 			if errors.Is(err, ErrExists) {
@@ -95,4 +113,54 @@ func (d *DB) AdoptBlob(ctx context.Context, ref BlobRef, req AdoptRequest) (adop
 		return false, err
 	}
 	return adopted, nil
+}
+
+// claimAdoptedKey records ref as the one blob name that adopted key, or
+// refuses with ErrAdoptShared while the recorded name still references it.
+// It runs under ref's name lock with no row of ref (AdoptBlob checked), and
+// the record's lock serializes it against every other claim of key.
+func claimAdoptedKey(ctx context.Context, tx Tx, ref BlobRef, key string) error {
+	holder, claimed, err := tx.ClaimAdoptedKey(ctx, key, ref)
+	if err != nil || claimed || holder == ref {
+		// holder == ref: the name adopted the key before and dropped it;
+		// its snapshots may still share it, as snapshots do.
+		return err
+	}
+	held, err := nameReferences(ctx, tx, holder, key)
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("adopt %s: %w (%s)", ref, ErrAdoptShared, holder)
+	}
+	return tx.MoveAdoptedKey(ctx, key, ref)
+}
+
+// nameReferences reports whether the blob row of ref or one of its snapshot
+// rows references key. The blob row is read first: a key leaves a blob for
+// its snapshot only after the snapshot was written (Snapshot Blob, then an
+// overwrite), so a reader that misses it in the blob row finds it in the
+// snapshot rows. Adopting the key under ref again would need this record,
+// which the caller holds locked.
+func nameReferences(ctx context.Context, tx Tx, ref BlobRef, key string) (bool, error) {
+	b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+	if err != nil {
+		return false, err
+	}
+	rows := []*Blob{b}
+	if b == nil {
+		rows = nil
+	}
+	snaps, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range append(rows, snaps...) {
+		for _, e := range r.Extents {
+			if e.Key == key {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

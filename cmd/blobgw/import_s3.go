@@ -4,7 +4,9 @@ package main
 // S3 bucket as blobs, without copying a byte: each blob row references the
 // existing object through s3.AdoptedKey. Adopted objects are then owned by
 // the gateway: overwriting or deleting the blob queues the original object
-// for collection like any replaced upload.
+// for collection like any replaced upload. An object backs one blob only:
+// adopting it under a second name (another --container, say) is refused
+// while the first blob (or a snapshot of it) still references it.
 
 import (
 	"context"
@@ -34,7 +36,8 @@ func importS3Command() *cli.Command {
 	return &cli.Command{
 		Name: "s3",
 		Usage: "adopt objects of the configured S3 bucket as blobs without copying bytes (blob name = object name minus --prefix); " +
-			"the gateway then owns them: overwriting or deleting a blob deletes its object; reruns skip adopted objects",
+			"the gateway then owns them: overwriting or deleting a blob deletes its object; reruns skip adopted objects; " +
+			"an object already adopted as another blob is refused (one object backs one blob)",
 		Flags:  flags,
 		Action: importS3,
 	}
@@ -171,6 +174,9 @@ func adoptOne(ctx context.Context, db *leasedb.DB, st *s3.Store, bucket, obj str
 		}
 	}
 	adopted, err := db.AdoptBlob(ctx, ref, req)
+	if errors.Is(err, leasedb.ErrAdoptShared) {
+		return false, 0, fmt.Errorf("%w: one object backs one blob (deleting either would delete the object); copy the blob to give it a second name", err)
+	}
 	if err != nil {
 		return false, 0, err
 	}

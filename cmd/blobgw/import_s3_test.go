@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,14 +34,58 @@ type s3Obj struct {
 	multipart         bool
 }
 
-func TestImportS3(t *testing.T) {
+// adoptEnv is a gateway on an s3 backend (a fresh MinIO bucket, gateway
+// prefix gw/) and a SQLite metadata store, with the environment that points
+// the CLI at the same store and bucket.
+type adoptEnv struct {
+	cfg   s3.Config
+	st    *s3.Store
+	store leasedb.Store
+	az    *azblob.Client
+	env   map[string]string
+	log   *slog.Logger
+}
+
+func newAdoptEnv(t *testing.T) *adoptEnv {
+	t.Helper()
 	ctx := context.Background()
-	cfg := miniotest.NewBucket(t)
-	cfg.Prefix = "gw/"
-	st, err := s3.New(ctx, cfg)
+	e := &adoptEnv{cfg: miniotest.NewBucket(t), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.cfg.Prefix = "gw/"
+	var err error
+	if e.st, err = s3.New(ctx, e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	metaPath := filepath.Join(t.TempDir(), "meta.db")
+	if e.store, err = dbopen.Open(ctx, metaPath); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.store.Close() })
+	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(gateway.New(&leasedb.DB{Store: e.store}, e.st, auth.MapAccounts{config.DevAccountName: acct}, e.log, gateway.Options{}))
+	t.Cleanup(srv.Close)
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.az, err = azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", cred, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.env = map[string]string{
+		"BLOBGW_DATA_DIR": t.TempDir(), "BLOBGW_METADATA": metaPath, "BLOBGW_BACKEND": "s3",
+		"BLOBGW_S3_ENDPOINT": e.cfg.Endpoint, "BLOBGW_S3_REGION": e.cfg.Region, "BLOBGW_S3_BUCKET": e.cfg.Bucket,
+		"BLOBGW_S3_PREFIX": e.cfg.Prefix, "BLOBGW_S3_ACCESS_KEY": e.cfg.AccessKey, "BLOBGW_S3_SECRET_KEY": e.cfg.SecretKey,
+		"BLOBGW_S3_PATH_STYLE": "true",
+	}
+	return e
+}
+
+func TestImportS3(t *testing.T) {
+	ctx := context.Background()
+	e := newAdoptEnv(t)
+	cfg, st, store, az, env, log := e.cfg, e.st, e.store, e.az, e.env, e.log
 	bucket := cfg.Bucket
 	cl := st.Client()
 	rng := rand.New(rand.NewSource(2))
@@ -80,28 +125,6 @@ func TestImportS3(t *testing.T) {
 		return err == nil
 	}
 
-	// The gateway on the same metadata store and bucket/prefix.
-	metaPath := filepath.Join(t.TempDir(), "meta.db")
-	store, err := dbopen.Open(ctx, metaPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(gateway.New(&leasedb.DB{Store: store}, st, auth.MapAccounts{config.DevAccountName: acct}, log, gateway.Options{}))
-	t.Cleanup(srv.Close)
-	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	az, err := azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", cred, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A blob of the gateway's own (under gw/) at a name an object maps to:
 	// adoption must not replace it.
 	if _, err := az.CreateContainer(ctx, "adopted", nil); err != nil {
@@ -111,12 +134,6 @@ func TestImportS3(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	env := map[string]string{
-		"BLOBGW_DATA_DIR": t.TempDir(), "BLOBGW_METADATA": metaPath, "BLOBGW_BACKEND": "s3",
-		"BLOBGW_S3_ENDPOINT": cfg.Endpoint, "BLOBGW_S3_REGION": cfg.Region, "BLOBGW_S3_BUCKET": bucket,
-		"BLOBGW_S3_PREFIX": cfg.Prefix, "BLOBGW_S3_ACCESS_KEY": cfg.AccessKey, "BLOBGW_S3_SECRET_KEY": cfg.SecretKey,
-		"BLOBGW_S3_PATH_STYLE": "true",
-	}
 	args := []string{"import", "s3", "--bucket", bucket, "--prefix", "data/", "--container", "adopted"}
 
 	// Wrong bucket and wrong backend are refused up front.
@@ -249,12 +266,102 @@ func TestImportS3(t *testing.T) {
 
 	// Without --prefix the whole bucket is listed, except the gateway's own
 	// objects under its prefix (conflict.txt's and the new cat's bytes).
+	// The three data/ objects already back blobs of "adopted": refused.
 	out, code = runApp(t, env, "import", "s3", "--bucket", bucket, "--container", "whole")
-	if code != 0 || !strings.Contains(out, "skipping 2 objects of the gateway's own") || !strings.Contains(out, "adopted 4, skipped 0, failed 0") {
+	if code != 1 || !strings.Contains(out, "skipping 2 objects of the gateway's own") || !strings.Contains(out, "adopted 1, skipped 0, failed 3") ||
+		strings.Count(out, "already adopted as another blob") != 3 {
 		t.Fatalf("whole bucket (%d):\n%s", code, out)
 	}
 	if got := readBlob(t, az, "whole", "elsewhere/not-mine.txt"); string(got) != "x" {
 		t.Errorf("whole/elsewhere/not-mine.txt reads %q", got)
+	}
+	for _, o := range objs[2:] {
+		if _, err := az.ServiceClient().NewContainerClient("whole").NewBlobClient("data/"+o.name).GetProperties(ctx, nil); err == nil {
+			t.Errorf("whole/data/%s exists: the object backs adopted/%s already", o.name, o.name)
+		}
+	}
+}
+
+// TestImportS3TwoContainers: importing the same objects into a second
+// container is refused object by object (the run goes on and exits 1),
+// because deleting either blob would delete the object the other still
+// serves. Once the first blob is gone and its object collected, an object
+// put back under the same name can be adopted by the second container.
+func TestImportS3TwoContainers(t *testing.T) {
+	ctx := context.Background()
+	e := newAdoptEnv(t)
+	bucket, cl := e.cfg.Bucket, e.st.Client()
+	put := func(key, body string) {
+		t.Helper()
+		if _, err := cl.PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader(body), ContentType: aws.String("text/plain")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("shared/a.txt", "first a")
+	put("shared/b.txt", "first b")
+	importInto := func(cont string) (string, int) {
+		t.Helper()
+		return runApp(t, e.env, "import", "s3", "--bucket", bucket, "--prefix", "shared/", "--container", cont)
+	}
+	names := func(cont string) []string {
+		t.Helper()
+		c := e.az.ServiceClient().NewContainerClient(cont)
+		if _, err := c.GetProperties(ctx, nil); err != nil {
+			t.Fatalf("container %s: %v", cont, err)
+		}
+		return listNames(t, c)
+	}
+
+	if out, code := importInto("first"); code != 0 || !strings.Contains(out, "adopted 2, skipped 0, failed 0") {
+		t.Fatalf("import into first (%d):\n%s", code, out)
+	}
+	out, code := importInto("second")
+	t.Logf("import into second:\n%s", out)
+	if code != 1 || !strings.Contains(out, "adopted 0, skipped 0, failed 2") {
+		t.Fatalf("import into second (%d):\n%s", code, out)
+	}
+	for _, n := range []string{"a.txt", "b.txt"} {
+		want := fmt.Sprintf("second/%s: adopt %s/second/%s: leasedb: the object is already adopted as another blob (%s/first/%s)",
+			n, config.DevAccountName, n, config.DevAccountName, n)
+		if !strings.Contains(out, want) {
+			t.Errorf("no per-object refusal %q in:\n%s", want, out)
+		}
+	}
+	if got := names("second"); len(got) != 0 {
+		t.Fatalf("second holds %q after the refused import", got)
+	}
+
+	// Deleting first/a.txt deletes the object once collected; first/b.txt
+	// is untouched.
+	if _, err := e.az.DeleteBlob(ctx, "first", "a.txt", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.Collect(ctx, e.store, e.st, e.log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: aws.String("shared/a.txt")}); err == nil {
+		t.Fatal("shared/a.txt survived the collection of its only blob")
+	}
+	if got := readBlob(t, e.az, "first", "b.txt"); string(got) != "first b" {
+		t.Fatalf("first/b.txt reads %q", got)
+	}
+
+	// Put back, a.txt is free: second adopts it, b.txt is still first's.
+	put("shared/a.txt", "second a")
+	out, code = importInto("second")
+	if code != 1 || !strings.Contains(out, "adopted 1, skipped 0, failed 1") || !strings.Contains(out, "(devstoreaccount1/first/b.txt)") {
+		t.Fatalf("import into second after the delete (%d):\n%s", code, out)
+	}
+	if got := readBlob(t, e.az, "second", "a.txt"); string(got) != "second a" {
+		t.Fatalf("second/a.txt reads %q", got)
+	}
+	// And now first may not take a.txt back.
+	out, code = importInto("first")
+	if code != 1 || !strings.Contains(out, "adopted 0, skipped 1, failed 1") || !strings.Contains(out, "(devstoreaccount1/second/a.txt)") {
+		t.Fatalf("import into first again (%d):\n%s", code, out)
+	}
+	if got := names("first"); !slices.Equal(got, []string{"b.txt"}) {
+		t.Fatalf("first holds %q", got)
 	}
 }
 

@@ -1409,3 +1409,55 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Adopted keys (migration 0006; leasedb.DB.AdoptBlob).
+
+// ClaimAdoptedKey implements leasedb.Tx. The insert holds the new row's
+// lock until commit; a concurrent claim of the same key waits in its own
+// INSERT ... ON CONFLICT DO NOTHING for this one to end, then reads the
+// committed holder FOR UPDATE (READ COMMITTED: a new statement sees it).
+func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) (leasedb.BlobRef, bool, error) {
+	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
+		return leasedb.BlobRef{}, false, err
+	}
+	// Records are never deleted today; the loop only guards against one
+	// vanishing between the two statements.
+	for range 3 {
+		tag, err := t.tx.Exec(ctx, `INSERT INTO adopted_keys (key, account, container, name) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (key) DO NOTHING`, key, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: %w", key, ctxErr(ctx, err))
+		}
+		if tag.RowsAffected() == 1 {
+			return ref, true, nil
+		}
+		var h leasedb.BlobRef
+		err = t.tx.QueryRow(ctx, `SELECT account, container, name FROM adopted_keys WHERE key = $1 FOR UPDATE`, key).
+			Scan(&h.Account, &h.Container, &h.Name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: holder: %w", key, ctxErr(ctx, err))
+		}
+		return h, false, nil
+	}
+	return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: its record keeps vanishing", key)
+}
+
+// MoveAdoptedKey implements leasedb.Tx.
+func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) error {
+	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `UPDATE adopted_keys SET account = $2, container = $3, name = $4 WHERE key = $1`,
+		key, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, ctxErr(ctx, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, leasedb.ErrNotFound)
+	}
+	return nil
+}

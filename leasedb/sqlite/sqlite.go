@@ -1354,3 +1354,48 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Adopted keys (migration 0006; leasedb.DB.AdoptBlob). The write lock
+// already serializes claims; no statement of their own is needed.
+
+// ClaimAdoptedKey implements leasedb.Tx.
+func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) (leasedb.BlobRef, bool, error) {
+	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
+		return leasedb.BlobRef{}, false, err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO adopted_keys (key, account, container, name) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO NOTHING`, key, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/sqlite: claim adopted key %s: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/sqlite: claim adopted key %s: %w", key, err)
+	} else if n == 1 {
+		return ref, true, nil
+	}
+	var h leasedb.BlobRef
+	if err := t.tx.QueryRowContext(ctx, `SELECT account, container, name FROM adopted_keys WHERE key = ?`, key).
+		Scan(&h.Account, &h.Container, &h.Name); err != nil {
+		return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/sqlite: claim adopted key %s: holder: %w", key, err)
+	}
+	return h, false, nil
+}
+
+// MoveAdoptedKey implements leasedb.Tx.
+func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) error {
+	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE adopted_keys SET account = ?, container = ?, name = ? WHERE key = ?`,
+		ref.Account, ref.Container, ref.Name, key)
+	if err != nil {
+		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, err)
+	} else if n == 0 {
+		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, leasedb.ErrNotFound)
+	}
+	return nil
+}

@@ -2,16 +2,28 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 // testAdoptBlob runs DB.AdoptBlob over the store: insert, idempotent rerun,
 // changed size, conflict with another blob, a queued key, and ownership
-// (a delete queues the adopted key).
+// (a delete queues the adopted key); then one object under two names
+// (testAdoptOneName) and racing adoptions of one object
+// (testAdoptConcurrent), on their own containers and keys.
 func testAdoptBlob(t *testing.T, s leasedb.Store) {
+	testAdoptBasics(t, s)
+	t.Run("OneObjectOneName", func(t *testing.T) { testAdoptOneName(t, s) })
+	t.Run("Concurrent", func(t *testing.T) { testAdoptConcurrent(t, s) })
+}
+
+func testAdoptBasics(t *testing.T, s leasedb.Store) {
 	ctx := ctxT(t)
 	db := &leasedb.DB{Store: s}
 	if _, err := db.CreateContainer(ctx, "acct", "c", nil, ""); err != nil {
@@ -73,5 +85,157 @@ func testAdoptBlob(t *testing.T, s leasedb.Store) {
 	}
 	if ok, err := db.AdoptBlob(ctx, ref, req); err != nil || !ok {
 		t.Fatalf("AdoptBlob after collection = %v, %v", ok, err)
+	}
+}
+
+// testAdoptOneName: an object backs one blob name at a time. Adopting its
+// key under a second name (same or another container) is ErrAdoptShared
+// and leaves nothing behind, as long as the first name's blob or one of its
+// snapshots references the key; once the first name has let it go and the
+// key was collected, another name may adopt it.
+func testAdoptOneName(t *testing.T, s leasedb.Store) {
+	ctx := ctxT(t)
+	db := &leasedb.DB{Store: s}
+	for _, c := range []string{"one-c1", "one-c2"} {
+		if _, err := db.CreateContainer(ctx, "acct", c, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := func(c, n string) leasedb.BlobRef { return leasedb.BlobRef{Account: "acct", Container: c, Name: n} }
+	const key = "x/b25lLW9iamVjdA"
+	req := leasedb.AdoptRequest{Key: key, Size: 10, Props: leasedb.Props{ContentType: "text/plain"}}
+	a, b, other := ref("one-c1", "a"), ref("one-c1", "b"), ref("one-c2", "a")
+	mustAdopt := func(r leasedb.BlobRef) {
+		t.Helper()
+		if ok, err := db.AdoptBlob(ctx, r, req); err != nil || !ok {
+			t.Fatalf("AdoptBlob(%s) = %v, %v; want true", r, ok, err)
+		}
+	}
+	refused := func(r leasedb.BlobRef, want error) {
+		t.Helper()
+		if ok, err := db.AdoptBlob(ctx, r, req); !errors.Is(err, want) || ok {
+			t.Fatalf("AdoptBlob(%s) = %v, %v; want %v", r, ok, err, want)
+		}
+		if _, _, err := db.GetBlob(ctx, r, "", leasedb.Conditions{}); !svcerr.HasCode(err, svcerr.BlobNotFound) && !errors.Is(want, leasedb.ErrAdoptConflict) {
+			t.Fatalf("refused adoption left a blob at %s (%v)", r, err)
+		}
+	}
+	queue := func() []string {
+		t.Helper()
+		keys, err := s.CollectionKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(keys, func(k string) bool { return k != key })
+	}
+
+	mustAdopt(a)
+	refused(b, leasedb.ErrAdoptShared)
+	refused(other, leasedb.ErrAdoptShared)
+	if ok, err := db.AdoptBlob(ctx, a, req); err != nil || ok {
+		t.Fatalf("rerun AdoptBlob(%s) = %v, %v; want false", a, ok, err)
+	}
+	if q := queue(); len(q) != 0 {
+		t.Fatalf("refused adoptions queued the key: %q", q)
+	}
+
+	// A snapshot keeps the key when the blob is overwritten: still held.
+	if _, err := db.CreateSnapshot(ctx, a, "", leasedb.Conditions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddIntent(ctx, "b/one-new", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: a, Type: "BlockBlob", Extents: []leasedb.Extent{{Key: "b/one-new", Size: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := queue(); len(q) != 0 {
+		t.Fatalf("overwriting a blob whose snapshot shares the key queued it: %q", q)
+	}
+	refused(other, leasedb.ErrAdoptShared)
+	// Its last row goes: the key is queued, and adopting it now would lose
+	// the bytes to the collector.
+	if err := db.DeleteBlob(ctx, a, "", leasedb.Conditions{}, leasedb.OnlySnapshots); err != nil {
+		t.Fatal(err)
+	}
+	if q := queue(); !slices.Equal(q, []string{key}) {
+		t.Fatalf("queue after the last reference went = %q", q)
+	}
+	refused(other, leasedb.ErrAdoptQueued)
+	// Collected and put back: another name takes it over, and from then on
+	// that name holds it.
+	if err := s.Forget(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	mustAdopt(other)
+	refused(a, leasedb.ErrAdoptConflict) // a is a different blob now
+	refused(b, leasedb.ErrAdoptShared)
+
+	// Deleting the holder's container lets the key go too.
+	if err := db.DeleteContainer(ctx, "acct", "one-c2", "", leasedb.Conditions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, queue()); err != nil {
+		t.Fatal(err)
+	}
+	mustAdopt(b)
+	// And the name that adopted it may adopt it again after a delete.
+	if err := db.DeleteBlob(ctx, b, "", leasedb.Conditions{}, leasedb.KeepSnapshots); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, queue()); err != nil {
+		t.Fatal(err)
+	}
+	mustAdopt(b)
+	refused(ref("one-c1", "c"), leasedb.ErrAdoptShared)
+}
+
+// testAdoptConcurrent: of 16 racing adoptions of one object under 16 names,
+// exactly one succeeds; the others are ErrAdoptShared and leave no blob.
+func testAdoptConcurrent(t *testing.T, s leasedb.Store) {
+	ctx := ctxT(t)
+	db := &leasedb.DB{Store: s}
+	if _, err := db.CreateContainer(ctx, "acct", "race", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	req := leasedb.AdoptRequest{Key: "x/cmFjZQ", Size: 4}
+	refOf := func(i int) leasedb.BlobRef {
+		return leasedb.BlobRef{Account: "acct", Container: "race", Name: fmt.Sprintf("n%02d", i)}
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		won    []string
+		others []error
+		start  = make(chan struct{})
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := db.AdoptBlob(ctx, refOf(i), req)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && ok:
+				won = append(won, refOf(i).Name)
+			case errors.Is(err, leasedb.ErrAdoptShared):
+			default:
+				others = append(others, fmt.Errorf("%s: %v, %w", refOf(i), ok, err))
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(won) != 1 || len(others) != 0 {
+		t.Fatalf("%d adoptions succeeded (%q), unexpected outcomes %v; want exactly one and the rest ErrAdoptShared", len(won), won, others)
+	}
+	for i := range n {
+		_, _, err := db.GetBlob(ctx, refOf(i), "", leasedb.Conditions{})
+		if exists := err == nil; exists != (refOf(i).Name == won[0]) {
+			t.Errorf("%s: exists %v (%v), winner %s", refOf(i), exists, err, won[0])
+		}
 	}
 }
