@@ -8,18 +8,27 @@
 //	root/objects/<key>   committed objects; each '/' in a key is a directory
 //	root/tmp/put-*       bodies being written by Put, or left by a crash
 //
-// Put streams the body into a fresh file in root/tmp, fsyncs it, hard-links
-// it to its final name with link(2) — which fails when the name exists — and
-// fsyncs the directories it changed. That upholds the two rules this
-// package must never break:
+// Put streams the body into a fresh file in root/tmp, hard-links it to its
+// final name with link(2) — which fails when the name exists — once the
+// whole body is written, then fsyncs the file and the directories it
+// changed, and returns only when body and name are durable. (The file is
+// synced after the link because on journaling filesystems that one fsync
+// commits the new directory entry too, which leaves the directory fsyncs
+// little to do: one flush fewer per object.) That upholds the two rules
+// this package must never break:
 //
 //   - It never overwrites an object. A Put of an existing key fails with
 //     backends.ErrExists, and of two concurrent Puts of one key exactly one
 //     wins; the loser's bytes never reach objects/.
 //   - It never exposes a partial object. A key appears under objects/ only
-//     once its complete body is durable, and a Put that fails (short or long
-//     body, reader error, cancelled context, full disk) leaves nothing under
-//     objects/ and removes its temporary file.
+//     once its complete body is written, it is durable when Put returns, and
+//     a Put that fails (short or long body, reader error, cancelled context,
+//     full disk, failed fsync) leaves nothing under objects/ and removes its
+//     temporary file. A crash while a Put is still running may leave its
+//     key under objects/ with less than the body: the caller never learnt
+//     that the key holds anything (Put had not returned), so it references
+//     nothing there; the gateway records every key as an upload intent
+//     before Put and the collector deletes what the intent names.
 //
 // A reader returned by Open holds an open file descriptor, so deleting an
 // object while it is being read does not disturb the reader (the inode lives
@@ -228,18 +237,31 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 		}
 		return fmt.Errorf("disk: put %s: %w: body has %d bytes, declared %d", key, ErrSizeMismatch, n, size)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("disk: put %s: sync temporary file: %w", key, err)
-	}
-	cerr := f.Close()
-	f = nil
-	if cerr != nil {
-		return fmt.Errorf("disk: put %s: close temporary file: %w", key, cerr)
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("disk: put %s: %w", key, err)
 	}
-	if err := s.commit(tmp, final); err != nil {
+	dirty, err := s.link(tmp, final)
+	if err != nil {
+		return fmt.Errorf("disk: put %s: %w", key, err)
+	}
+	// The complete body is under its final name; now make body and name
+	// durable. The file first: on journaling filesystems its fsync also
+	// commits the new directory entry, so the directory fsyncs after it
+	// usually find nothing left to write.
+	err = f.Sync()
+	if err == nil {
+		err = f.Close()
+		f = nil
+	}
+	for d := range dirty {
+		if err != nil {
+			break
+		}
+		err = syncDir(d)
+	}
+	if err != nil {
+		// The object must not stay visible when Put fails.
+		os.Remove(final)
 		return fmt.Errorf("disk: put %s: %w", key, err)
 	}
 	return nil
@@ -334,10 +356,10 @@ func copyBody(ctx context.Context, f *os.File, r io.Reader, size int64) (int64, 
 	}
 }
 
-// commit links the complete, synced temp file to final and makes the new
-// name durable. When commit fails, final does not exist (unless it existed
-// before: ErrExists).
-func (s *Store) commit(tmp, final string) error {
+// link links the complete temp file to final and returns the directories
+// it changed, which the caller must fsync. When link fails, final does not
+// exist (unless it existed before: ErrExists).
+func (s *Store) link(tmp, final string) (map[string]struct{}, error) {
 	dirty := map[string]struct{}{filepath.Dir(final): {}}
 	for attempt := 1; ; attempt++ {
 		err := os.Link(tmp, final)
@@ -347,37 +369,29 @@ func (s *Store) commit(tmp, final string) error {
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() {
-				return ErrKeyConflict
+				return nil, ErrKeyConflict
 			}
-			return backends.ErrExists
+			return nil, backends.ErrExists
 		case errors.Is(err, syscall.ENOTDIR):
-			return ErrKeyConflict
+			return nil, ErrKeyConflict
 		case errors.Is(err, fs.ErrNotExist) && attempt < maxLinkAttempts:
 			if _, serr := os.Lstat(tmp); serr != nil {
-				return fmt.Errorf("temporary file vanished before commit: %w", serr)
+				return nil, fmt.Errorf("temporary file vanished before commit: %w", serr)
 			}
 			// Parent directories are missing: never created, or pruned
 			// by a concurrent Delete. (Re)create them and retry.
 			created, merr := s.mkdirs(filepath.Dir(final))
 			if merr != nil {
-				return merr
+				return nil, merr
 			}
 			for _, d := range created {
 				dirty[d] = struct{}{}
 			}
 		default:
-			return fmt.Errorf("commit: %w", err)
+			return nil, fmt.Errorf("commit: %w", err)
 		}
 	}
-	// Every dirty directory is an ancestor of final, so it exists now.
-	for d := range dirty {
-		if err := syncDir(d); err != nil {
-			// The object must not stay visible when Put fails.
-			os.Remove(final)
-			return err
-		}
-	}
-	return nil
+	return dirty, nil
 }
 
 // mkdirs creates the directories from objects/ down to dir and returns the
