@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,11 +28,16 @@ import (
 // BenchmarkTransfer measures upload and download of one blob through a real
 // `blobgw serve` process (SQLite + disk) with the Azure SDK (4 MiB blocks,
 // concurrency 4), next to writing and reading the same bytes directly in the
-// data directory, so throughput is reported as a ratio from one run. The
-// gateway's peak RSS (VmHWM) is reported as a metric. Size:
-// BLOBGW_BENCH_SIZE (bytes, default 1 GiB).
+// data directory, so throughput is reported as a ratio from one run. Each
+// iteration times the four transfers, the gateway first on even iterations
+// and the baseline first on odd ones; every timed phase starts with no dirty
+// pages left by another (syscall.Sync). The ratios reported are the medians
+// of the per-iteration ratios (this machine's disk speed drifts between
+// runs; a pair measured back to back is what compares). The gateway's peak
+// RSS (VmHWM) is reported as a metric. Size: BLOBGW_BENCH_SIZE (bytes,
+// default 1 GiB).
 //
-//	go test ./cmd/blobgw -run '^$' -bench Transfer -benchtime 1x
+//	go test ./cmd/blobgw -run '^$' -bench 'Transfer$' -benchtime 5x
 func BenchmarkTransfer(b *testing.B) {
 	size := benchSize(b)
 	dir := b.TempDir()
@@ -43,79 +49,134 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	// A source file of random bytes (the SDK and the baseline read the same).
 	src := randomFile(b, dir, size)
-
-	var upGW, upDisk, downGW, downDisk, downKernel time.Duration
-	for i := 0; i < b.N; i++ {
-		// Gateway upload. Every timed phase starts with no dirty pages left
-		// by the one before (syscall.Sync), so none pays for another's
-		// writeback.
-		in, _ := os.Open(src)
-		syscall.Sync()
+	baseline := filepath.Join(data, "baseline.bin")
+	timed := func(f func() error) time.Duration {
+		settle()
 		t0 := time.Now()
-		if _, err := client.UploadStream(ctx, "bench", "blob", in, &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
+		if err := f(); err != nil {
 			b.Fatal(err)
 		}
-		upGW += time.Since(t0)
-		in.Close()
-		// Baseline: the same bytes straight into the data directory, fsynced.
-		in, _ = os.Open(src)
-		syscall.Sync()
-		t0 = time.Now()
-		out, err := os.Create(filepath.Join(data, "baseline.bin"))
+		return time.Since(t0)
+	}
+	upGateway := func() error {
+		in, err := os.Open(src)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
+		defer in.Close()
+		_, err = client.UploadStream(ctx, "bench", "blob", in, &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4})
+		return err
+	}
+	// The same bytes straight into the data directory, fsynced.
+	upDirect := func() error {
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(baseline)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
 		if _, err := io.Copy(out, in); err != nil {
-			b.Fatal(err)
+			return err
 		}
-		out.Sync()
-		out.Close()
-		upDisk += time.Since(t0)
-		in.Close()
-		// Gateway download (parallel ranges, like the SDK's DownloadFile).
-		dst, _ := os.Create(filepath.Join(dir, "dst.bin"))
-		syscall.Sync()
-		t0 = time.Now()
-		if _, err := client.DownloadFile(ctx, "bench", "blob", dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
-			b.Fatal(err)
+		return out.Sync()
+	}
+	downGateway := func() error {
+		dst, err := os.Create(filepath.Join(dir, "dst.bin"))
+		if err != nil {
+			return err
 		}
-		downGW += time.Since(t0)
-		dst.Close()
-		// Baseline: read the same bytes from the data directory into memory
-		// and write them to a file, as the SDK does with what it receives
-		// (4 MiB buffer, no ReaderFrom/WriterTo shortcuts).
-		in, _ = os.Open(filepath.Join(data, "baseline.bin"))
-		dst, _ = os.Create(filepath.Join(dir, "dst2.bin"))
-		syscall.Sync()
-		t0 = time.Now()
-		if _, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{in}, make([]byte, 4<<20)); err != nil {
-			b.Fatal(err)
+		defer dst.Close()
+		_, err = client.DownloadFile(ctx, "bench", "blob", dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4})
+		return err
+	}
+	// Read the same bytes from the data directory into memory and write
+	// them to a file, as the SDK does with what it receives (4 MiB buffer,
+	// no ReaderFrom/WriterTo shortcuts).
+	downDirect := func() error {
+		in, err := os.Open(baseline)
+		if err != nil {
+			return err
 		}
-		downDisk += time.Since(t0)
-		in.Close()
-		dst.Close()
-		// And the kernel's file-to-file copy (copy_file_range), which no
-		// reader over a socket can match, reported for comparison.
-		in, _ = os.Open(filepath.Join(data, "baseline.bin"))
-		dst, _ = os.Create(filepath.Join(dir, "dst3.bin"))
-		syscall.Sync()
-		t0 = time.Now()
-		if _, err := io.Copy(dst, in); err != nil {
-			b.Fatal(err)
+		defer in.Close()
+		dst, err := os.Create(filepath.Join(dir, "dst2.bin"))
+		if err != nil {
+			return err
 		}
-		downKernel += time.Since(t0)
-		in.Close()
-		dst.Close()
-		os.Remove(filepath.Join(data, "baseline.bin"))
+		defer dst.Close()
+		_, err = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{in}, make([]byte, 4<<20))
+		return err
+	}
+	// The kernel's file-to-file copy (copy_file_range), which no reader
+	// over a socket can match, for comparison.
+	downKernel := func() error {
+		in, err := os.Open(baseline)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		dst, err := os.Create(filepath.Join(dir, "dst3.bin"))
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		_, err = io.Copy(dst, in)
+		return err
+	}
+
+	var sum [5]time.Duration // up gw, up direct, down gw, down direct, down kernel
+	var upRatios, downRatios []float64
+	for i := 0; i < b.N; i++ {
+		var d [5]time.Duration
+		if i%2 == 0 {
+			d[0], d[1] = timed(upGateway), timed(upDirect)
+			d[2], d[3], d[4] = timed(downGateway), timed(downDirect), timed(downKernel)
+		} else {
+			d[1], d[0] = timed(upDirect), timed(upGateway)
+			d[4], d[3], d[2] = timed(downKernel), timed(downDirect), timed(downGateway)
+		}
+		os.Remove(baseline)
+		for j := range d {
+			sum[j] += d[j]
+		}
+		mb := func(d time.Duration) float64 { return float64(size) / d.Seconds() / 1e6 }
+		b.Logf("iteration %d: up %.0f vs %.0f MB/s, down %.0f vs %.0f MB/s (copy_file_range %.0f)", i, mb(d[0]), mb(d[1]), mb(d[2]), mb(d[3]), mb(d[4]))
+		upRatios = append(upRatios, d[1].Seconds()/d[0].Seconds())
+		downRatios = append(downRatios, d[3].Seconds()/d[2].Seconds())
 	}
 	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e6 }
-	b.ReportMetric(mbps(upGW), "up-MB/s")
-	b.ReportMetric(mbps(upDisk), "up-disk-MB/s")
-	b.ReportMetric(mbps(upGW)/mbps(upDisk), "up-ratio")
-	b.ReportMetric(mbps(downGW), "down-MB/s")
-	b.ReportMetric(mbps(downDisk), "down-disk-MB/s")
-	b.ReportMetric(mbps(downGW)/mbps(downDisk), "down-ratio")
-	b.ReportMetric(mbps(downKernel), "down-copy-file-range-MB/s")
+	b.ReportMetric(mbps(sum[0]), "up-MB/s")
+	b.ReportMetric(mbps(sum[1]), "up-disk-MB/s")
+	b.ReportMetric(median(upRatios), "up-ratio")
+	b.ReportMetric(mbps(sum[2]), "down-MB/s")
+	b.ReportMetric(mbps(sum[3]), "down-disk-MB/s")
+	b.ReportMetric(median(downRatios), "down-ratio")
+	b.ReportMetric(mbps(sum[4]), "down-copy-file-range-MB/s")
+}
+
+// settle gives every timed phase the same start: no dirty pages (sync) and,
+// where the benchmark may (root), no cached file pages either, so reads on
+// both sides come from the disk. Without the second half, reads depend on
+// what this VM's proactive page reclaim (DAMON) happened to evict.
+func settle() {
+	syscall.Sync()
+	if f, err := os.OpenFile("/proc/sys/vm/drop_caches", os.O_WRONLY, 0); err == nil {
+		f.WriteString("3")
+		f.Close()
+	}
+}
+
+// median of xs (xs is reordered).
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // startGateway builds blobgw, runs `serve` with args on a free port until the
