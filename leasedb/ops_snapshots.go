@@ -134,4 +134,3 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 		return tx.AddGC(ctx, unreferenced([]*Blob{sn}, kept), now.Add(d.Grace))
 	})
 }
-
