@@ -907,7 +907,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// Blocks implements leasedb.Tx: oldest first, then by block id (byte
 // BlockStats implements leasedb.Tx.
 func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
 	if err := checkText(account, container, blob); err != nil {
@@ -921,6 +920,7 @@ func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (c
 	return count, idLen, nil
 }
 
+// Blocks implements leasedb.Tx: oldest first, then by block id (byte
 // order); nil when there are none.
 func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
 	if err := checkText(account, container, blob); err != nil {
