@@ -195,6 +195,23 @@ func cannotVerify(status int, format string, args ...any) *svcerr.Error {
 }
 
 // redactURL hides a SAS signature before a URL goes into a message or a log.
+// withoutSignature is a copy source URL as recorded on the destination
+// (x-ms-copy-source): a SAS keeps its fields but loses its signature.
+func withoutSignature(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, "sig") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -812,8 +829,10 @@ func targetCond(err error) error {
 // streamed into new objects, except from a row of the destination's own
 // name (restoring a blob from its snapshot), whose extents are shared.
 //
-// Get Blob Properties does not report x-ms-copy-id / -status / -source /
-// -progress afterwards: that needs columns the blob row does not have.
+// The destination records the copy (id, source without its SAS signature,
+// status success, progress, completion time): Get Blob / Get Blob
+// Properties report it as x-ms-copy-* and List Blobs with include=copy,
+// until a Put Blob, Put Block List or Set Blob Properties changes the blob.
 func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
 	op := opCopyBlob
@@ -882,6 +901,11 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	var b *leasedb.Blob
 	var leaseRes leasedb.LeaseResult
 	var sum []byte
+	copyID := uuid.NewString()
+	record := func(n int64) *leasedb.CopyInfo {
+		return &leasedb.CopyInfo{ID: copyID, Source: withoutSignature(spec.raw), Status: "success",
+			Progress: fmt.Sprintf("%d/%d", n, n)}
+	}
 	// (The sync form answers with the bytes' MD5, and x-ms-source-content-md5
 	// is checked against it: both need the stored MD5, or a copy.)
 	knownMD5 := src.props.ContentMD5 != nil || op == opCopyBlob && r.Header.Get("x-ms-source-content-md5") == ""
@@ -889,6 +913,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		shared := preq
 		shared.Extents = src.extents
 		shared.Copy.SharedExtents = true
+		shared.CopyInfo = record(src.size)
 		sum = src.props.ContentMD5
 		if err := checkSourceMD5(r.Header, sum); err != nil {
 			return err
@@ -919,6 +944,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		if preq.Type == "AppendBlob" && src.remote && ext.Size > 0 {
 			preq.BlockCount = 1
 		}
+		preq.CopyInfo = record(ext.Size)
 		if b, leaseRes, err = s.db.PutBlob(ctx, preq); err != nil {
 			discard()
 			return err
@@ -926,7 +952,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
-	h.Set("x-ms-copy-id", uuid.NewString())
+	h.Set("x-ms-copy-id", copyID)
 	h.Set("x-ms-copy-status", "success")
 	if op == opCopyBlobSync && sum != nil {
 		h.Set("Content-MD5", b64(sum))

@@ -157,6 +157,13 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	if b.Type == "AppendBlob" {
 		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
 	}
+	if c := b.Copy; c != nil {
+		h.Set("x-ms-copy-id", c.ID)
+		h.Set("x-ms-copy-source", c.Source)
+		h.Set("x-ms-copy-status", c.Status)
+		h.Set("x-ms-copy-progress", c.Progress)
+		h.Set("x-ms-copy-completion-time", httpTime(c.Completed))
+	}
 	writeTierTagHeaders(h, b)
 	writeMetadata(h, b.Metadata)
 }

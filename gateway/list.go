@@ -250,6 +250,13 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 			x.elem("LeaseDuration", duration)
 		}
 	}
+	if include["copy"] && b.Copy != nil {
+		x.elem("CopyId", b.Copy.ID)
+		x.elem("CopyStatus", b.Copy.Status)
+		x.elem("CopySource", b.Copy.Source)
+		x.elem("CopyProgress", b.Copy.Progress)
+		x.elem("CopyCompletionTime", httpTime(b.Copy.Completed))
+	}
 	x.elem("ServerEncrypted", "true")
 	writeListTierTags(x, b)
 	x.close("Properties")

@@ -136,6 +136,21 @@ type Blob struct {
 	AccessTier string
 	// Tags are the blob index tags; nil or empty when none.
 	Tags map[string]string
+	// Copy describes the Copy Blob that wrote this blob (x-ms-copy-*);
+	// nil when none did, or when a Put Blob, Put Block List or Set Blob
+	// Properties has changed the blob since.
+	Copy *CopyInfo
+}
+
+// CopyInfo is what Get Blob Properties and List Blobs (include=copy) report
+// of the copy that wrote a blob. blobgw copies synchronously, so Status is
+// always "success" and Progress "n/n".
+type CopyInfo struct {
+	ID        string    `json:"id"`
+	Source    string    `json:"source"` // the source URL, without a SAS signature
+	Status    string    `json:"status"`
+	Progress  string    `json:"progress"` // "<bytes copied>/<total>"
+	Completed time.Time `json:"completed"`
 }
 
 // Keys returns the distinct backend keys the row references (a block id

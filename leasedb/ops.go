@@ -300,6 +300,9 @@ type PutBlobRequest struct {
 	// committed block count of a copied append blob.
 	Copy       CopyTarget
 	BlockCount int
+	// CopyInfo is recorded on the new row by Copy Blob (Completed is set
+	// to the commit time); nil for every other write.
+	CopyInfo *CopyInfo
 }
 
 // checkCreateOnly refuses a create-only caller's write over an existing
@@ -404,6 +407,11 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
 			Tags: req.Tags, AccessTier: req.AccessTier, BlockCount: req.BlockCount,
 		}
+		if req.CopyInfo != nil {
+			ci := *req.CopyInfo
+			ci.Completed = now
+			b.Copy = &ci
+		}
 		if old != nil {
 			b.Created = old.Created
 			// The new row may share extents with the old one (a restore
@@ -463,10 +471,11 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 
 // SetBlobProperties replaces the blob's system properties wholesale (as
 // Azure does: properties not sent are cleared), keeping Content-MD5 unless
-// a new one is given.
+// a new one is given. The blob stops reporting the copy that wrote it.
 func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
 	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
 		md5 := b.Props.ContentMD5
+		b.Copy = nil
 		b.Props = p
 		if p.ContentMD5 == nil {
 			b.Props.ContentMD5 = md5

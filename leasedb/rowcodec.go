@@ -3,6 +3,7 @@ package leasedb
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Both drivers store metadata, extents and tags as the same JSON text, so a
@@ -67,4 +68,32 @@ func DecodeTags(s string) (map[string]string, error) {
 		return nil, nil
 	}
 	return m, nil
+}
+
+// EncodeCopy stores no copy information as "". The completion time is
+// kept in UTC to the microsecond, like the stores' other times.
+func EncodeCopy(c *CopyInfo) (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	v := *c
+	v.Completed = v.Completed.UTC().Truncate(time.Microsecond)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("leasedb: encode copy info: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeCopy reads EncodeCopy's form ("" or NULL: nil).
+func DecodeCopy(s string) (*CopyInfo, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c := &CopyInfo{}
+	if err := json.Unmarshal([]byte(s), c); err != nil {
+		return nil, fmt.Errorf("leasedb: decode copy info: %w", err)
+	}
+	c.Completed = c.Completed.UTC()
+	return c, nil
 }

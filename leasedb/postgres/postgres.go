@@ -597,7 +597,7 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
-	access_tier, tags`
+	access_tier, tags, copy_info`
 
 // snapshotCols are the columns of a snapshot row: blobCols, then the
 // snapshot id.
@@ -683,7 +683,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags`,
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info`,
 		vals...)
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -765,7 +765,7 @@ func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after,
 
 // stagedCols are blobCols for a name that has only staged blocks: a block
 // blob with nothing else known (scanBlobs reads them like a row).
-const stagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL`
+const stagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, ''`
 
 // Kinds of ListEntries rows, in their order within one name. A name has a
 // blob row or is staged, never both in one result.
@@ -1258,13 +1258,13 @@ func scanBlobsWith(rows pgx.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb
 		var (
 			b                            leasedb.Blob
 			created, lm, exp, brk, since pgtype.Timestamptz
-			meta, ext                    string
+			meta, ext, copyInfo          string
 			tier, tags                   pgtype.Text
 		)
 		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags}
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo}
 		if extra != nil {
 			dest = append(dest, extra(&b)...)
 		}
@@ -1280,6 +1280,9 @@ func scanBlobsWith(rows pgx.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb
 			return nil, err
 		}
 		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
+			return nil, err
+		}
+		if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
 			return nil, err
 		}
 		b.Created, b.LastModified = fromTS(created), fromTS(lm)
@@ -1307,11 +1310,15 @@ func blobValues(b *leasedb.Blob) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	copyInfo, err := leasedb.EncodeCopy(b.Copy)
+	if err != nil {
+		return nil, err
+	}
 	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
 		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
-		tier, tags}, nil
+		tier, tags, copyInfo}, nil
 }
 
 // placeholders returns "$1, $2, ..., $n".

@@ -177,6 +177,9 @@ func fullBlob(container, name string) *leasedb.Blob {
 		},
 		AccessTier: "Cool",
 		Tags:       map[string]string{"project": "blobgw", "Env": "prod 1", "empty": ""},
+		Copy: &leasedb.CopyInfo{ID: "c0c0c0c0-1111-2222-3333-444444444444", Status: "success",
+			Source: "http://127.0.0.1:10000/devstoreaccount1/c/source%20blob?sv=2025-11-05&sp=r", Progress: "17/17",
+			Completed: base.Add(-time.Minute)},
 	}
 }
 
@@ -204,6 +207,11 @@ func normBlob(b *leasedb.Blob) *leasedb.Blob {
 		n.Tags = nil
 	}
 	n.Lease = normLease(b.Lease)
+	if b.Copy != nil {
+		c := *b.Copy
+		c.Completed = normTime(c.Completed)
+		n.Copy = &c
+	}
 	return &n
 }
 
