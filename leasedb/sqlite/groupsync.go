@@ -90,7 +90,10 @@ func (g *groupSync) wait() error {
 	return err
 }
 
-// syncFile fsyncs the file at path (the WAL). It opens the file each time:
+// syncFile flushes the file at path (the WAL) with fdatasync where there is
+// one, as SQLite itself syncs its WAL: the frames and the file size, not
+// the timestamps (once the WAL is reused from its start, a flush then needs
+// no journal commit). It opens the file each time:
 // SQLite may remove and recreate the WAL, and a descriptor kept open across
 // that would sync a file nobody writes any more.
 func syncFile(path string) error {
@@ -103,7 +106,7 @@ func syncFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: sync WAL: %w", err)
 	}
-	err = f.Sync()
+	err = datasync(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
