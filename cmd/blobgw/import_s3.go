@@ -89,42 +89,45 @@ func importS3(c *cli.Context) error {
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace}
 	w := c.App.ErrWriter
 
-	// List first (the progress line needs the totals).
-	var jobs []migJob
+	// The listing feeds the workers as it goes; the container is created
+	// before the first object is handed over.
 	own := 0
-	p := awss3.NewListObjectsV2Paginator(st.Client(), &awss3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return cli.Exit("import s3: interrupted; run the same command again to finish", 1)
+	jobs := func(ctx context.Context, emit func(migJob) error) error {
+		created := false
+		p := awss3.NewListObjectsV2Paginator(st.Client(), &awss3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", bucket, err)
 			}
-			return cli.Exit(fmt.Sprintf("import s3: list %s: %v", bucket, err), 1)
+			for _, o := range page.Contents {
+				obj := aws.ToString(o.Key)
+				if (st.Prefix() != "" && strings.HasPrefix(obj, st.Prefix())) || (st.Prefix() == "" && gatewayKeyRE.MatchString(obj)) {
+					own++ // the gateway's own bytes
+					continue
+				}
+				name := strings.TrimPrefix(obj, prefix)
+				if name == "" {
+					continue // the prefix itself (a "directory" marker)
+				}
+				if !created {
+					if _, err := db.CreateContainer(ctx, account, cont, nil, ""); err != nil && !svcerr.HasCode(err, svcerr.ContainerAlreadyExists) {
+						return fmt.Errorf("create container %s: %w", cont, err)
+					}
+					created = true
+				}
+				if err := emit(migJob{container: cont, name: name, size: aws.ToInt64(o.Size), etag: aws.ToString(o.ETag)}); err != nil {
+					return err
+				}
+			}
 		}
-		for _, o := range page.Contents {
-			obj := aws.ToString(o.Key)
-			if (st.Prefix() != "" && strings.HasPrefix(obj, st.Prefix())) || (st.Prefix() == "" && gatewayKeyRE.MatchString(obj)) {
-				own++ // the gateway's own bytes
-				continue
-			}
-			name := strings.TrimPrefix(obj, prefix)
-			if name == "" {
-				continue // the prefix itself (a "directory" marker)
-			}
-			jobs = append(jobs, migJob{container: cont, name: name, size: aws.ToInt64(o.Size), etag: aws.ToString(o.ETag)})
+		return nil
+	}
+	defer func() {
+		if own > 0 {
+			fmt.Fprintf(w, "import s3: skipped %d objects of the gateway's own (under prefix %q)\n", own, st.Prefix())
 		}
-	}
-	if own > 0 {
-		fmt.Fprintf(w, "import s3: skipping %d objects of the gateway's own (under prefix %q)\n", own, st.Prefix())
-	}
-	if len(jobs) > 0 {
-		if _, err := db.CreateContainer(ctx, account, cont, nil, ""); err != nil && !svcerr.HasCode(err, svcerr.ContainerAlreadyExists) {
-			if ctx.Err() != nil {
-				return cli.Exit("import s3: interrupted; run the same command again to finish", 1)
-			}
-			return cli.Exit(fmt.Sprintf("import s3: create container %s: %v", cont, err), 1)
-		}
-	}
+	}()
 	return runJobsAs(ctx, w, "import s3", "adopted", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, pr *progress) (bool, error) {
 		skipped, size, err := adoptOne(ctx, db, st, bucket, prefix+j.name, leasedb.BlobRef{Account: account, Container: j.container, Name: j.name}, j.size)
 		if err == nil && !skipped {

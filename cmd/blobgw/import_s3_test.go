@@ -268,7 +268,7 @@ func TestImportS3(t *testing.T) {
 	// objects under its prefix (conflict.txt's and the new cat's bytes).
 	// The three data/ objects already back blobs of "adopted": refused.
 	out, code = runApp(t, env, "import", "s3", "--bucket", bucket, "--container", "whole")
-	if code != 1 || !strings.Contains(out, "skipping 2 objects of the gateway's own") || !strings.Contains(out, "adopted 1, skipped 0, failed 3") ||
+	if code != 1 || !strings.Contains(out, "skipped 2 objects of the gateway's own") || !strings.Contains(out, "adopted 1, skipped 0, failed 3") ||
 		strings.Count(out, "already adopted as another blob") != 3 {
 		t.Fatalf("whole bucket (%d):\n%s", code, out)
 	}

@@ -197,9 +197,25 @@ type migJob struct {
 	metadata  map[string]*string
 }
 
-// listJobs lists the blobs of the containers to copy, calling onContainer
-// first for each container.
-func listJobs(ctx context.Context, svc *service.Client, only string, onContainer func(name string, md map[string]*string) error) ([]migJob, error) {
+// jobSource lists the objects of a run page by page, handing each to emit
+// (which blocks while the workers are that far behind: see lookahead).
+type jobSource func(ctx context.Context, emit func(migJob) error) error
+
+// lookahead is how many listed objects may wait for a worker: listing runs
+// ahead of copying by at most this many (a few MB), so a run over millions
+// of blobs holds a bounded list, and the totals of a smaller run are known
+// almost at once.
+const lookahead = 10000
+
+// listJobs returns the source of the blobs of the containers to copy,
+// calling onContainer first for each container.
+func listJobs(svc *service.Client, only string, onContainer func(name string, md map[string]*string) error) jobSource {
+	return func(ctx context.Context, emit func(migJob) error) error {
+		return listJobsTo(ctx, svc, only, onContainer, emit)
+	}
+}
+
+func listJobsTo(ctx context.Context, svc *service.Client, only string, onContainer func(name string, md map[string]*string) error, emit func(migJob) error) error {
 	type cont struct {
 		name string
 		md   map[string]*string
@@ -210,7 +226,7 @@ func listJobs(ctx context.Context, svc *service.Client, only string, onContainer
 		if p, err := svc.NewContainerClient(only).GetProperties(ctx, nil); err == nil {
 			md = p.Metadata
 		} else if bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			return nil, fmt.Errorf("container %s: not found", only)
+			return fmt.Errorf("container %s: not found", only)
 		}
 		conts = append(conts, cont{only, md})
 	} else {
@@ -218,25 +234,24 @@ func listJobs(ctx context.Context, svc *service.Client, only string, onContainer
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("list containers: %w", err)
+				return fmt.Errorf("list containers: %w", err)
 			}
 			for _, it := range page.ContainerItems {
 				conts = append(conts, cont{*it.Name, it.Metadata})
 			}
 		}
 	}
-	var jobs []migJob
 	for _, ct := range conts {
 		if onContainer != nil {
 			if err := onContainer(ct.name, ct.md); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		pager := svc.NewContainerClient(ct.name).NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}})
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("list blobs in %s: %w", ct.name, err)
+				return fmt.Errorf("list blobs in %s: %w", ct.name, err)
 			}
 			for _, it := range page.Segment.BlobItems {
 				if it.Name == nil || it.Properties == nil {
@@ -249,36 +264,43 @@ func listJobs(ctx context.Context, svc *service.Client, only string, onContainer
 				if it.Properties.ETag != nil {
 					j.etag = string(*it.Properties.ETag)
 				}
-				jobs = append(jobs, j)
+				if err := emit(j); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	return jobs, nil
+	return nil
 }
 
 // progress counts finished objects and bytes and prints a line a second.
 type progress struct {
 	verb                   string
-	totalObjs, totalBytes  int64
+	totalObjs, totalBytes  atomic.Int64 // listed so far
+	listed                 atomic.Bool  // the listing is complete: the totals are final
 	objs, bytes, moved     atomic.Int64
 	copied, skipped, faild atomic.Int64
 	start                  time.Time
 }
 
+// line is the progress line. While the listing still runs the totals are
+// lower bounds ("+") and there is no ETA.
 func (p *progress) line() string {
 	el := time.Since(p.start).Seconds()
 	rate := 0.0
 	if el > 0 {
 		rate = float64(p.moved.Load()) / el
 	}
-	eta := "-"
-	if rem := p.totalBytes - p.bytes.Load(); rate > 0 && rem > 0 {
+	more, eta := "", "-"
+	if !p.listed.Load() {
+		more = "+"
+	} else if rem := p.totalBytes.Load() - p.bytes.Load(); rate > 0 && rem > 0 {
 		eta = time.Duration(float64(rem) / rate * float64(time.Second)).Round(time.Second).String()
 	} else if rem <= 0 {
 		eta = "0s"
 	}
-	return fmt.Sprintf("%s: %d/%d objects, %s/%s, %.1f MB/s, ETA %s",
-		p.verb, p.objs.Load(), p.totalObjs, fmtBytes(p.bytes.Load()), fmtBytes(p.totalBytes), rate/1e6, eta)
+	return fmt.Sprintf("%s: %d/%d%s objects, %s/%s%s, %.1f MB/s, ETA %s",
+		p.verb, p.objs.Load(), p.totalObjs.Load(), more, fmtBytes(p.bytes.Load()), fmtBytes(p.totalBytes.Load()), more, rate/1e6, eta)
 }
 
 func fmtBytes(n int64) string {
@@ -327,21 +349,18 @@ func (c *countingReader) Read(b []byte) (int, error) {
 
 // runJobs copies jobs with parallel workers, printing progress to w, and
 // returns an exit error when any failed or the run was interrupted.
-func runJobs(ctx context.Context, w io.Writer, verb string, parallel int, jobs []migJob, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
+func runJobs(ctx context.Context, w io.Writer, verb string, parallel int, jobs jobSource, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
 	return runJobsAs(ctx, w, verb, "copied", parallel, jobs, copyOne)
 }
 
 // runJobsAs is runJobs with the word the summary uses for finished objects
 // ("copied", "adopted"). A copyOne that moves no bytes through a
 // countingReader adds the sizes of the objects it finished to p.bytes.
-func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int, jobs []migJob, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
+func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int, jobs jobSource, copyOne func(context.Context, migJob, *progress) (skipped bool, err error)) error {
 	if parallel < 1 {
 		parallel = 1
 	}
-	p := &progress{verb: verb, totalObjs: int64(len(jobs)), start: time.Now()}
-	for _, j := range jobs {
-		p.totalBytes += j.size
-	}
+	p := &progress{verb: verb, start: time.Now()}
 	var mu sync.Mutex // w
 	stopTick := make(chan struct{})
 	tickDone := make(chan struct{})
@@ -360,7 +379,7 @@ func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int
 			}
 		}
 	}()
-	ch := make(chan migJob)
+	ch := make(chan migJob, lookahead)
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Add(1)
@@ -387,13 +406,20 @@ func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int
 			}
 		}()
 	}
-feed:
-	for _, j := range jobs {
+	// List into the workers' queue: the listing runs ahead of the copies
+	// by at most lookahead objects.
+	listErr := jobs(ctx, func(j migJob) error {
+		p.totalObjs.Add(1)
+		p.totalBytes.Add(j.size)
 		select {
 		case ch <- j:
+			return nil
 		case <-ctx.Done():
-			break feed
+			return ctx.Err()
 		}
+	})
+	if listErr == nil {
+		p.listed.Store(true)
 	}
 	close(ch)
 	wg.Wait()
@@ -402,8 +428,14 @@ feed:
 	fmt.Fprintln(w, p.line())
 	fmt.Fprintf(w, "%s: %s %d, skipped %d, failed %d in %s\n", verb, done, p.copied.Load(), p.skipped.Load(), p.faild.Load(), time.Since(p.start).Round(time.Millisecond))
 	if ctx.Err() != nil {
-		left := int64(len(jobs)) - p.objs.Load() - p.faild.Load()
+		if !p.listed.Load() {
+			return cli.Exit(fmt.Sprintf("%s: interrupted before the listing ended; run the same command again to finish", verb), 1)
+		}
+		left := p.totalObjs.Load() - p.objs.Load() - p.faild.Load()
 		return cli.Exit(fmt.Sprintf("%s: interrupted with %d objects left; run the same command again to finish", verb, left), 1)
+	}
+	if listErr != nil {
+		return cli.Exit(fmt.Sprintf("%s: %v (the objects listed before were processed; run the same command again to finish)", verb, listErr), 1)
 	}
 	if n := p.faild.Load(); n > 0 {
 		return cli.Exit(fmt.Sprintf("%s: %d objects failed; run the same command again to retry them", verb, n), 1)
@@ -426,19 +458,13 @@ func importAzure(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs, err := listJobs(ctx, src, only, func(name string, md map[string]*string) error {
+	jobs := listJobs(src, only, func(name string, md map[string]*string) error {
 		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md})
 		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create container %s: %w", name, err)
 		}
 		return nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return cli.Exit("import: interrupted; run the same command again to finish", 1)
-		}
-		return cli.Exit("import: "+err.Error(), 1)
-	}
 	return runJobs(ctx, c.App.ErrWriter, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
 		return importOne(ctx, src, dst, j, p)
 	})
@@ -544,13 +570,7 @@ func exportS3(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs, err := listJobs(ctx, src, only, nil)
-	if err != nil {
-		if ctx.Err() != nil {
-			return cli.Exit("export: interrupted; run the same command again to finish", 1)
-		}
-		return cli.Exit("export: "+err.Error(), 1)
-	}
+	jobs := listJobs(src, only, nil)
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 2 })
 	bucket, prefix := c.String("bucket"), c.String("prefix")
 	return runJobs(ctx, c.App.ErrWriter, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
