@@ -23,6 +23,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // BenchmarkTransfer measures upload and download of one blob through a real
@@ -39,14 +40,20 @@ import (
 // of the per-iteration ratios (this machine's disk speed drifts between
 // runs; a pair measured back to back is what compares). The gateway's peak
 // RSS (VmHWM) is reported as a metric. Size: BLOBGW_BENCH_SIZE (bytes,
-// default 1 GiB).
+// default 1 GiB). BLOBGW_BENCH_METADATA=postgres keeps the metadata in a
+// Postgres server (started by the harness) instead of SQLite.
 //
 //	go test ./cmd/blobgw -run '^$' -bench 'Transfer$' -benchtime 5x
 func BenchmarkTransfer(b *testing.B) {
 	size := benchSize(b)
 	dir := b.TempDir()
 	data := filepath.Join(dir, "data")
-	client := startGateway(b, dir, "--data-dir", data)
+	args := []string{"--data-dir", data}
+	if os.Getenv("BLOBGW_BENCH_METADATA") == "postgres" {
+		// The replicas' store: a Postgres the harness starts.
+		args = append(args, "--metadata", pgtest.Start(b))
+	}
+	client := startGateway(b, dir, args...)
 	ctx := context.Background()
 	if _, err := client.CreateContainer(ctx, "bench", nil); err != nil {
 		b.Fatal(err)
