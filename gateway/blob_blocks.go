@@ -22,27 +22,25 @@ const (
 )
 
 // readBody stages a request body of exactly size bytes under a new key for
-// Put Block and Append Block. Only when the client sends Content-MD5 is the
-// body hashed, checked and its MD5 returned (nil otherwise): since version
-// 2019-02-02 the service echoes a block's Content-MD5 only when the request
-// carried one, and hashing every block costs a core's worth of throughput.
-func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, []byte, error) {
-	var want []byte
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		var err error
-		if want, err = decodeMD5(v); err != nil {
-			return leasedb.Extent{}, nil, svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
-		}
-	}
-	ext, sum, err := s.stage(r.Context(), r.Body, size, want != nil)
+// Put Block and Append Block. Only the digests the client sends
+// (Content-MD5, x-ms-content-crc64) are computed, checked and returned:
+// since version 2019-02-02 the service echoes a block's Content-MD5 only
+// when the request carried one, and hashing every block costs a core's
+// worth of throughput.
+func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, sums, error) {
+	want, err := transactionalSums(r.Header)
 	if err != nil {
-		return ext, nil, err
+		return leasedb.Extent{}, sums{}, err
 	}
-	if want != nil && !bytes.Equal(want, sum) {
+	ext, got, err := s.stage(r.Context(), r.Body, size, want.md5 != nil, want.crc64 != nil)
+	if err != nil {
+		return ext, sums{}, err
+	}
+	if err := want.mismatch(got); err != nil {
 		s.discard(ext.Key)
-		return ext, nil, svcerr.New(svcerr.Md5Mismatch)
+		return ext, sums{}, err
 	}
-	return ext, sum, nil
+	return ext, got, nil
 }
 
 // parseBlockID checks a block id: base64, at most 64 bytes decoded
@@ -93,9 +91,7 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 		return err
 	}
 	h := w.Header()
-	if sum != nil {
-		h.Set("Content-MD5", b64(sum))
-	}
+	setSumHeaders(h, sum)
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil
@@ -352,7 +348,7 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 
 // commitAppend commits a staged append block (Append Block and Append Block
 // From URL) and writes the 201 answer; a refused commit discards the object.
-func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq leasedb.AppendRequest, ext leasedb.Extent, sum []byte) error {
+func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq leasedb.AppendRequest, ext leasedb.Extent, sum sums) error {
 	areq.Extent = ext
 	b, offset, leaseRes, err := s.db.AppendBlock(ctx, areq)
 	if err != nil {
@@ -361,9 +357,7 @@ func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq l
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
-	if sum != nil {
-		h.Set("Content-MD5", b64(sum))
-	}
+	setSumHeaders(h, sum)
 	h.Set("x-ms-blob-append-offset", strconv.FormatInt(offset, 10))
 	h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
 	if areq.LeaseAction == leasedb.PutLeaseAcquire {

@@ -760,7 +760,8 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 		return leasedb.Extent{}, md5.New().Sum(nil), nil
 	}
 	sr := &sourceReader{r: src.body, size: src.size, max: max}
-	ext, sum, err := s.stage(ctx, sr, src.size, true)
+	ext, got, err := s.stage(ctx, sr, src.size, true, false)
+	sum := got.md5
 	if err != nil {
 		if sr.err == nil {
 			return leasedb.Extent{}, nil, err
@@ -1198,7 +1199,7 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 		s.discard(ext.Key)
 		return svcerr.Newf(svcerr.InvalidInput, "The copy source range is empty; an appended block must have at least one byte.")
 	}
-	return s.commitAppend(ctx, w, areq, ext, sum)
+	return s.commitAppend(ctx, w, areq, ext, sums{md5: sum})
 }
 
 // Abort Copy Blob: PUT ?comp=copy&copyid=<id> with x-ms-copy-action: abort.

@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"time"
@@ -39,12 +36,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if blobType == "AppendBlob" && size != 0 {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", fmt.Sprint(size))
 	}
-	var wantMD5 []byte
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		var err error
-		if wantMD5, err = decodeMD5(v); err != nil {
-			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
-		}
+	want, err := transactionalSums(r.Header)
+	if err != nil {
+		return err
 	}
 	props, err := parseBlobProps(r.Header, true)
 	if err != nil {
@@ -80,24 +74,26 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		return err
 	}
 
-	var sum []byte
+	var got sums
 	if size > 0 {
-		ext, digest, err := s.stage(ctx, r.Body, size, true)
+		ext, digests, err := s.stage(ctx, r.Body, size, true, want.crc64 != nil)
 		if err != nil {
 			return err
 		}
-		sum = digest
+		got = digests
 		preq.Extents = []leasedb.Extent{ext}
-		if wantMD5 != nil && !bytes.Equal(wantMD5, sum) {
+		if err := want.mismatch(got); err != nil {
 			s.discard(ext.Key)
-			return svcerr.New(svcerr.Md5Mismatch)
+			return err
 		}
 	} else {
-		sum = md5.New().Sum(nil)
-		if wantMD5 != nil && !bytes.Equal(wantMD5, sum) {
-			return svcerr.New(svcerr.Md5Mismatch)
+		d := newDigester(true, want.crc64 != nil)
+		got = d.sums()
+		if err := want.mismatch(got); err != nil {
+			return err
 		}
 	}
+	sum := got.md5
 	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
 		preq.Props.ContentMD5 = sum
 	}
@@ -113,6 +109,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if blobType == "BlockBlob" {
 		h.Set("Content-MD5", b64(sum))
 	}
+	if got.crc64 != nil {
+		h.Set("x-ms-content-crc64", b64(got.crc64))
+	}
 	h.Set("x-ms-request-server-encrypted", "true")
 	if preq.LeaseAction == leasedb.PutLeaseAcquire {
 		h.Set("x-ms-lease-id", leaseRes.ID)
@@ -122,42 +121,35 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 }
 
 // stage takes a new key whose upload intent is recorded (keyPool) and
-// streams body into the backend under it, counting as it goes and, with
-// hash, computing the MD5 of the bytes (nil without). size -1 (a copy
-// source of unknown length) takes what the body yields. On failure nothing
-// stays behind except an intent the collector will find.
-func (s *Server) stage(ctx context.Context, body io.Reader, size int64, hash bool) (leasedb.Extent, []byte, error) {
+// streams body into the backend under it, counting as it goes and
+// computing the digests asked for (MD5, CRC64) of the bytes. size -1 (a
+// copy source of unknown length) takes what the body yields. On failure
+// nothing stays behind except an intent the collector will find.
+func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent, sums, error) {
 	key, err := s.keys.take(ctx)
 	if err != nil {
-		return leasedb.Extent{}, nil, err
+		return leasedb.Extent{}, sums{}, err
 	}
-	hr := &hashingReader{r: body, limit: size}
-	if hash {
-		hr.h = md5.New()
-	}
+	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
 		if hr.err != nil {
 			// The client's body failed (disconnect, short body).
 			if errors.Is(hr.err, io.ErrUnexpectedEOF) || hr.n < size {
-				return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body is shorter than Content-Length.")
+				return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body is shorter than Content-Length.")
 			}
-			return leasedb.Extent{}, nil, fmt.Errorf("reading request body: %w", hr.err)
+			return leasedb.Extent{}, sums{}, fmt.Errorf("reading request body: %w", hr.err)
 		}
 		if size >= 0 && hr.n > size {
-			return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body is longer than Content-Length.")
+			return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body is longer than Content-Length.")
 		}
-		return leasedb.Extent{}, nil, fmt.Errorf("backend put: %w", err)
+		return leasedb.Extent{}, sums{}, fmt.Errorf("backend put: %w", err)
 	}
 	if size >= 0 && hr.n != size {
 		s.discard(key)
-		return leasedb.Extent{}, nil, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
+		return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
 	}
-	var sum []byte
-	if hash {
-		sum = hr.h.Sum(nil)
-	}
-	return leasedb.Extent{Key: key, Size: hr.n}, sum, nil
+	return leasedb.Extent{Key: key, Size: hr.n}, hr.d.sums(), nil
 }
 
 // discard deletes a staged object that will never be committed and drops
@@ -176,12 +168,12 @@ func (s *Server) discard(key string) {
 	}
 }
 
-// hashingReader counts and (with h set) hashes what it passes through and remembers the
+// hashingReader counts and digests what it passes through and remembers the
 // source's error so the handler can tell a client failure from a backend
 // failure.
 type hashingReader struct {
 	r     io.Reader
-	h     hash.Hash
+	d     *digester
 	n     int64
 	limit int64
 	err   error
@@ -190,9 +182,7 @@ type hashingReader struct {
 func (hr *hashingReader) Read(p []byte) (int, error) {
 	n, err := hr.r.Read(p)
 	if n > 0 {
-		if hr.h != nil {
-			hr.h.Write(p[:n])
-		}
+		hr.d.Write(p[:n])
 		hr.n += int64(n)
 	}
 	if err != nil && err != io.EOF {

@@ -307,7 +307,7 @@ func (b *bundle) countObjects(t *testing.T) int {
 }
 
 // checkNoLeak asserts invariant 4: every backend object is referenced by a
-// blob row or a collection entry.
+// blob or snapshot row, a staged block or a collection entry.
 func (b *bundle) checkNoLeak(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -325,6 +325,19 @@ func (b *bundle) checkNoLeak(t *testing.T) {
 			return err
 		}
 		for _, c := range conts {
+			entries, err := tx.ListEntries(ctx, c.Account, c.Name, "", "", "", 100000, leasedb.ListInclude{Uncommitted: true})
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				staged, err := tx.Blocks(ctx, c.Account, c.Name, e.Blob.Name)
+				if err != nil {
+					return err
+				}
+				for _, sb := range staged {
+					ref[sb.Key] = true
+				}
+			}
 			blobs, err := tx.ListBlobs(ctx, c.Account, c.Name, "", "", 100000)
 			if err != nil {
 				return err

@@ -156,6 +156,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if err := s.authorize(r, req); err != nil {
 		return err
 	}
+	// A structured-message body (x-ms-structured-body: the SDKs' segmented
+	// CRC64 framing) is not the blob's bytes: storing it would store the
+	// framing. Refuse it rather than corrupt the blob.
+	if v := r.Header.Get("x-ms-structured-body"); v != "" && r.Method == http.MethodPut {
+		return svcerr.Header(svcerr.UnsupportedHeader, "x-ms-structured-body", v)
+	}
 	h, err := s.route(r, req)
 	if err != nil {
 		return err

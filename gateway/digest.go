@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"hash"
+	"hash/crc64"
+	"net/http"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// crc64Table is Azure Storage's CRC64 (polynomial 0x9A6C9329AC4BC9B5, as
+// the SDKs compute it for x-ms-content-crc64); the header carries the
+// 64-bit value little-endian, base64-encoded.
+var crc64Table = crc64.MakeTable(0x9A6C9329AC4BC9B5)
+
+// sums are the digests of a request body: MD5 (Content-MD5) and CRC64
+// (x-ms-content-crc64); nil when not computed or not sent.
+type sums struct {
+	md5, crc64 []byte
+}
+
+// transactionalSums reads the digests a request body must match.
+func transactionalSums(h http.Header) (sums, error) {
+	var want sums
+	if v := h.Get("Content-MD5"); v != "" {
+		b, err := decodeMD5(v)
+		if err != nil {
+			return want, svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+		}
+		want.md5 = b
+	}
+	if v := h.Get("x-ms-content-crc64"); v != "" {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(b) != 8 {
+			return want, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", v)
+		}
+		want.crc64 = b
+	}
+	return want, nil
+}
+
+// mismatch compares the digests sent with those computed.
+func (want sums) mismatch(got sums) error {
+	if want.md5 != nil && !bytes.Equal(want.md5, got.md5) {
+		return svcerr.New(svcerr.Md5Mismatch)
+	}
+	if want.crc64 != nil && !bytes.Equal(want.crc64, got.crc64) {
+		return svcerr.New(svcerr.Crc64Mismatch)
+	}
+	return nil
+}
+
+// digester computes the digests asked for over what passes through it.
+type digester struct {
+	md5 hash.Hash
+	crc hash.Hash64
+}
+
+func newDigester(md5Sum, crcSum bool) *digester {
+	d := &digester{}
+	if md5Sum {
+		d.md5 = md5.New()
+	}
+	if crcSum {
+		d.crc = crc64.New(crc64Table)
+	}
+	return d
+}
+
+func (d *digester) Write(p []byte) {
+	if d.md5 != nil {
+		d.md5.Write(p)
+	}
+	if d.crc != nil {
+		d.crc.Write(p)
+	}
+}
+
+func (d *digester) sums() sums {
+	var s sums
+	if d.md5 != nil {
+		s.md5 = d.md5.Sum(nil)
+	}
+	if d.crc != nil {
+		s.crc64 = binary.LittleEndian.AppendUint64(nil, d.crc.Sum64())
+	}
+	return s
+}
+
+// setSumHeaders answers with the digests computed for the request body.
+func setSumHeaders(h http.Header, got sums) {
+	if got.md5 != nil {
+		h.Set("Content-MD5", b64(got.md5))
+	}
+	if got.crc64 != nil {
+		h.Set("x-ms-content-crc64", b64(got.crc64))
+	}
+}

@@ -1,0 +1,93 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc64"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+)
+
+// azureCRC64 is the SDK's CRC64 of p, as x-ms-content-crc64 carries it.
+func azureCRC64(p []byte) []byte {
+	return binary.LittleEndian.AppendUint64(nil, crc64.Checksum(p, crc64.MakeTable(0x9A6C9329AC4BC9B5)))
+}
+
+// TestTransactionalCRC64: a body sent with x-ms-content-crc64 (the SDK's
+// TransferValidationTypeComputeCRC64 / TransferValidationTypeCRC64) is
+// checked: a match is stored and the CRC64 echoed, a mismatch is 400
+// Crc64Mismatch and stores nothing; on Put Blob, Put Block and Append
+// Block. A structured-message body (segmented CRC64 framing) is refused
+// with 400 UnsupportedHeader instead of being stored framing and all.
+func TestTransactionalCRC64(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "crc", nil); err != nil {
+			t.Fatal(err)
+		}
+		data := randBytes(300_000, 51)
+		wrong := blob.TransferValidationTypeCRC64(12345)
+
+		// Put Blob.
+		bb := blockClient(b.client, "crc", "put")
+		up, err := bb.Upload(ctx, nopSeeker(string(data)), &blockblob.UploadOptions{TransactionalValidation: blob.TransferValidationTypeComputeCRC64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(up.ContentCRC64, azureCRC64(data)) {
+			t.Fatalf("Put Blob x-ms-content-crc64 %x, want %x", up.ContentCRC64, azureCRC64(data))
+		}
+		_, err = bb.Upload(ctx, nopSeeker("other bytes"), &blockblob.UploadOptions{TransactionalValidation: wrong})
+		wantErr(t, err, 400, "Crc64Mismatch")
+		if got := download(t, b.client, "crc", "put"); !bytes.Equal(got, data) {
+			t.Fatal("a refused Put Blob changed the blob")
+		}
+
+		// Put Block.
+		sb := blockClient(b.client, "crc", "blocks")
+		sr, err := sb.StageBlock(ctx, blockID(1), nopSeeker(string(data)), &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeComputeCRC64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sr.ContentCRC64, azureCRC64(data)) || sr.ContentMD5 != nil {
+			t.Fatalf("Put Block: x-ms-content-crc64 %x (want %x), Content-MD5 %x", sr.ContentCRC64, azureCRC64(data), sr.ContentMD5)
+		}
+		_, err = sb.StageBlock(ctx, blockID(2), nopSeeker("two"), &blockblob.StageBlockOptions{TransactionalValidation: wrong})
+		wantErr(t, err, 400, "Crc64Mismatch")
+		bl, err := sb.GetBlockList(ctx, blockblob.BlockListTypeUncommitted, nil)
+		if err != nil || len(bl.UncommittedBlocks) != 1 {
+			t.Fatalf("staged after a refused block: %v %d", err, len(bl.UncommittedBlocks))
+		}
+
+		// Append Block.
+		ab := b.client.ServiceClient().NewContainerClient("crc").NewAppendBlobClient("log")
+		if _, err := ab.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		ar, err := ab.AppendBlock(ctx, nopSeeker("entry one\n"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeComputeCRC64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ar.ContentCRC64, azureCRC64([]byte("entry one\n"))) {
+			t.Fatalf("Append Block x-ms-content-crc64 %x", ar.ContentCRC64)
+		}
+		_, err = ab.AppendBlock(ctx, nopSeeker("entry two\n"), &appendblob.AppendBlockOptions{TransactionalValidation: wrong})
+		wantErr(t, err, 400, "Crc64Mismatch")
+
+		// Structured-message bodies are refused, and change nothing.
+		_, err = sb.StageBlock(ctx, blockID(3), nopSeeker(string(data)), &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeComputeStructuredMessageCRC64(64 << 10)})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		_, err = ab.AppendBlock(ctx, nopSeeker("entry three\n"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeComputeStructuredMessageCRC64(64 << 10)})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		if got := string(download(t, b.client, "crc", "log")); got != "entry one\n" {
+			t.Fatalf("append blob after refused appends: %q", got)
+		}
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
+}
