@@ -71,13 +71,15 @@ func newDigester(md5Sum, crcSum bool) *digester {
 	return d
 }
 
-func (d *digester) Write(p []byte) {
+// Write implements io.Writer; it never fails.
+func (d *digester) Write(p []byte) (int, error) {
 	if d.md5 != nil {
 		d.md5.Write(p)
 	}
 	if d.crc != nil {
 		d.crc.Write(p)
 	}
+	return len(p), nil
 }
 
 func (d *digester) sums() sums {

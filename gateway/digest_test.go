@@ -3,9 +3,15 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"encoding/binary"
 	"hash/crc64"
+	"io"
+	"net/http"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -91,3 +97,58 @@ func TestTransactionalCRC64(t *testing.T) {
 		b.checkNoLeak(t)
 	})
 }
+
+// TestRangeDigests: Get Blob with a Range of at most 4 MiB and
+// x-ms-range-get-content-md5 (or -crc64) answers the digest of the range;
+// both at once, no Range, or a longer range are 400.
+func TestRangeDigests(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "ranges", nil); err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(5<<20+100, 61)
+	putBlocks(t, b.client, "ranges", "x", data, 1<<20) // the range below crosses blocks
+	part := data[1<<20-7 : 3<<20+11]
+	resp, err := blockClient(b.client, "ranges", "x").DownloadStream(ctx, &blob.DownloadStreamOptions{
+		Range: blob.HTTPRange{Offset: 1<<20 - 7, Count: int64(len(part))}, RangeGetContentMD5: to.Ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := md5.Sum(part)
+	if !bytes.Equal(got, part) || !bytes.Equal(resp.ContentMD5, sum[:]) {
+		t.Fatalf("ranged MD5: body equal %v, Content-MD5 %x want %x", bytes.Equal(got, part), resp.ContentMD5, sum)
+	}
+	raw := func(hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", b.serviceURL(0)+"ranges/x", nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		b.sign(t, req)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return r
+	}
+	r := raw(map[string]string{"x-ms-range": "bytes=100-4194403", "x-ms-range-get-content-crc64": "true"})
+	if r.StatusCode != 206 || r.Header.Get("x-ms-content-crc64") != b64(azureCRC64(data[100:4194404])) {
+		t.Fatalf("ranged CRC64: %d %q", r.StatusCode, r.Header.Get("x-ms-content-crc64"))
+	}
+	for _, hdr := range []map[string]string{
+		{"x-ms-range": "bytes=0-99", "x-ms-range-get-content-crc64": "true", "x-ms-range-get-content-md5": "true"},
+		{"x-ms-range-get-content-md5": "true"},
+		{"x-ms-range": "bytes=0-4194304", "x-ms-range-get-content-md5": "true"},
+	} {
+		if r := raw(hdr); r.StatusCode != 400 || r.Header.Get("x-ms-error-code") != "InvalidHeaderValue" {
+			t.Fatalf("%v: %d %s", hdr, r.StatusCode, r.Header.Get("x-ms-error-code"))
+		}
+	}
+}
+
+func b64(p []byte) string { return base64.StdEncoding.EncodeToString(p) }
