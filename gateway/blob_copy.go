@@ -195,6 +195,22 @@ func cannotVerify(status int, format string, args ...any) *svcerr.Error {
 }
 
 // redactURL hides a SAS signature before a URL goes into a message or a log.
+// anyAdopted reports whether one of the extents is an object adopted from
+// the bucket (blobgw import s3): those back one blob name only (migration
+// 0006), so a copy of them copies the bytes.
+func (s *Server) anyAdopted(extents []leasedb.Extent) bool {
+	a, ok := s.backend.(interface{ IsAdopted(key string) bool })
+	if !ok {
+		return false
+	}
+	for _, e := range extents {
+		if a.IsAdopted(e.Key) {
+			return true
+		}
+	}
+	return false
+}
+
 // withoutSignature is a copy source URL as recorded on the destination
 // (x-ms-copy-source): a SAS keeps its fields but loses its signature.
 func withoutSignature(raw string) string {
@@ -826,9 +842,11 @@ func targetCond(err error) error {
 // answer. The destination takes the source's type, properties and (unless
 // the request sends x-ms-meta-*) metadata; its own lease is checked and
 // kept (§5.4, §5.5); tags come from x-ms-tags (or the source's with
-// x-ms-copy-source-tag-option: COPY on the sync form). The bytes are
-// streamed into new objects, except from a row of the destination's own
-// name (restoring a blob from its snapshot), whose extents are shared.
+// x-ms-copy-source-tag-option: COPY on the sync form). A whole blob (or
+// snapshot) of this gateway is copied by sharing its backend objects (a
+// key is collected when the last blob name referencing it lets go);
+// ranges, external sources and adopted objects are streamed into new
+// objects.
 //
 // The destination records the copy (id, source without its SAS signature,
 // status success, progress, completion time): Get Blob / Get Blob
@@ -896,9 +914,9 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if preq.Type == "AppendBlob" {
 		preq.BlockCount = src.blockCount
 	}
-	// A source of the destination's own name (its snapshot, say) shares
-	// its extents with the new row: nothing is copied. When the source
-	// changes before the commit, the bytes are copied after all.
+	// A whole source in this gateway shares its extents with the new row:
+	// nothing is copied. When the source changes before the commit, the
+	// bytes are copied after all.
 	var b *leasedb.Blob
 	var leaseRes leasedb.LeaseResult
 	var sum []byte
@@ -910,10 +928,11 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	// (The sync form answers with the bytes' MD5, and x-ms-source-content-md5
 	// is checked against it: both need the stored MD5, or a copy.)
 	knownMD5 := src.props.ContentMD5 != nil || op == opCopyBlob && r.Header.Get("x-ms-source-content-md5") == ""
-	if src.extents != nil && src.ref == req.ref() && knownMD5 {
+	if src.extents != nil && knownMD5 && !s.anyAdopted(src.extents) {
 		shared := preq
 		shared.Extents = src.extents
 		shared.Copy.SharedExtents = true
+		shared.Copy.Source = src.ref
 		shared.CopyInfo = record(src.size)
 		sum = src.props.ContentMD5
 		if err := checkSourceMD5(r.Header, sum); err != nil {

@@ -58,7 +58,8 @@ func TestCopyFromSnapshot(t *testing.T) {
 		if !errors.Is(err, leasedb.ErrSourceGone) {
 			t.Fatalf("sharing extents the name does not reference: %v", err)
 		}
-		// Copy the snapshot to another name (sync form).
+		// Copy the snapshot to another name (sync form; the snapshot has
+		// no stored MD5 to answer with, so the bytes are streamed).
 		other := blockClient(b.client, "snaps", "copy-of-snapshot")
 		objects = b.countObjects(t)
 		if _, err := other.CopyFromURL(ctx, snap.URL(), nil); err != nil {

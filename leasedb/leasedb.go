@@ -215,8 +215,9 @@ type Tx interface {
 	// UpdateContainer overwrites every column of an existing row.
 	UpdateContainer(ctx context.Context, c *Container) error
 	// DeleteContainer deletes the container row, every blob row, snapshot
-	// row and staged block in it, and returns the distinct backend keys
-	// they referenced.
+	// row and staged block in it, and returns the backend keys they
+	// referenced, once per blob name that referenced each (a key two names
+	// of the container share appears twice; see ReleaseKeys).
 	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
 	// ListContainers returns up to limit containers of account with the
 	// prefix whose name is > after (byte order), ordered by name.
@@ -308,6 +309,17 @@ type Tx interface {
 	// ClaimAdoptedKey returned in this transaction; ErrNotFound when the
 	// key has no record.
 	MoveAdoptedKey(ctx context.Context, key string, ref BlobRef) error
+
+	// ShareKeys records that one more blob name references each of keys
+	// (distinct; each already referenced by at least one other name): a
+	// key's count of names starts at 2. The caller holds the name locks
+	// of the names involved.
+	ShareKeys(ctx context.Context, keys []string) error
+	// ReleaseKeys records that names stopped referencing keys, one name per
+	// occurrence (a key may repeat), and returns the keys no name
+	// references any more, which the caller queues for collection. A key
+	// with no record was referenced by one name only.
+	ReleaseKeys(ctx context.Context, keys []string) (free []string, err error)
 }
 
 // LockMode says which lock a read takes.

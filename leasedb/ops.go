@@ -166,7 +166,7 @@ func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string,
 		if err != nil {
 			return err
 		}
-		return tx.AddGC(ctx, keys, now.Add(d.Grace))
+		return release(ctx, tx, keys, now.Add(d.Grace))
 	})
 }
 
@@ -379,7 +379,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			}
 		}
 		if req.Copy.SharedExtents {
-			if err := checkShared(req.Extents, old, snaps); err != nil {
+			if err := shareExtents(ctx, tx, req, old, snaps); err != nil {
 				return err
 			}
 		} else {
@@ -416,7 +416,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			b.Created = old.Created
 			// The new row may share extents with the old one (a restore
 			// from a snapshot that shares them too): those stay.
-			if err := tx.AddGC(ctx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
+			if err := release(ctx, tx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
 				return err
 			}
 		}
@@ -535,7 +535,7 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 			}
 			dropped = append(dropped, b)
 		}
-		return tx.AddGC(ctx, unreferenced(dropped, kept), now.Add(d.Grace))
+		return release(ctx, tx, unreferenced(dropped, kept), now.Add(d.Grace))
 	})
 }
 
@@ -550,6 +550,17 @@ const (
 	// OnlySnapshots: delete the snapshots, keep the blob.
 	OnlySnapshots
 )
+
+// release queues for collection at due the keys that left one blob name
+// (keys repeat once per name when several names left at once), except
+// those another name still references (a copy shares them: Tx.ShareKeys).
+func release(ctx context.Context, tx Tx, keys []string, due time.Time) error {
+	free, err := tx.ReleaseKeys(ctx, keys)
+	if err != nil {
+		return err
+	}
+	return tx.AddGC(ctx, free, due)
+}
 
 // unreferenced returns the distinct keys of the dropped rows that no kept
 // row references: snapshots share extents with their base blob, so a key

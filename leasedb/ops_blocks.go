@@ -225,7 +225,7 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 			return err
 		}
 		dropOld = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
-		if err := tx.AddGC(ctx, dropOld, now.Add(d.Grace)); err != nil {
+		if err := release(ctx, tx, dropOld, now.Add(d.Grace)); err != nil {
 			return err
 		}
 		etag, err := tx.NextETag(ctx)

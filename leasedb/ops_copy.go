@@ -10,17 +10,21 @@ import (
 
 // CopyTarget carries the rules that set a Copy Blob destination apart from
 // a Put Blob (contract §5.4, §7). The copied bytes are committed through
-// PutBlob like any upload: new objects the gateway staged, except when the
-// source is a row of the destination's own name (its base blob or one of
-// its snapshots, as when a blob is restored from a snapshot), whose
-// extents the new row can share (SharedExtents).
+// PutBlob like any upload: either new objects the gateway staged, or the
+// extents of the source row itself, shared (SharedExtents).
 type CopyTarget struct {
-	// SharedExtents: req.Extents are the extents of a row of the same
-	// blob name, not staged objects. PutBlob checks under the lock that
-	// the current blob or one of its snapshots still references each of
-	// them (else the source changed: ErrSourceGone), takes no intents, and
-	// keeps them out of the collection of the replaced row.
+	// SharedExtents: req.Extents are the extents of a row of Source (its
+	// blob or one of its snapshots), not staged objects. PutBlob locks
+	// Source's name too, checks that its blob or one of its snapshots
+	// still references each extent (else the source changed:
+	// ErrSourceGone; copy the bytes instead), takes no intents, and, when
+	// Source is another name, counts the destination as one more name
+	// referencing every key it did not reference yet (Tx.ShareKeys), so
+	// that a key is collected only when the last name lets go of it.
 	SharedExtents bool
+	// Source is the name the shared extents come from; the zero value
+	// means the destination's own name (a restore from a snapshot).
+	Source BlobRef
 	// SameType: an existing destination must have the blob type being
 	// written (Copy Blob: "the destination blob must be of the same type
 	// as the source"), else 409 InvalidBlobType.
@@ -77,8 +81,57 @@ func (d *DB) PrecheckCopy(ctx context.Context, req PutBlobRequest) error {
 // between); the caller copies the bytes instead.
 var ErrSourceGone = errors.New("leasedb: copy source extents are no longer referenced")
 
+// shareExtents is PutBlob's check and bookkeeping for SharedExtents; old
+// and snaps are the destination name's rows, read under its lock.
+//
+// Locks: the destination name first (PutBlob), then the source's
+// container (shared: a Delete Container of it waits) and name. Two copies
+// in opposite directions can deadlock on Postgres; the driver detects it
+// and runs the transaction again.
+func shareExtents(ctx context.Context, tx Tx, req PutBlobRequest, old *Blob, snaps []*Blob) error {
+	src := req.Copy.Source
+	if src == (BlobRef{}) || src == req.Ref {
+		return checkShared(req.Extents, old, snaps)
+	}
+	c, err := tx.Container(ctx, src.Account, src.Container, LockShare)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return ErrSourceGone
+	}
+	sb, err := tx.Blob(ctx, src.Account, src.Container, src.Name, LockExclusive)
+	if err != nil {
+		return err
+	}
+	ssnaps, err := snapshotsOf(ctx, tx, src)
+	if err != nil {
+		return err
+	}
+	if err := checkShared(req.Extents, sb, ssnaps); err != nil {
+		return err
+	}
+	// The keys this name does not reference yet gain it as one more name.
+	own := map[string]bool{}
+	for _, r := range append([]*Blob{old}, snaps...) {
+		if r != nil {
+			for _, e := range r.Extents {
+				own[e.Key] = true
+			}
+		}
+	}
+	var add []string
+	for _, e := range req.Extents {
+		if !own[e.Key] {
+			own[e.Key] = true
+			add = append(add, e.Key)
+		}
+	}
+	return tx.ShareKeys(ctx, add)
+}
+
 // checkShared verifies that every extent is referenced by old or a
-// snapshot (rows of the same name, read under the lock).
+// snapshot (rows of one name, read under its lock).
 func checkShared(extents []Extent, old *Blob, snaps []*Blob) error {
 	live := map[string]bool{}
 	for _, r := range append([]*Blob{old}, snaps...) {

@@ -131,6 +131,6 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 		if b != nil {
 			kept = append(kept, b)
 		}
-		return tx.AddGC(ctx, unreferenced([]*Blob{sn}, kept), now.Add(d.Grace))
+		return release(ctx, tx, unreferenced([]*Blob{sn}, kept), now.Add(d.Grace))
 	})
 }

@@ -323,6 +323,16 @@ func AdoptedKey(objectName string) string {
 // even one starting with "x/" (say "x/y", which is not a canonical
 // encoding), is an ordinary key under the Store's prefix.
 func AdoptedName(key string) (string, bool) {
+	return adoptedName(key)
+}
+
+// IsAdopted reports whether key is an adopted key (AdoptedKey's form).
+func (s *Store) IsAdopted(key string) bool {
+	_, ok := adoptedName(key)
+	return ok
+}
+
+func adoptedName(key string) (string, bool) {
 	rest, ok := strings.CutPrefix(key, adoptedPrefix)
 	if !ok {
 		return "", false

@@ -558,20 +558,28 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	byKey(blobs)
 	byKey(snapshots)
 	byKey(blocks)
+	// Keys once per blob name: (name, key) pairs, deduplicated.
 	var keys []string
+	seen := map[[2]string]bool{}
+	add := func(blob, key string) {
+		if p := [2]string{blob, key}; !seen[p] {
+			seen[p] = true
+			keys = append(keys, key)
+		}
+	}
 	for _, d := range append(blobs, snapshots...) {
 		x, err := leasedb.DecodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
 		}
 		for _, e := range x {
-			keys = append(keys, e.Key)
+			add(d[0], e.Key)
 		}
 	}
 	for _, k := range blocks {
-		keys = append(keys, k[2])
+		add(k[0], k[2])
 	}
-	return distinct(keys), nil
+	return keys, nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
@@ -1333,19 +1341,6 @@ func placeholders(n int) string {
 	return b.String()
 }
 
-// distinct drops repeated keys, keeping the first occurrence's position.
-func distinct(keys []string) []string {
-	seen := make(map[string]bool, len(keys))
-	out := keys[:0]
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // ts stores a time truncated to microseconds (Postgres' precision); the
 // zero time is NULL so it comes back as the zero time.
 func ts(t time.Time) pgtype.Timestamptz {
@@ -1467,4 +1462,76 @@ func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef
 		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, leasedb.ErrNotFound)
 	}
 	return nil
+}
+
+// ---- keys shared by several blob names (migration 0008) ----
+
+// ShareKeys implements leasedb.Tx.
+func (t *tx) ShareKeys(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	uniq := append([]string(nil), keys...)
+	sort.Strings(uniq)
+	uniq = compact(uniq)
+	if _, err := t.tx.Exec(ctx, `INSERT INTO extent_shares (key, names)
+		SELECT k, 2 FROM unnest($1::text[]) AS k
+		ON CONFLICT (key) DO UPDATE SET names = extent_shares.names + 1`, uniq); err != nil {
+		return fmt.Errorf("leasedb/postgres: share keys (%d): %w", len(uniq), ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// ReleaseKeys implements leasedb.Tx. The rows are updated in key order,
+// so two releases of overlapping keys cannot deadlock.
+func (t *tx) ReleaseKeys(ctx context.Context, keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if err := checkText(keys...); err != nil {
+		return nil, err
+	}
+	leaving := map[string]int{}
+	for _, k := range keys {
+		leaving[k]++
+	}
+	uniq := make([]string, 0, len(leaving))
+	for k := range leaving {
+		uniq = append(uniq, k)
+	}
+	sort.Strings(uniq)
+	shared := map[string]int{}
+	rows, err := t.tx.Query(ctx, `SELECT key, names FROM extent_shares WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE`, uniq)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", ctxErr(ctx, err))
+	}
+	var k string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { shared[k] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", ctxErr(ctx, err))
+	}
+	var free []string
+	for _, k := range uniq {
+		names, ok := shared[k]
+		if !ok {
+			free = append(free, k)
+			continue
+		}
+		left := names - leaving[k]
+		if left >= 2 {
+			_, err = t.tx.Exec(ctx, `UPDATE extent_shares SET names = $2 WHERE key = $1`, k, left)
+		} else {
+			_, err = t.tx.Exec(ctx, `DELETE FROM extent_shares WHERE key = $1`, k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("leasedb/postgres: release key %s: %w", k, ctxErr(ctx, err))
+		}
+		if left <= 0 {
+			free = append(free, k)
+		}
+	}
+	return free, nil
 }

@@ -510,29 +510,48 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
+	// Keys once per blob name: (name, key) pairs, deduplicated.
 	var keys []string
+	seen := map[[2]string]bool{}
+	add := func(blob, key string) {
+		if p := [2]string{blob, key}; !seen[p] {
+			seen[p] = true
+			keys = append(keys, key)
+		}
+	}
 	for _, q := range []struct{ what, query string }{
-		{"blobs", `SELECT extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
-		{"snapshots", `SELECT extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
+		{"blobs", `SELECT name, extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
+		{"snapshots", `SELECT name, extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
+		{"blocks", `SELECT blob, key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`},
 	} {
-		rows, err := t.tx.QueryContext(ctx, q.query, account, name)
+		err := func() error {
+			rows, err := t.tx.QueryContext(ctx, q.query, account, name)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var blob, ext string
+				if err := rows.Scan(&blob, &ext); err != nil {
+					return err
+				}
+				if q.what == "blocks" { // ext is the block's key
+					add(blob, ext)
+					continue
+				}
+				x, err := leasedb.DecodeExtents(ext)
+				if err != nil {
+					return err
+				}
+				for _, e := range x {
+					add(blob, e.Key)
+				}
+			}
+			return rows.Err()
+		}()
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
 		}
-		exts, err := scanStrings(rows, nil)
-		if err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
-		}
-		if keys, err = extentKeys(keys, exts); err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
-		}
-	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`, account, name)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
-	}
-	if keys, err = scanStrings(rows, keys); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: blocks: %w", account, name, err)
 	}
 	for _, table := range []string{"blobs", "snapshots", "blocks"} {
 		if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account = ? AND container = ?`, account, name); err != nil {
@@ -548,7 +567,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	} else if n == 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
 	}
-	return distinct(keys), nil
+	return keys, nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
@@ -1243,33 +1262,6 @@ func placeholders(n int) string {
 	return "?" + strings.Repeat(", ?", n-1)
 }
 
-// extentKeys appends the keys of the JSON extents columns to keys.
-func extentKeys(keys, extents []string) ([]string, error) {
-	for _, e := range extents {
-		x, err := leasedb.DecodeExtents(e)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range x {
-			keys = append(keys, e.Key)
-		}
-	}
-	return keys, nil
-}
-
-// distinct drops repeated keys, keeping the first occurrence's position.
-func distinct(keys []string) []string {
-	seen := make(map[string]bool, len(keys))
-	out := keys[:0]
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 func scanStrings(rows *sql.Rows, out []string) ([]string, error) {
 	defer rows.Close()
 	for rows.Next() {
@@ -1405,4 +1397,66 @@ func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef
 		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, leasedb.ErrNotFound)
 	}
 	return nil
+}
+
+// ---- keys shared by several blob names (migration 0008) ----
+
+// ShareKeys implements leasedb.Tx.
+func (t *tx) ShareKeys(ctx context.Context, keys []string) error {
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO extent_shares (key, names) VALUES (?, 2)
+			ON CONFLICT (key) DO UPDATE SET names = names + 1`, k); err != nil {
+			return fmt.Errorf("leasedb/sqlite: share key %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// ReleaseKeys implements leasedb.Tx.
+func (t *tx) ReleaseKeys(ctx context.Context, keys []string) ([]string, error) {
+	if err := checkText(keys...); err != nil {
+		return nil, err
+	}
+	leaving, order := countKeys(keys)
+	var free []string
+	for _, k := range order {
+		var names int
+		err := t.tx.QueryRowContext(ctx, `SELECT names FROM extent_shares WHERE key = ?`, k).Scan(&names)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			free = append(free, k)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("leasedb/sqlite: release key %s: %w", k, err)
+		}
+		left := names - leaving[k]
+		if left >= 2 {
+			_, err = t.tx.ExecContext(ctx, `UPDATE extent_shares SET names = ? WHERE key = ?`, left, k)
+		} else {
+			_, err = t.tx.ExecContext(ctx, `DELETE FROM extent_shares WHERE key = ?`, k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("leasedb/sqlite: release key %s: %w", k, err)
+		}
+		if left <= 0 {
+			free = append(free, k)
+		}
+	}
+	return free, nil
+}
+
+// countKeys counts the occurrences of each key, in first-seen order.
+func countKeys(keys []string) (map[string]int, []string) {
+	n := make(map[string]int, len(keys))
+	var order []string
+	for _, k := range keys {
+		if n[k] == 0 {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	return n, order
 }

@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ClaimDueReclaim", testClaimDueReclaim},
 		{"ClaimDueConcurrent", testClaimDueConcurrent},
 		{"AddGCForget", testAddGCForget},
+		{"ShareRelease", testShareRelease},
 		{"UpdateRollback", testUpdateRollback},
 		{"UpdatePanic", testUpdatePanic},
 		{"UpdateCanceled", testUpdateCanceled},

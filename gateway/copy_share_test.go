@@ -1,0 +1,149 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+)
+
+// TestCopySharesObjects: Copy Blob of a whole blob of this gateway (to
+// another name, container or chain of copies) writes no byte: the new row
+// shares the source's backend objects, and an object is collected only
+// when the last blob name referencing it is gone: overwriting or deleting
+// the source, deleting its container, or deleting one copy leaves every
+// other copy readable; when all are gone, so are the objects.
+func TestCopySharesObjects(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		for _, c := range []string{"share-a", "share-b"} {
+			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data := randBytes(600_000, 71)
+		putBlocks(t, b.client, "share-a", "src", data, 200_000)
+		objects := b.countObjects(t)
+
+		copyTo := func(cont, name, from string) {
+			t.Helper()
+			resp, err := blockClient(b.client, cont, name).StartCopyFromURL(ctx, from, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *resp.CopyStatus != blob.CopyStatusTypeSuccess {
+				t.Fatalf("copy status %v", *resp.CopyStatus)
+			}
+		}
+		src := blockClient(b.client, "share-a", "src")
+		copyTo("share-a", "same-container", src.URL())
+		copyTo("share-b", "other-container", src.URL())
+		copyTo("share-b", "copy-of-copy", blockClient(b.client, "share-b", "other-container").URL())
+		if n := b.countObjects(t); n != objects {
+			t.Fatalf("%d backend objects after three copies, %d before: bytes were copied", n, objects)
+		}
+		check := func(cont, name string) {
+			t.Helper()
+			if got := download(t, b.client, cont, name); !bytes.Equal(got, data) {
+				t.Fatalf("%s/%s: %d bytes, not the copied ones", cont, name, len(got))
+			}
+		}
+		// The source goes (overwritten, then deleted with its container):
+		// every copy stays readable once collection has run.
+		if _, err := b.client.UploadBuffer(ctx, "share-a", "src", []byte("new"), nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		check("share-a", "same-container")
+		if _, err := b.client.DeleteContainer(ctx, "share-a", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		check("share-b", "other-container")
+		check("share-b", "copy-of-copy")
+		if _, err := blockClient(b.client, "share-b", "other-container").Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		check("share-b", "copy-of-copy")
+		b.checkNoLeak(t)
+		// The last name goes: the objects are collected.
+		if _, err := blockClient(b.client, "share-b", "copy-of-copy").Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 0 {
+			t.Fatalf("%d backend objects left after every blob was deleted", n)
+		}
+	})
+}
+
+// TestCopyShareRace: copies of a blob race with overwrites and deletes of
+// it over three replicas. Each copy holds one whole version of the source
+// (the bytes of the one it read), and no copy loses bytes to collection.
+func TestCopyShareRace(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{replicas: 3})
+		ctx := context.Background()
+		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
+			t.Fatal(err)
+		}
+		versions := map[string]bool{}
+		version := func(i int) []byte {
+			return []byte(fmt.Sprintf("version %03d ", i) + string(randBytes(50_000, int64(i))))
+		}
+		for i := range 20 {
+			versions[string(version(i))] = true
+		}
+		if _, err := b.client.UploadBuffer(ctx, "race", "src", version(0), nil); err != nil {
+			t.Fatal(err)
+		}
+		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1), b.clientFor(t, 2)}
+		var wg sync.WaitGroup
+		copied := make([]bool, 20)
+		errs := make([]error, 20)
+		for i := range 20 {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				// The source URL names the replica the copy is sent to, so
+				// every source is local (read from the shared store).
+				c := clients[i%3]
+				srcURL := blockClient(c, "race", "src").URL()
+				_, err := blockClient(c, "race", fmt.Sprintf("copy-%02d", i)).StartCopyFromURL(ctx, srcURL, nil)
+				copied[i], errs[i] = err == nil, err
+			}()
+			go func() {
+				defer wg.Done()
+				c := clients[(i+1)%3]
+				if i%10 == 9 {
+					blockClient(c, "race", "src").Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)})
+					return
+				}
+				c.UploadBuffer(ctx, "race", "src", version(i+1), nil)
+			}()
+		}
+		wg.Wait()
+		b.collectAll(t)
+		n := 0
+		for i, ok := range copied {
+			if !ok {
+				continue // the source was gone at that moment: 404
+			}
+			n++
+			if got := download(t, b.client, "race", fmt.Sprintf("copy-%02d", i)); !versions[string(got)] {
+				t.Fatalf("copy-%02d holds %d bytes that are no whole version of the source", i, len(got))
+			}
+		}
+		if n == 0 {
+			t.Fatalf("no copy succeeded; the first error: %v", errs[0])
+		}
+		b.checkNoLeak(t)
+	})
+}
