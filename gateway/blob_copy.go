@@ -799,6 +799,30 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 	return ext, sum, nil
 }
 
+// copyChecked is copyBytes of a whole source (an empty one yields no
+// object) followed by the x-ms-source-content-md5 check, which discards the
+// copy when it fails.
+func (s *Server) copyChecked(ctx context.Context, r *http.Request, src *copySource, max int64) (leasedb.Extent, []byte, error) {
+	ext, sum, err := s.copyBytes(ctx, src, max, true)
+	if err != nil {
+		return ext, nil, err
+	}
+	if err := checkSourceMD5(r.Header, sum); err != nil {
+		s.discardAll(extentsOf(ext))
+		return leasedb.Extent{}, nil, err
+	}
+	return ext, sum, nil
+}
+
+// extentsOf is the extent list of a blob made of ext: none when ext holds
+// no object (an empty copy).
+func extentsOf(ext leasedb.Extent) []leasedb.Extent {
+	if ext.Key == "" {
+		return nil
+	}
+	return []leasedb.Extent{ext}
+}
+
 // checkSourceMD5 compares x-ms-source-content-md5, when sent, with the MD5
 // of the bytes copied.
 func checkSourceMD5(h http.Header, sum []byte) error {
@@ -944,29 +968,18 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		}
 	}
 	if b == nil {
-		ext, digest, err := s.copyBytes(ctx, src, spec.max, true)
+		ext, digest, err := s.copyChecked(ctx, r, src, spec.max)
 		if err != nil {
 			return err
 		}
 		sum = digest
-		discard := func() {
-			if ext.Key != "" {
-				s.discard(ext.Key)
-			}
-		}
-		if ext.Key != "" {
-			preq.Extents = []leasedb.Extent{ext}
-		}
-		if err := checkSourceMD5(r.Header, sum); err != nil {
-			discard()
-			return err
-		}
+		preq.Extents = extentsOf(ext)
 		if preq.Type == "AppendBlob" && src.remote && ext.Size > 0 {
 			preq.BlockCount = 1
 		}
 		preq.CopyInfo = record(ext.Size)
 		if b, leaseRes, err = s.db.PutBlob(ctx, preq); err != nil {
-			discard()
+			s.discardAll(preq.Extents)
 			return err
 		}
 	}
@@ -1062,29 +1075,18 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if copyTags {
 		preq.Tags = src.tags
 	}
-	ext, sum, err := s.copyBytes(ctx, src, spec.max, true)
+	ext, sum, err := s.copyChecked(ctx, r, src, spec.max)
 	if err != nil {
 		return err
 	}
-	discard := func() {
-		if ext.Key != "" {
-			s.discard(ext.Key)
-		}
-	}
-	if ext.Key != "" {
-		preq.Extents = []leasedb.Extent{ext}
-	}
-	if err := checkSourceMD5(r.Header, sum); err != nil {
-		discard()
-		return err
-	}
+	preq.Extents = extentsOf(ext)
 	if reqProps.ContentMD5 == nil {
 		// The whole blob's MD5 is known: the bytes just went through.
 		preq.Props.ContentMD5 = sum
 	}
 	b, leaseRes, err := s.db.PutBlob(ctx, preq)
 	if err != nil {
-		discard()
+		s.discardAll(preq.Extents)
 		return targetCond(err)
 	}
 	h := w.Header()

@@ -99,9 +99,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	}
 	b, leaseRes, err := s.db.PutBlob(ctx, preq)
 	if err != nil {
-		for _, e := range preq.Extents {
-			s.discard(e.Key)
-		}
+		s.discardAll(preq.Extents)
 		return err
 	}
 	h := w.Header()
@@ -165,6 +163,13 @@ func (s *Server) discard(key string) {
 	}
 	if err := s.db.Store.Forget(ctx, []string{key}); err != nil {
 		s.log.Warn("forget intent", "key", key, "err", err)
+	}
+}
+
+// discardAll discards the staged objects of extents.
+func (s *Server) discardAll(extents []leasedb.Extent) {
+	for _, e := range extents {
+		s.discard(e.Key)
 	}
 }
 

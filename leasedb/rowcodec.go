@@ -97,3 +97,21 @@ func DecodeCopy(s string) (*CopyInfo, error) {
 	c.Completed = c.Completed.UTC()
 	return c, nil
 }
+
+// NameKeys collects backend keys once per blob name (Tx.DeleteContainer's
+// answer: a key two names share appears twice, see Tx.ReleaseKeys).
+type NameKeys struct {
+	Keys []string
+	seen map[[2]string]bool
+}
+
+// Add records that blob name references key.
+func (n *NameKeys) Add(name, key string) {
+	if n.seen == nil {
+		n.seen = map[[2]string]bool{}
+	}
+	if p := [2]string{name, key}; !n.seen[p] {
+		n.seen[p] = true
+		n.Keys = append(n.Keys, key)
+	}
+}

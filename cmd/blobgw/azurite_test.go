@@ -35,7 +35,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/blobgw/blobgw/internal/config"
 )
 
@@ -170,24 +169,7 @@ func tryStartAzurite(t *testing.T, bin, dir string) (a *azurite, retry bool, err
 }
 
 // accountSAS returns the service URL with a read/list account SAS.
-func (a *azurite) accountSAS(t *testing.T) string {
-	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp, err := sas.AccountSignatureValues{
-		Protocol:      sas.ProtocolHTTPSandHTTP,
-		StartTime:     time.Now().Add(-time.Hour).UTC(),
-		ExpiryTime:    time.Now().Add(time.Hour).UTC(),
-		Permissions:   to.Ptr(sas.AccountPermissions{Read: true, List: true}).String(),
-		ResourceTypes: to.Ptr(sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String(),
-	}.SignWithSharedKey(cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.url + "?" + qp.Encode()
-}
+func (a *azurite) accountSAS(t *testing.T) string { return devAccountSAS(t, a.url) }
 
 // connectionString is the dev account's connection string for a.
 func (a *azurite) connectionString() string {

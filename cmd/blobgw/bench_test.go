@@ -92,42 +92,11 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	// The same bytes written straight into the data directory and fsynced:
 	// read into memory and written, 4 MiB at a time, as the SDK reads the
-	// file it sends (no ReaderFrom/WriterTo shortcut: a kernel
-	// file-to-file copy never has the bytes in hand).
-	upDirect := func() error {
-		in, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(baseline)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		if _, err := io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, make([]byte, 4<<20)); err != nil {
-			return err
-		}
-		return out.Sync()
-	}
-	// The kernel's file-to-file copy (copy_file_range) then fsync, for
-	// comparison.
+	// file it sends; and by the kernel's file-to-file copy, for comparison.
+	upDirect := func() error { return copyFile(src, baseline, true, true) }
 	upKernel := func() error {
-		in, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(baseline + ".k")
-		if err != nil {
-			return err
-		}
 		defer os.Remove(baseline + ".k")
-		defer out.Close()
-		if _, err := io.Copy(out, in); err != nil {
-			return err
-		}
-		return out.Sync()
+		return copyFile(src, baseline+".k", false, true)
 	}
 	downGateway := func() error {
 		dst, err := os.Create(filepath.Join(dir, "dst.bin"))
@@ -139,38 +108,10 @@ func BenchmarkTransfer(b *testing.B) {
 		return err
 	}
 	// Read the same bytes from the data directory into memory and write
-	// them to a file, as the SDK does with what it receives (4 MiB buffer,
-	// no ReaderFrom/WriterTo shortcuts).
-	downDirect := func() error {
-		in, err := os.Open(baseline)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		dst, err := os.Create(filepath.Join(dir, "dst2.bin"))
-		if err != nil {
-			return err
-		}
-		defer dst.Close()
-		_, err = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{in}, make([]byte, 4<<20))
-		return err
-	}
-	// The kernel's file-to-file copy (copy_file_range), which no reader
-	// over a socket can match, for comparison.
-	downKernel := func() error {
-		in, err := os.Open(baseline)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		dst, err := os.Create(filepath.Join(dir, "dst3.bin"))
-		if err != nil {
-			return err
-		}
-		defer dst.Close()
-		_, err = io.Copy(dst, in)
-		return err
-	}
+	// them to a file, as the SDK does with what it receives; and the
+	// kernel's copy, which no reader over a socket can match.
+	downDirect := func() error { return copyFile(baseline, filepath.Join(dir, "dst2.bin"), true, false) }
+	downKernel := func() error { return copyFile(baseline, filepath.Join(dir, "dst3.bin"), false, false) }
 
 	var sum [6]time.Duration // up gw, up direct, down gw, down direct, down kernel, up kernel
 	var upRatios, downRatios []float64
@@ -214,6 +155,32 @@ func settle() {
 		f.WriteString("3")
 		f.Close()
 	}
+}
+
+// copyFile copies src into a new file dst. viaMemory moves the bytes
+// through a 4 MiB buffer (read(2) and write(2), no ReaderFrom/WriterTo
+// shortcut); otherwise io.Copy lets the kernel copy them (copy_file_range).
+// sync fsyncs dst.
+func copyFile(src, dst string, viaMemory, sync bool) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if viaMemory {
+		_, err = io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, make([]byte, 4<<20))
+	} else {
+		_, err = io.Copy(out, in)
+	}
+	if err != nil || !sync {
+		return err
+	}
+	return out.Sync()
 }
 
 // warm reads path once so its pages are cached.

@@ -77,7 +77,11 @@ func newMigGateway(t testing.TB, wrap func(http.Handler) http.Handler) *migGatew
 }
 
 // accountSAS returns the gateway's service URL with a read/list account SAS.
-func (g *migGateway) accountSAS(t testing.TB) string {
+func (g *migGateway) accountSAS(t testing.TB) string { return devAccountSAS(t, g.url) }
+
+// devAccountSAS returns serviceURL with a read/list account SAS of the dev
+// account (the gateways' and Azurite's).
+func devAccountSAS(t testing.TB, serviceURL string) string {
 	t.Helper()
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
@@ -93,7 +97,7 @@ func (g *migGateway) accountSAS(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g.url + "?" + qp.Encode()
+	return serviceURL + "?" + qp.Encode()
 }
 
 type srcBlob struct {

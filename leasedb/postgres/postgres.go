@@ -558,28 +558,20 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	byKey(blobs)
 	byKey(snapshots)
 	byKey(blocks)
-	// Keys once per blob name: (name, key) pairs, deduplicated.
-	var keys []string
-	seen := map[[2]string]bool{}
-	add := func(blob, key string) {
-		if p := [2]string{blob, key}; !seen[p] {
-			seen[p] = true
-			keys = append(keys, key)
-		}
-	}
+	var keys leasedb.NameKeys // once per blob name
 	for _, d := range append(blobs, snapshots...) {
 		x, err := leasedb.DecodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
 		}
 		for _, e := range x {
-			add(d[0], e.Key)
+			keys.Add(d[0], e.Key)
 		}
 	}
 	for _, k := range blocks {
-		add(k[0], k[2])
+		keys.Add(k[0], k[2])
 	}
-	return keys, nil
+	return keys.Keys, nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
@@ -1135,15 +1127,20 @@ func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
 		return err
 	}
 	// Deduplicate: ON CONFLICT cannot touch one row twice in a statement.
-	uniq := append([]string(nil), keys...)
-	sort.Strings(uniq)
-	uniq = compact(uniq)
+	uniq := sortedUnique(keys)
 	if _, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent)
 		SELECT k, $2, FALSE FROM unnest($1::text[]) AS k
 		ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE`, uniq, dueTS(due)); err != nil {
 		return fmt.Errorf("leasedb/postgres: add gc (%d keys): %w", len(uniq), ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// sortedUnique returns the distinct keys, sorted (a fresh slice).
+func sortedUnique(keys []string) []string {
+	out := append([]string(nil), keys...)
+	sort.Strings(out)
+	return compact(out)
 }
 
 func compact(s []string) []string {
@@ -1474,9 +1471,7 @@ func (t *tx) ShareKeys(ctx context.Context, keys []string) error {
 	if err := checkText(keys...); err != nil {
 		return err
 	}
-	uniq := append([]string(nil), keys...)
-	sort.Strings(uniq)
-	uniq = compact(uniq)
+	uniq := sortedUnique(keys)
 	if _, err := t.tx.Exec(ctx, `INSERT INTO extent_shares (key, names)
 		SELECT k, 2 FROM unnest($1::text[]) AS k
 		ON CONFLICT (key) DO UPDATE SET names = extent_shares.names + 1`, uniq); err != nil {
@@ -1498,11 +1493,7 @@ func (t *tx) ReleaseKeys(ctx context.Context, keys []string) ([]string, error) {
 	for _, k := range keys {
 		leaving[k]++
 	}
-	uniq := make([]string, 0, len(leaving))
-	for k := range leaving {
-		uniq = append(uniq, k)
-	}
-	sort.Strings(uniq)
+	uniq := sortedUnique(keys)
 	shared := map[string]int{}
 	rows, err := t.tx.Query(ctx, `SELECT key, names FROM extent_shares WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE`, uniq)
 	if err != nil {

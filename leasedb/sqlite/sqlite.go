@@ -510,15 +510,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
-	// Keys once per blob name: (name, key) pairs, deduplicated.
-	var keys []string
-	seen := map[[2]string]bool{}
-	add := func(blob, key string) {
-		if p := [2]string{blob, key}; !seen[p] {
-			seen[p] = true
-			keys = append(keys, key)
-		}
-	}
+	var keys leasedb.NameKeys // once per blob name
 	for _, q := range []struct{ what, query string }{
 		{"blobs", `SELECT name, extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
 		{"snapshots", `SELECT name, extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
@@ -536,7 +528,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 					return err
 				}
 				if q.what == "blocks" { // ext is the block's key
-					add(blob, ext)
+					keys.Add(blob, ext)
 					continue
 				}
 				x, err := leasedb.DecodeExtents(ext)
@@ -544,7 +536,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 					return err
 				}
 				for _, e := range x {
-					add(blob, e.Key)
+					keys.Add(blob, e.Key)
 				}
 			}
 			return rows.Err()
@@ -567,7 +559,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	} else if n == 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
 	}
-	return keys, nil
+	return keys.Keys, nil
 }
 
 // ListContainers implements leasedb.Tx. limit <= 0 means no limit.
