@@ -33,6 +33,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
 )
 
@@ -580,16 +581,10 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 	return cs, nil
 }
 
-// blobCols are the columns of a blob row, in the order of blobValues and
-// scanBlobs. The snapshots table has them all, plus snapshot.
-const blobCols = `account, container, name, blob_type, etag, created, last_modified, size,
-	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
-	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
-	access_tier, tags, copy_info`
-
-// snapshotCols are the columns of a snapshot row: blobCols, then the
-// snapshot id.
-const snapshotCols = blobCols + `, snapshot`
+const (
+	blobCols     = sqlq.BlobCols
+	snapshotCols = sqlq.SnapshotCols
+)
 
 // Blob implements leasedb.Tx; see Container for the lock modes.
 func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
@@ -692,7 +687,7 @@ func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after,
 	if limit <= 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: limit %d", account, container, limit)
 	}
-	q, args := listEntriesQuery(account, container, prefix, after, afterSnapshot, limit, inc)
+	q, args := sqlq.ListEntries(func(int) string { return "?" }, account, container, prefix, after, afterSnapshot, limit, inc)
 	rows, err := t.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
@@ -708,99 +703,9 @@ func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after,
 	}
 	out := make([]leasedb.ListItem, len(bs))
 	for i, b := range bs {
-		out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == kindStaged}
+		out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
 	}
 	return out, nil
-}
-
-// stagedCols are blobCols for a name that has only staged blocks: a block
-// blob with nothing else known (scanBlobs reads them like a row).
-const stagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, ''`
-
-// Kinds of ListEntries rows, in their order within one name. A name has a
-// blob row or is staged, never both in one result.
-const (
-	kindSnapshot = 0
-	kindBlob     = 1
-	kindStaged   = 2
-)
-
-// listEntriesQuery builds ListEntries' query: blobCols, the snapshot id
-// (empty but for snapshot rows) and the row's kind, ordered by name, kind
-// and snapshot id.
-func listEntriesQuery(account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) (string, []any) {
-	var b strings.Builder
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "?"
-	}
-	end, bounded := prefixEnd(prefix)
-	// lower bounds col from the cursor: past after (including after
-	// itself when the cursor is in its snapshots and sameName) or, when
-	// after sorts before the prefix, from the prefix.
-	rangeOf := func(col string, sameName bool) string {
-		var c string
-		switch {
-		case after < prefix:
-			c = col + " >= " + arg(prefix)
-		case sameName && afterSnapshot != "":
-			c = col + " >= " + arg(after)
-		default:
-			c = col + " > " + arg(after)
-		}
-		if bounded {
-			c += " AND " + col + " < " + arg(end)
-		}
-		return c
-	}
-	if inc.Uncommitted {
-		b.WriteString(`WITH RECURSIVE staged(name, n) AS (
-	SELECT (SELECT blob FROM blocks WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
-			` AND ` + rangeOf("blob", true) + ` ORDER BY blob LIMIT 1), 1
-	UNION ALL
-	SELECT (SELECT blob FROM blocks WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
-			` AND blob > staged.name`)
-		if bounded {
-			b.WriteString(` AND blob < ` + arg(end))
-		}
-		b.WriteString(` ORDER BY blob LIMIT 1), n + 1
-	FROM staged WHERE staged.name IS NOT NULL AND n < ` + arg(limit) + `
-)
-`)
-	}
-	b.WriteString(`SELECT * FROM (
-	SELECT * FROM (SELECT ` + blobCols + `, '' AS snapshot, ` + fmt.Sprint(kindBlob) + ` AS kind FROM blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", true) +
-		` ORDER BY name LIMIT ` + arg(limit) + `)`)
-	if inc.Snapshots {
-		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
-			// The rest of the cursor name's snapshots.
-			b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + snapshotCols + `, ` + fmt.Sprint(kindSnapshot) + ` FROM snapshots
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = ` + arg(after) +
-				` AND snapshot > ` + arg(afterSnapshot) + ` ORDER BY snapshot LIMIT ` + arg(limit) + `)`)
-		}
-		b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + snapshotCols + `, ` + fmt.Sprint(kindSnapshot) + ` FROM snapshots
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
-			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `)`)
-	}
-	if inc.Uncommitted {
-		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
-		// EXISTS into an anti join that reads every blob row of the
-		// container; this stays one key lookup per staged name.
-		b.WriteString(`
-	UNION ALL
-	SELECT ` + arg(account) + `, ` + arg(container) + `, s.name, ` + stagedCols + `, '', ` + fmt.Sprint(kindStaged) + ` FROM staged s
-		WHERE s.name IS NOT NULL AND (SELECT 1 FROM blobs b
-			WHERE b.account = ` + arg(account) + ` AND b.container = ` + arg(container) + ` AND b.name = s.name) IS NULL`)
-	}
-	b.WriteString(`
-) ORDER BY name, kind, snapshot LIMIT ` + arg(limit))
-	return b.String(), args
 }
 
 // PutSnapshot implements leasedb.Tx. A missing container is ErrNotFound,
@@ -1081,7 +986,7 @@ func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
 
 // nameRange returns "name <range> ORDER BY name [LIMIT ?]" and its
 // arguments: names with prefix and > after. The prefix becomes a range
-// [prefix, prefixEnd(prefix)) on the primary key, so there is no LIKE and
+// [prefix, sqlq.PrefixEnd(prefix)) on the primary key, so there is no LIKE and
 // no escaping of % or _.
 func nameRange(prefix, after string, limit int) (string, []any) {
 	var b strings.Builder
@@ -1093,7 +998,7 @@ func nameRange(prefix, after string, limit int) (string, []any) {
 		b.WriteString("name >= ?")
 		args = append(args, prefix)
 	}
-	if end, ok := prefixEnd(prefix); ok {
+	if end, ok := sqlq.PrefixEnd(prefix); ok {
 		b.WriteString(" AND name < ?")
 		args = append(args, end)
 	}
@@ -1103,26 +1008,6 @@ func nameRange(prefix, after string, limit int) (string, []any) {
 		args = append(args, limit)
 	}
 	return b.String(), args
-}
-
-// prefixEnd returns the smallest string greater than every string that
-// starts with p, in code point (= UTF-8 byte) order; ok is false when there
-// is none (p is empty or all U+10FFFF). p must be valid UTF-8.
-func prefixEnd(p string) (string, bool) {
-	r := []rune(p)
-	for len(r) > 0 {
-		last := r[len(r)-1]
-		if last < utf8.MaxRune {
-			next := last + 1
-			if next >= 0xD800 && next <= 0xDFFF { // surrogates are not characters
-				next = 0xE000
-			}
-			r[len(r)-1] = next
-			return string(r), true
-		}
-		r = r[:len(r)-1]
-	}
-	return "", false
 }
 
 // checkText refuses names Postgres cannot store (invalid UTF-8, NUL), so
