@@ -615,6 +615,35 @@ func TestFindBlobsByTags(t *testing.T) {
 			t.Fatalf("after retagging = %v, want %v", got, want)
 		}
 
+		// Every write of a blob row keeps the index: a copy with tags, an
+		// overwrite by Put Block List, a delete and Delete Container.
+		srcURL := blockClient(c, "find-a", "3").URL()
+		if _, err := blockClient(c, "find-b", "copy").StartCopyFromURL(ctx, srcURL, &blob.StartCopyFromURLOptions{
+			BlobTags: map[string]string{"team": "red"}}); err != nil {
+			t.Fatal(err)
+		}
+		bid := base64.StdEncoding.EncodeToString([]byte("block-0"))
+		if _, err := blockClient(c, "find-a", "2").StageBlock(ctx, bid, nopSeeker("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := blockClient(c, "find-a", "2").CommitBlockList(ctx, []string{bid}, &blockblob.CommitBlockListOptions{
+			Tags: map[string]string{"team": "blue"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.DeleteBlob(ctx, "find-a", "dir/5", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := serviceFind(`"team" = 'red'`, 1); !reflect.DeepEqual(got, []hit{
+			{"find-a", "4", "[team=red]"}, {"find-b", "1", "[team=red]"}, {"find-b", "copy", "[team=red]"}}) {
+			t.Fatalf("after copy, commit and delete = %v", got)
+		}
+		if _, err := c.DeleteContainer(ctx, "find-b", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := serviceFind(`"team" = 'red'`, 0); !reflect.DeepEqual(got, []hit{{"find-a", "4", "[team=red]"}}) {
+			t.Fatalf("after deleting find-b = %v", got)
+		}
+
 		// <> and OR are not allowed here; nor is a malformed expression.
 		cc := c.ServiceClient().NewContainerClient("find-a")
 		for _, bad := range []string{`"team" <> 'red'`, `"team" = 'red' OR "team" = 'blue'`, `"team" = red`, ``} {

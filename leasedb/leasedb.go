@@ -320,6 +320,31 @@ type Tx interface {
 	// references any more, which the caller queues for collection. A key
 	// with no record was referenced by one name only.
 	ReleaseKeys(ctx context.Context, keys []string) (free []string, err error)
+
+	// FindTagged returns the blob rows of account (of container only,
+	// when it is not "") that have tag r.Key with a value in r, ordered by
+	// container and name, from after (afterContainer, afterName), at most
+	// limit, with all their tags. It reads an index of the tags (one row
+	// per tag of a blob row, kept by the store on every write of a blob
+	// row), never every blob: an equality range reads the matching rows
+	// in order; a wider range reads and sorts the rows whose value is in
+	// it.
+	FindTagged(ctx context.Context, account, container string, r TagRange, afterContainer, afterName string, limit int) ([]TaggedBlob, error)
+}
+
+// TagRange is a set of values of one tag key: Lo and Hi bound it when
+// LoOp (">" or ">=") and HiOp ("<" or "<=") are set. Equality to v is
+// {v, ">=", v, "<="}.
+type TagRange struct {
+	Key      string
+	Lo, LoOp string
+	Hi, HiOp string
+}
+
+// TaggedBlob is one FindTagged result.
+type TaggedBlob struct {
+	Container, Name string
+	Tags            map[string]string
 }
 
 // LockMode says which lock a read takes.

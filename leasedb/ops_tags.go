@@ -130,19 +130,20 @@ type FindResult struct {
 	Next  string // opaque marker; "" on the last page
 }
 
-// findBatch is how many rows one scan query reads.
+// findBatch is how many rows one query of Find Blobs by Tags reads.
 const findBatch = 1000
 
 // FindBlobsByTags returns up to max blobs whose tags satisfy where, in
 // (container, name) order: the blobs of container, or of every container
 // of the account when container is "". marker resumes after a previous
-// page's last blob.
+// page's last blob. It runs in one read transaction.
 //
-// This is a plain scan: it reads the blob rows in name order and filters
-// them with the evaluator, in one read transaction, so it costs a walk of
-// every blob in scope (until a page is full). Correct, consistent, and
-// slow on big accounts; an index of (key, value) rows is the way to make it
-// fast when it matters.
+// The candidates come from the tag index (Tx.FindTagged) through the
+// values of one key that every match has (TagExpr.Lookup): an equality
+// reads only the blobs with that tag value, in order; a range reads and
+// sorts the blobs whose value is in it, once per page. Each candidate is
+// then checked against the whole expression. An expression without a tag
+// key to look up (only @container) walks the blob rows in scope instead.
 func (d *DB) FindBlobsByTags(ctx context.Context, account, container string, where *TagExpr, marker string, max int) (*FindResult, error) {
 	after, err := DecodeMarker(marker)
 	if err != nil {
@@ -156,32 +157,20 @@ func (d *DB) FindBlobsByTags(ctx context.Context, account, container string, whe
 	err = d.Store.View(ctx, func(tx Tx) error {
 		res.Blobs, res.Next = nil, ""
 		full := false
-		// scan walks one container's blobs after name; it reports done
-		// when one more match than fits was found.
-		scan := func(c, name string) (bool, error) {
-			for {
-				rows, err := tx.ListBlobs(ctx, account, c, "", name, findBatch)
-				if err != nil {
-					return false, err
-				}
-				for _, b := range rows {
-					name = b.Name
-					if !where.MatchIn(c, b.Tags) {
-						continue
-					}
-					if full {
-						// A match beyond the page: there is a next page.
-						last := res.Blobs[len(res.Blobs)-1]
-						res.Next = EncodeMarker(last.Container + "/" + last.Name)
-						return true, nil
-					}
-					res.Blobs = append(res.Blobs, FoundBlob{Container: c, Name: b.Name, Tags: pickTags(b.Tags, where.Keys())})
-					full = len(res.Blobs) == max
-				}
-				if len(rows) < findBatch {
-					return false, nil
-				}
+		// take adds a blob if it matches; it reports true when it is one
+		// match more than fits (there is a next page), and the page ends.
+		take := func(c, name string, tags map[string]string) bool {
+			if !where.MatchIn(c, tags) {
+				return false
 			}
+			if full {
+				last := res.Blobs[len(res.Blobs)-1]
+				res.Next = EncodeMarker(last.Container + "/" + last.Name)
+				return true
+			}
+			res.Blobs = append(res.Blobs, FoundBlob{Container: c, Name: name, Tags: pickTags(tags, where.Keys())})
+			full = len(res.Blobs) == max
+			return false
 		}
 		if container != "" {
 			c, err := tx.Container(ctx, account, container, LockNone)
@@ -191,6 +180,50 @@ func (d *DB) FindBlobsByTags(ctx context.Context, account, container string, whe
 			if c == nil {
 				return svcerr.New(svcerr.ContainerNotFound)
 			}
+		}
+		r, only, ok := where.Lookup()
+		if ok {
+			scope := container
+			if scope == "" {
+				scope = only // every match is in the @container named
+			}
+			ac, an := afterC, afterName
+			for {
+				rows, err := tx.FindTagged(ctx, account, scope, r, ac, an, findBatch)
+				if err != nil {
+					return err
+				}
+				for _, b := range rows {
+					ac, an = b.Container, b.Name
+					if take(b.Container, b.Name, b.Tags) {
+						return nil
+					}
+				}
+				if len(rows) < findBatch {
+					return nil
+				}
+			}
+		}
+		// scan walks one container's blobs after name; it reports done
+		// when the page ended.
+		scan := func(c, name string) (bool, error) {
+			for {
+				rows, err := tx.ListBlobs(ctx, account, c, "", name, findBatch)
+				if err != nil {
+					return false, err
+				}
+				for _, b := range rows {
+					name = b.Name
+					if take(c, b.Name, b.Tags) {
+						return true, nil
+					}
+				}
+				if len(rows) < findBatch {
+					return false, nil
+				}
+			}
+		}
+		if container != "" {
 			_, err = scan(container, afterName)
 			return err
 		}

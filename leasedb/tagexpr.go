@@ -103,6 +103,68 @@ func (e *TagExpr) MatchIn(container string, tags map[string]string) bool {
 	return e.root.eval(container, tags)
 }
 
+// Lookup returns the values of one tag key that every match has, for an
+// index to find the candidates by: the first key compared with "=", else
+// the first key compared with a range, bounded by every comparison of that
+// key. ok is false when the expression has an OR or compares no tag key
+// (only @container); container is the value of an "@container =" term, if
+// any (every match is in it).
+func (e *TagExpr) Lookup() (r TagRange, container string, ok bool) {
+	var terms []tagCmp
+	var walk func(n tagNode) bool
+	walk = func(n tagNode) bool {
+		switch n := n.(type) {
+		case tagCmp:
+			terms = append(terms, n)
+			return true
+		case tagAnd:
+			return walk(n.l) && walk(n.r)
+		}
+		return false
+	}
+	if !walk(e.root) {
+		return TagRange{}, "", false
+	}
+	for _, c := range terms {
+		if c.key == containerKey && c.op == "=" {
+			container = c.value
+			break
+		}
+	}
+	key := ""
+	for _, c := range terms {
+		if c.key == containerKey {
+			continue
+		}
+		if c.op == "=" {
+			return TagRange{Key: c.key, Lo: c.value, LoOp: ">=", Hi: c.value, HiOp: "<="}, container, true
+		}
+		if key == "" && c.op != "<>" {
+			key = c.key
+		}
+	}
+	if key == "" {
+		return TagRange{}, container, false
+	}
+	r.Key = key
+	for _, c := range terms {
+		if c.key != key {
+			continue
+		}
+		switch c.op {
+		case ">", ">=":
+			if r.LoOp == "" || c.value > r.Lo || c.value == r.Lo && c.op == ">" {
+				r.Lo, r.LoOp = c.value, c.op
+			}
+		case "<", "<=":
+			if r.HiOp == "" || c.value < r.Hi || c.value == r.Hi && c.op == "<" {
+				r.Hi, r.HiOp = c.value, c.op
+			}
+		}
+	}
+	return r, container, true
+}
+
 type tagParser struct {
 	s     string
 	pos   int

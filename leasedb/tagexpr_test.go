@@ -269,3 +269,76 @@ func TestCanonicalTier(t *testing.T) {
 		}
 	}
 }
+
+// TestTagLookup: the index range chosen for Find Blobs by Tags. Every match
+// of the expression must have the chosen key with a value in the range
+// (checked on sample tag sets), and an equality is preferred.
+func TestTagLookup(t *testing.T) {
+	eq := func(k, v string) TagRange { return TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="} }
+	tests := []struct {
+		where     string
+		want      TagRange
+		container string
+		ok        bool
+	}{
+		{`"a" = '1'`, eq("a", "1"), "", true},
+		{`"b" > '2' AND "a" = '1'`, eq("a", "1"), "", true},
+		{`("b" > '2') AND ("c" = 'x' AND "a" = '1')`, eq("c", "x"), "", true},
+		{`"b" > '2' AND "b" <= '5'`, TagRange{Key: "b", Lo: "2", LoOp: ">", Hi: "5", HiOp: "<="}, "", true},
+		// The tightest of several bounds on one key; an exclusive bound
+		// beats an inclusive one at the same value.
+		{`"b" >= '2' AND "b" > '3' AND "b" < '9' AND "b" < '7' AND "b" >= '3'`, TagRange{Key: "b", Lo: "3", LoOp: ">", Hi: "7", HiOp: "<"}, "", true},
+		{`"b" >= '3' AND "b" > '3'`, TagRange{Key: "b", Lo: "3", LoOp: ">"}, "", true},
+		{`"b" <= '3' AND "b" < '3'`, TagRange{Key: "b", Hi: "3", HiOp: "<"}, "", true},
+		// Only the first ranged key bounds the lookup.
+		{`"b" < '2' AND "c" > '5'`, TagRange{Key: "b", Hi: "2", HiOp: "<"}, "", true},
+		{`@container = 'logs' AND "b" < '2'`, TagRange{Key: "b", Hi: "2", HiOp: "<"}, "logs", true},
+		{`"a" = '1' AND @container = 'logs'`, eq("a", "1"), "logs", true},
+		{`@container = 'logs'`, TagRange{}, "logs", false},
+	}
+	samples := []map[string]string{
+		nil, {"a": "1"}, {"a": "1", "b": "3"}, {"a": "1", "b": "5"}, {"b": "2"}, {"b": "25"}, {"b": "3"},
+		{"a": "2", "b": "4", "c": "x"}, {"c": "x", "a": "1", "b": "4"}, {"b": "1", "c": "6"}, {"b": "6"},
+	}
+	inRange := func(r TagRange, tags map[string]string) bool {
+		v, ok := tags[r.Key]
+		switch {
+		case !ok:
+			return false
+		case r.LoOp == ">" && v <= r.Lo, r.LoOp == ">=" && v < r.Lo:
+			return false
+		case r.HiOp == "<" && v >= r.Hi, r.HiOp == "<=" && v > r.Hi:
+			return false
+		}
+		return true
+	}
+	for _, tc := range tests {
+		e, err := ParseTagFilter(tc.where)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.where, err)
+		}
+		r, c, ok := e.Lookup()
+		if r != tc.want || c != tc.container || ok != tc.ok {
+			t.Errorf("%s: Lookup = %+v, %q, %v; want %+v, %q, %v", tc.where, r, c, ok, tc.want, tc.container, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		for _, tags := range samples {
+			for _, cont := range []string{"logs", "other"} {
+				if e.MatchIn(cont, tags) && (!inRange(r, tags) || c != "" && c != cont) {
+					t.Errorf("%s: %v in %s matches but is outside the lookup %+v %q", tc.where, tags, cont, r, c)
+				}
+			}
+		}
+	}
+	// An if-tags condition with OR has no single lookup.
+	e, err := ParseTagCondition(`"a" = '1' OR "b" = '2'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := e.Lookup(); ok {
+		t.Error("OR expression: Lookup ok")
+	}
+}

@@ -722,6 +722,38 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	return bs, nil
 }
 
+// FindTagged implements leasedb.Tx with sqlq.FindTagged's query.
+func (t *tx) FindTagged(ctx context.Context, account, container string, r leasedb.TagRange, afterContainer, afterName string, limit int) ([]leasedb.TaggedBlob, error) {
+	if err := checkText(account, container, r.Key, r.Lo, r.Hi, afterContainer, afterName); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: limit %d", account, container, limit)
+	}
+	q, args := sqlq.FindTagged(func(n int) string { return "$" + strconv.Itoa(n) }, account, container, r, afterContainer, afterName, limit)
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	defer rows.Close()
+	var out []leasedb.TaggedBlob
+	for rows.Next() {
+		var b leasedb.TaggedBlob
+		var tags pgtype.Text
+		if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
+			return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, err)
+		}
+		if b.Tags, err = decodeTags(tags); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	return out, nil
+}
+
 // ListEntries implements leasedb.Tx: one query whose parts are each an
 // ordered range scan of a primary key bounded by limit, merged and cut to
 // limit. Staged names come from a recursive walk that asks the blocks key

@@ -385,3 +385,21 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTagIndexBackfill: migration 0009 indexes the tags of existing rows.
+func TestTagIndexBackfill(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.MigrateTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	storetest.TagIndexBackfill(t, s, func(t *testing.T) {
+		if _, to, err := s.Migrate(ctx); err != nil || to < 9 {
+			t.Fatalf("Migrate: %d, %v", to, err)
+		}
+	})
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripLeaseSince", testLeaseSince},
 		{"RoundTripExtentBlockID", testExtentBlockID},
 		{"RoundTripTierTags", testTierTags},
+		{"FindTagged", testFindTagged},
 		{"RoundTripContainerACL", testContainerACL},
 		{"ServiceProperties", testServiceProperties},
 		{"StageBlock", testStageBlock},

@@ -133,3 +133,42 @@ func PrefixEnd(p string) (string, bool) {
 	}
 	return "", false
 }
+
+// FindTagged builds Tx.FindTagged's query: container, name and the tags
+// column of the blob rows found through blob_tags, in container and name
+// order. With an equality range (and an account-wide or one-container
+// scope) the rows come from one ordered range of blob_tags' primary key,
+// resumed at the cursor by a row comparison; a wider range is sorted.
+func FindTagged(placeholder func(n int) string, account, container string, r leasedb.TagRange, afterContainer, afterName string, limit int) (string, []any) {
+	var b strings.Builder
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return placeholder(len(args))
+	}
+	b.WriteString(`SELECT t.container, t.name, b.tags FROM blob_tags t
+	JOIN blobs b ON b.account = t.account AND b.container = t.container AND b.name = t.name
+	WHERE t.account = ` + arg(account) + ` AND t.key = ` + arg(r.Key))
+	switch r.LoOp {
+	case ">", ">=":
+		b.WriteString(` AND t.value ` + r.LoOp + ` ` + arg(r.Lo))
+	}
+	switch r.HiOp {
+	case "<", "<=":
+		b.WriteString(` AND t.value ` + r.HiOp + ` ` + arg(r.Hi))
+	}
+	switch {
+	case container != "":
+		b.WriteString(` AND t.container = ` + arg(container))
+		if afterContainer == container {
+			b.WriteString(` AND t.name > ` + arg(afterName))
+		} else if afterContainer > container {
+			b.WriteString(` AND 1 = 0`)
+		}
+	case afterContainer != "" || afterName != "":
+		b.WriteString(` AND (t.container, t.name) > (` + arg(afterContainer) + `, ` + arg(afterName) + `)`)
+	}
+	b.WriteString(`
+	ORDER BY t.container, t.name LIMIT ` + arg(limit))
+	return b.String(), args
+}
