@@ -50,7 +50,9 @@ func testFindTagged(t *testing.T, s leasedb.Store) {
 		})
 		return out
 	}
-	eq := func(k, v string) leasedb.TagRange { return leasedb.TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="} }
+	eq := func(k, v string) leasedb.TagRange {
+		return leasedb.TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="}
+	}
 	check := func(what string, got []string, want ...string) {
 		t.Helper()
 		if len(got) == 0 && len(want) == 0 {
