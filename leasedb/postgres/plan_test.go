@@ -1,0 +1,481 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+)
+
+// The container TestListEntriesPlan lists, filled by planFill:
+//
+//   - blobs d/0000000 … d/0199999 (planNames of them) and m/00000 … m/01999;
+//   - two snapshots (planSnap1, planSnap2) of every d/ name i with i%8 == 0
+//     (50,000 rows);
+//   - two staged blocks of every d/ name i with i%8 == 2 (a committed blob
+//     with staged blocks: listed once, as the blob) and of d/<i>.u for
+//     every i with i%8 == 4 (no blob row: listed as uncommitted), 50,000
+//     names in all.
+//
+// Container planOther, right after it in every primary key, holds the same
+// kind of names; a listing of planContainer must never read its rows.
+const (
+	planAccount   = "acct"
+	planContainer = "c"
+	planOther     = "c2"
+	planNames     = 200000
+	planMNames    = 2000
+	planSnap1     = "2024-01-01T00:00:01.0000000Z"
+	planSnap2     = "2024-01-01T00:00:02.0000000Z"
+)
+
+// planFill inserts the rows described above, set-based, and analyzes.
+var planFill = []string{
+	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
+	`INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c', 'd/' || lpad(i::text, 7, '0'), 'BlockBlob', '"b' || i || '"'
+		FROM generate_series(0, 199999) AS i`,
+	`INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c', 'm/' || lpad(i::text, 5, '0'), 'BlockBlob', '"m' || i || '"'
+		FROM generate_series(0, 1999) AS i`,
+	`INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
+		SELECT 'acct', 'c', 'd/' || lpad(i::text, 7, '0'), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"s' || i || '"'
+		FROM generate_series(0, 199999, 8) AS i, generate_series(1, 2) AS j`,
+	`INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+		SELECT 'acct', 'c', 'd/' || lpad(i::text, 7, '0') || CASE WHEN i % 8 = 4 THEN '.u' ELSE '' END,
+			'blk' || j, 'k/' || i || '/' || j, 1, '2024-01-01T00:00:00Z'
+		FROM generate_series(0, 199999) AS i, generate_series(1, 2) AS j WHERE i % 8 IN (2, 4)`,
+	// The other container: many rows under the same names.
+	`INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c2', 'd/' || lpad(i::text, 7, '0'), 'BlockBlob', '"o' || i || '"'
+		FROM generate_series(0, 49999) AS i`,
+	`INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
+		SELECT 'acct', 'c2', 'd/' || lpad(i::text, 7, '0'), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"o"'
+		FROM generate_series(0, 49999, 5) AS i, generate_series(1, 2) AS j`,
+	`INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+		SELECT 'acct', 'c2', 'd/' || lpad(i::text, 7, '0') || '.u', 'blk' || j, 'o/' || i || '/' || j, 1, '2024-01-01T00:00:00Z'
+		FROM generate_series(0, 49999, 5) AS i, generate_series(1, 2) AS j`,
+	`ANALYZE containers, blobs, snapshots, blocks`,
+}
+
+// planEntry is one ListEntries item of the model of planContainer.
+type planEntry struct {
+	name, snapshot string
+	kind           int // sqlq.KindSnapshot, KindBlob, KindStaged
+}
+
+// planModel returns every entry of planContainer, in listing order.
+func planModel() []planEntry {
+	out := make([]planEntry, 0, planNames+planNames/4+planNames/8+planMNames)
+	for i := 0; i < planNames; i++ {
+		name := fmt.Sprintf("d/%07d", i)
+		if i%8 == 0 {
+			out = append(out, planEntry{name, planSnap1, sqlq.KindSnapshot}, planEntry{name, planSnap2, sqlq.KindSnapshot})
+		}
+		out = append(out, planEntry{name, "", sqlq.KindBlob})
+		if i%8 == 4 {
+			// "d/0000004" < "d/0000004.u" < "d/0000005"
+			out = append(out, planEntry{name + ".u", "", sqlq.KindStaged})
+		}
+	}
+	for i := 0; i < planMNames; i++ {
+		out = append(out, planEntry{fmt.Sprintf("m/%05d", i), "", sqlq.KindBlob})
+	}
+	return out
+}
+
+// want returns what ListEntries must return for c according to model.
+func (c planCase) want(model []planEntry) []planEntry {
+	// No entry of a name before the cursor or the prefix qualifies.
+	start := sort.Search(len(model), func(i int) bool { return model[i].name >= max(c.after, c.prefix) })
+	var out []planEntry
+	for _, e := range model[start:] {
+		if len(out) == c.limit || !strings.HasPrefix(e.name, c.prefix) {
+			break // names under the prefix are contiguous
+		}
+		if (e.kind == sqlq.KindSnapshot && !c.inc.Snapshots) || (e.kind == sqlq.KindStaged && !c.inc.Uncommitted) {
+			continue
+		}
+		past := e.name > c.after ||
+			e.name == c.after && c.afterSnapshot != "" && (e.kind != sqlq.KindSnapshot || e.snapshot > c.afterSnapshot)
+		if past {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type planCase struct {
+	name                         string
+	prefix, after, afterSnapshot string
+	limit                        int
+	inc                          leasedb.ListInclude
+}
+
+// planCases is every combination of includes, prefixes, cursors and page
+// sizes (1, 10 and 5000, the largest maxresults).
+func planCases() []planCase {
+	incs := []struct {
+		label string
+		inc   leasedb.ListInclude
+	}{
+		{"none", leasedb.ListInclude{}},
+		{"snapshots", leasedb.ListInclude{Snapshots: true}},
+		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
+		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
+	}
+	prefixes := []struct {
+		label, prefix string
+		mid, before   string // a cursor inside the prefix (a name with snapshots), one before it
+	}{
+		{"noprefix", "", "d/0100000", "c/"},
+		{"prefix", "d/01", "d/0150000", "d/0099999"},   // 100,000 names: every page is full
+		{"small", "d/00123", "d/0012352", "d/0012299"}, // 100 names: pages of 5000 end at the prefix
+		{"empty", "d/00123x", "d/00123x5", "d/00123"},  // between existing names, matches nothing
+	}
+	var out []planCase
+	for _, in := range incs {
+		for _, p := range prefixes {
+			cursors := []struct{ label, after, snap string }{
+				{"start", "", ""},
+				{"mid", p.mid, ""},
+				{"midsnap", p.mid, planSnap1},
+				{"before", p.before, ""},
+			}
+			for _, cur := range cursors {
+				for _, limit := range []int{1, 10, 5000} {
+					out = append(out, planCase{
+						name:   fmt.Sprintf("%s/%s/%s/%d", in.label, p.label, cur.label, limit),
+						prefix: p.prefix, after: cur.after, afterSnapshot: cur.snap,
+						limit: limit, inc: in.inc,
+					})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// planBound is the most rows one ListEntries query may read (index
+// entries, heap rows and rows filtered away, summed over every scan):
+// the blobs part reads at most limit rows, the snapshots parts (the
+// cursor name's remaining snapshots, then the later names') at most limit
+// each, the staged walk one index entry per probe and at most limit
+// probes, the blob-row check of each staged name at most one row, and the
+// filter on the staged names drops at most limit of them: 6×limit. The
+// rest of 8×limit+50 is slack for the probe that finds no further name,
+// rounding in EXPLAIN's per-loop averages and planner choices that read a
+// row or two more (a bitmap scan counts its rows twice, index and heap).
+// Reading the container's 202,000 blob rows exceeds it by orders of
+// magnitude at limits 1 and 10 and five-fold at 5000.
+func planBound(limit int) int { return 8*limit + 50 }
+
+// TestListEntriesPlan proves that the List Blobs query reads a bounded
+// number of rows however large the container: for every case it runs the
+// query under EXPLAIN ANALYZE, both as planned for its arguments (the
+// first executions of a prepared statement) and as the generic plan pgx's
+// statement cache ends up using, and sums the rows each scan read. The
+// same cases run through the Store must return what the data implies.
+func TestListEntriesPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range planFill {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var nb, ns, nk, no int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = $1),
+		(SELECT count(*) FROM snapshots WHERE container = $1), (SELECT count(*) FROM blocks WHERE container = $1),
+		(SELECT count(*) FROM blobs WHERE container = $2)`, planContainer, planOther).Scan(&nb, &ns, &nk, &no); err != nil {
+		t.Fatal(err)
+	}
+	if nb != planNames+planMNames || ns != planNames/4 || nk != planNames/2 || no == 0 {
+		t.Fatalf("filled %d blobs, %d snapshots, %d blocks, %d blobs in the other container", nb, ns, nk, no)
+	}
+	model := planModel()
+
+	// Largest rows read / limit per family (inc × limit), for the log.
+	worst := map[string]float64{}
+	for _, c := range planCases() {
+		q, args := sqlq.ListEntries(func(n int) string { return "$" + strconv.Itoa(n) },
+			planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+		for _, generic := range []bool{false, true} {
+			mode := "custom"
+			if generic {
+				mode = "generic"
+			}
+			m, err := explainRows(ctx, conn, q, args, generic)
+			if err != nil {
+				t.Fatalf("%s (%s plan): %v", c.name, mode, err)
+			}
+			bad := false
+			if m.seqScans != nil {
+				t.Errorf("%s (%s plan): sequential scan of %v", c.name, mode, m.seqScans)
+				bad = true
+			}
+			if m.planRows > planBound(c.limit) || m.statRows > planBound(c.limit) {
+				t.Errorf("%s (%s plan): read %d rows by the plan, %d by the statistics; want at most %d",
+					c.name, mode, m.planRows, m.statRows, planBound(c.limit))
+				bad = true
+			}
+			if bad {
+				t.Logf("plan of %s (%s):\n%s", c.name, mode, explainText(ctx, conn, q, args, generic))
+			}
+			inc, _, _ := strings.Cut(c.name, "/")
+			fam := fmt.Sprintf("%s plan, include %s, limit %d", mode, inc, c.limit)
+			worst[fam] = max(worst[fam], float64(max(m.planRows, m.statRows))/float64(c.limit))
+		}
+
+		// The same case through the Store, against the model.
+		var got []leasedb.ListItem
+		if err := s.View(ctx, func(tx leasedb.Tx) error {
+			var err error
+			got, err = tx.ListEntries(ctx, planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: ListEntries: %v", c.name, err)
+		}
+		want := c.want(model)
+		if err := sameEntries(got, want); err != nil {
+			t.Errorf("%s: ListEntries: %v", c.name, err)
+		}
+	}
+	fams := make([]string, 0, len(worst))
+	for fam := range worst {
+		fams = append(fams, fam)
+	}
+	sort.Strings(fams)
+	for _, fam := range fams {
+		t.Logf("%s: at most %.2f×limit rows read", fam, worst[fam])
+	}
+}
+
+// planMeasure is what one execution of a query read.
+type planMeasure struct {
+	// planRows sums, over the plan's scans, actual rows × loops plus rows
+	// removed by filters and index rechecks.
+	planRows int
+	// statRows is the number of index entries and heap rows the
+	// statistics collector counted for blobs, snapshots, blocks, blob_tags and their
+	// indexes (exact, where EXPLAIN rounds per-loop averages).
+	statRows int
+	// seqScans lists the sequential scans of those tables (plan nodes,
+	// and the statistics' count).
+	seqScans []string
+}
+
+// explainRows runs q once under EXPLAIN (ANALYZE, FORMAT JSON), inside a
+// transaction that also reads the statistics counters of the listed tables
+// before and after. With generic, q is a prepared statement forced to its
+// generic plan.
+func explainRows(ctx context.Context, conn *pgx.Conn, q string, args []any, generic bool) (planMeasure, error) {
+	var m planMeasure
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return m, err
+	}
+	done := func() {}
+	defer func() {
+		tx.Rollback(ctx)
+		done()
+	}()
+	const counters = `SELECT c.relname, c.relkind = 'r',
+		pg_stat_get_xact_numscans(c.oid), pg_stat_get_xact_tuples_returned(c.oid)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND (c.relname IN ('blobs', 'snapshots', 'blocks', 'blob_tags')
+			OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN ('blobs'::regclass, 'snapshots'::regclass, 'blocks'::regclass, 'blob_tags'::regclass)))`
+	type counter struct {
+		table           bool
+		scans, returned int64
+	}
+	read := func() (map[string]counter, error) {
+		rows, err := tx.Query(ctx, counters)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]counter{}
+		for rows.Next() {
+			var name string
+			var c counter
+			if err := rows.Scan(&name, &c.table, &c.scans, &c.returned); err != nil {
+				return nil, err
+			}
+			out[name] = c
+		}
+		return out, rows.Err()
+	}
+	before, err := read()
+	if err != nil {
+		return m, err
+	}
+	stmt, eargs, done, err := explainStmt(ctx, tx, "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ", q, args, generic)
+	if err != nil {
+		return m, err
+	}
+	var doc string
+	if err := tx.QueryRow(ctx, stmt, eargs...).Scan(&doc); err != nil {
+		return m, err
+	}
+	after, err := read()
+	if err != nil {
+		return m, err
+	}
+	for name, a := range after {
+		b := before[name]
+		if a.table && a.scans > b.scans {
+			// For a table, numscans counts sequential scans only.
+			m.seqScans = append(m.seqScans, fmt.Sprintf("%s (statistics: %d)", name, a.scans-b.scans))
+		}
+		// A table's returned rows are those of its sequential scans; an
+		// index's are the entries its scans returned.
+		m.statRows += int(a.returned - b.returned)
+	}
+
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(doc), &plans); err != nil {
+		return m, fmt.Errorf("decode plan: %w", err)
+	}
+	if len(plans) != 1 {
+		return m, fmt.Errorf("%d plans", len(plans))
+	}
+	var walk func(n *planNode)
+	walk = func(n *planNode) {
+		loops := n.ActualLoops
+		if n.RelationName != "" || n.IndexName != "" {
+			m.planRows += int(n.ActualRows * loops)
+		}
+		m.planRows += int((n.RemovedByFilter + n.RemovedByRecheck) * loops)
+		if n.NodeType == "Seq Scan" {
+			switch n.RelationName {
+			case "blobs", "snapshots", "blocks", "blob_tags":
+				m.seqScans = append(m.seqScans, fmt.Sprintf("%s (plan node)", n.RelationName))
+			}
+		}
+		for i := range n.Plans {
+			walk(&n.Plans[i])
+		}
+	}
+	walk(&plans[0].Plan)
+	return m, nil
+}
+
+// planNode is the part of a node of EXPLAIN's JSON plan that
+// explainRows reads. Counts are per loop (averages).
+type planNode struct {
+	NodeType         string     `json:"Node Type"`
+	RelationName     string     `json:"Relation Name"`
+	IndexName        string     `json:"Index Name"`
+	ActualRows       float64    `json:"Actual Rows"`
+	ActualLoops      float64    `json:"Actual Loops"`
+	RemovedByFilter  float64    `json:"Rows Removed by Filter"`
+	RemovedByRecheck float64    `json:"Rows Removed by Index Recheck"`
+	Plans            []planNode `json:"Plans"`
+}
+
+// explainStmt returns the statement that explains q with args: q itself
+// with its parameters, or, for the generic plan, EXECUTE of q prepared
+// with plan_cache_mode = force_generic_plan (set for the transaction) and
+// the arguments as literals. done (never nil) deallocates that statement
+// (a rollback does not undo PREPARE); call it when the transaction has
+// ended.
+func explainStmt(ctx context.Context, tx pgx.Tx, explain, q string, args []any, generic bool) (stmt string, eargs []any, done func(), err error) {
+	if !generic {
+		return explain + q, args, func() {}, nil
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		return "", nil, func() {}, err
+	}
+	if _, err := tx.Exec(ctx, `PREPARE list_entries_plan AS `+q); err != nil {
+		return "", nil, func() {}, err
+	}
+	conn := tx.Conn()
+	done = func() { conn.Exec(ctx, `DEALLOCATE list_entries_plan`) }
+	lits := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			lits[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		case int:
+			lits[i] = strconv.Itoa(v)
+		default:
+			return "", nil, done, fmt.Errorf("argument %d: unexpected type %T", i+1, a)
+		}
+	}
+	return explain + `EXECUTE list_entries_plan(` + strings.Join(lits, ", ") + `)`, nil, done, nil
+}
+
+// explainText returns the text plan of q with actual rows, for failure
+// messages.
+func explainText(ctx context.Context, conn *pgx.Conn, q string, args []any, generic bool) string {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	done := func() {}
+	defer func() {
+		tx.Rollback(ctx)
+		done()
+	}()
+	stmt, eargs, done, err := explainStmt(ctx, tx, "EXPLAIN (ANALYZE, TIMING OFF) ", q, args, generic)
+	if err != nil {
+		return err.Error()
+	}
+	rows, err := tx.Query(ctx, stmt, eargs...)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return err.Error()
+		}
+		b.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error()
+	}
+	return b.String()
+}
+
+// sameEntries reports how got differs from want.
+func sameEntries(got []leasedb.ListItem, want []planEntry) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for i, it := range got {
+		w := want[i]
+		kind := sqlq.KindBlob
+		switch {
+		case it.Uncommitted:
+			kind = sqlq.KindStaged
+		case it.Blob.Snapshot != "":
+			kind = sqlq.KindSnapshot
+		}
+		if it.Blob.Name != w.name || it.Blob.Snapshot != w.snapshot || kind != w.kind {
+			return fmt.Errorf("item %d is %q snapshot %q kind %d, want %q snapshot %q kind %d",
+				i, it.Blob.Name, it.Blob.Snapshot, kind, w.name, w.snapshot, w.kind)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,536 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// The container TestListEntriesPlan lists, filled by planFill:
+//
+//   - blobs d/0000000 … d/0199999 (planNames of them) and m/00000 … m/01999;
+//   - two snapshots (planSnap1, planSnap2) of every d/ name i with i%8 == 0
+//     (50,000 rows);
+//   - two staged blocks of every d/ name i with i%8 == 2 (a committed blob
+//     with staged blocks: listed once, as the blob) and of d/<i>.u for
+//     every i with i%8 == 4 (no blob row: listed as uncommitted), 50,000
+//     names in all.
+//
+// Container planOther, right after it in every primary key, holds the same
+// kind of names; a listing of planContainer must never read its rows. The
+// same data as leasedb/postgres/plan_test.go.
+const (
+	planAccount   = "acct"
+	planContainer = "c"
+	planOther     = "c2"
+	planNames     = 200000
+	planMNames    = 2000
+	planSnap1     = "2024-01-01T00:00:01.0000000Z"
+	planSnap2     = "2024-01-01T00:00:02.0000000Z"
+)
+
+// planFill inserts the rows described above, set-based, in one
+// transaction.
+var planFill = []string{
+	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999)
+		INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c', 'd/' || printf('%07d', i), 'BlockBlob', '"b' || i || '"' FROM n`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999)
+		INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c', 'm/' || printf('%05d', i), 'BlockBlob', '"m' || i || '"' FROM n`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 8 FROM n WHERE i + 8 < 200000),
+		j(j) AS (VALUES (1), (2))
+		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
+		SELECT 'acct', 'c', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"s' || i || '"'
+		FROM n, j`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999),
+		j(j) AS (VALUES (1), (2))
+		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+		SELECT 'acct', 'c', 'd/' || printf('%07d', i) || CASE WHEN i % 8 = 4 THEN '.u' ELSE '' END,
+			'blk' || j, 'k/' || i || '/' || j, 1, 1704067200000000
+		FROM n, j WHERE i % 8 IN (2, 4)`,
+	// The other container: many rows under the same names.
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49999)
+		INSERT INTO blobs (account, container, name, blob_type, etag)
+		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), 'BlockBlob', '"o' || i || '"' FROM n`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+		j(j) AS (VALUES (1), (2))
+		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
+		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"o"'
+		FROM n, j`,
+	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+		j(j) AS (VALUES (1), (2))
+		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
+		SELECT 'acct', 'c2', 'd/' || printf('%07d', i) || '.u', 'blk' || j, 'o/' || i || '/' || j, 1, 1704067200000000
+		FROM n, j`,
+}
+
+// planEntry is one ListEntries item of the model of planContainer.
+type planEntry struct {
+	name, snapshot string
+	kind           int // sqlq.KindSnapshot, KindBlob, KindStaged
+}
+
+// planModel returns every entry of planContainer, in listing order.
+func planModel() []planEntry {
+	out := make([]planEntry, 0, planNames+planNames/4+planNames/8+planMNames)
+	for i := 0; i < planNames; i++ {
+		name := fmt.Sprintf("d/%07d", i)
+		if i%8 == 0 {
+			out = append(out, planEntry{name, planSnap1, sqlq.KindSnapshot}, planEntry{name, planSnap2, sqlq.KindSnapshot})
+		}
+		out = append(out, planEntry{name, "", sqlq.KindBlob})
+		if i%8 == 4 {
+			// "d/0000004" < "d/0000004.u" < "d/0000005"
+			out = append(out, planEntry{name + ".u", "", sqlq.KindStaged})
+		}
+	}
+	for i := 0; i < planMNames; i++ {
+		out = append(out, planEntry{fmt.Sprintf("m/%05d", i), "", sqlq.KindBlob})
+	}
+	return out
+}
+
+type planCase struct {
+	name                         string
+	prefix, after, afterSnapshot string
+	limit                        int
+	inc                          leasedb.ListInclude
+}
+
+// want returns what ListEntries must return for c according to model.
+func (c planCase) want(model []planEntry) []planEntry {
+	// No entry of a name before the cursor or the prefix qualifies.
+	start := sort.Search(len(model), func(i int) bool { return model[i].name >= max(c.after, c.prefix) })
+	var out []planEntry
+	for _, e := range model[start:] {
+		if len(out) == c.limit || !strings.HasPrefix(e.name, c.prefix) {
+			break // names under the prefix are contiguous
+		}
+		if (e.kind == sqlq.KindSnapshot && !c.inc.Snapshots) || (e.kind == sqlq.KindStaged && !c.inc.Uncommitted) {
+			continue
+		}
+		past := e.name > c.after ||
+			e.name == c.after && c.afterSnapshot != "" && (e.kind != sqlq.KindSnapshot || e.snapshot > c.afterSnapshot)
+		if past {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// planCases is every combination of includes, prefixes, cursors and page
+// sizes (1, 10 and 5000, the largest maxresults).
+func planCases() []planCase {
+	incs := []struct {
+		label string
+		inc   leasedb.ListInclude
+	}{
+		{"none", leasedb.ListInclude{}},
+		{"snapshots", leasedb.ListInclude{Snapshots: true}},
+		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
+		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
+	}
+	prefixes := []struct {
+		label, prefix string
+		mid, before   string // a cursor inside the prefix (a name with snapshots), one before it
+	}{
+		{"noprefix", "", "d/0100000", "c/"},
+		{"prefix", "d/01", "d/0150000", "d/0099999"},   // 100,000 names: every page is full
+		{"small", "d/00123", "d/0012352", "d/0012299"}, // 100 names: pages of 5000 end at the prefix
+		{"empty", "d/00123x", "d/00123x5", "d/00123"},  // between existing names, matches nothing
+	}
+	var out []planCase
+	for _, in := range incs {
+		for _, p := range prefixes {
+			cursors := []struct{ label, after, snap string }{
+				{"start", "", ""},
+				{"mid", p.mid, ""},
+				{"midsnap", p.mid, planSnap1},
+				{"before", p.before, ""},
+			}
+			for _, cur := range cursors {
+				for _, limit := range []int{1, 10, 5000} {
+					out = append(out, planCase{
+						name:   fmt.Sprintf("%s/%s/%s/%d", in.label, p.label, cur.label, limit),
+						prefix: p.prefix, after: cur.after, afterSnapshot: cur.snap,
+						limit: limit, inc: in.inc,
+					})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sameEntries reports how got differs from want.
+func sameEntries(got []leasedb.ListItem, want []planEntry) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for i, it := range got {
+		w := want[i]
+		kind := sqlq.KindBlob
+		switch {
+		case it.Uncommitted:
+			kind = sqlq.KindStaged
+		case it.Blob.Snapshot != "":
+			kind = sqlq.KindSnapshot
+		}
+		if it.Blob.Name != w.name || it.Blob.Snapshot != w.snapshot || kind != w.kind {
+			return fmt.Errorf("item %d is %q snapshot %q kind %d, want %q snapshot %q kind %d",
+				i, it.Blob.Name, it.Blob.Snapshot, kind, w.name, w.snapshot, w.kind)
+		}
+	}
+	return nil
+}
+
+// planPageBound is the most b-tree pages one ListEntries query may fetch
+// (page cache hits plus misses: SQLITE_DBSTATUS_CACHE_HIT and _MISS, the
+// one work counter of a statement the driver exposes). A seek descends
+// from the root, three or four pages on these tables, and a range then
+// reads consecutive leaves holding dozens of rows each: the blobs and
+// snapshots parts cost a descent each plus a leaf per few dozen rows,
+// while the staged walk and the blob-row check of each staged name cost a
+// descent per name, at most limit names: about 7×limit pages at most.
+// 10×limit+100 leaves room for deeper trees; a full scan of the
+// container's blob rows alone fetches thousands of pages, far above the
+// bound at limits 1 and 10 (checked below; at 5000 the plan checks are
+// what rule a scan out).
+func planPageBound(limit int) int { return 10*limit + 100 }
+
+// TestListEntriesPlan proves that the List Blobs query reads a bounded
+// part of a large container: for every case SQLite's plan is a key range
+// search on every table it reads (EXPLAIN QUERY PLAN, and the bytecode:
+// no cursor on those tables is rewound to read from one end), the pages
+// the query fetches are bounded by its limit, and the Store returns what
+// the data implies. It checks the plans without statistics, as blobgw
+// runs (it never runs ANALYZE), and again after ANALYZE.
+func TestListEntriesPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range planFill {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tx.Rollback()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var nb, ns, nk, no int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = ?1),
+		(SELECT count(*) FROM snapshots WHERE container = ?1), (SELECT count(*) FROM blocks WHERE container = ?1),
+		(SELECT count(*) FROM blobs WHERE container = ?2)`, planContainer, planOther).Scan(&nb, &ns, &nk, &no); err != nil {
+		t.Fatal(err)
+	}
+	if nb != planNames+planMNames || ns != planNames/4 || nk != planNames/2 || no == 0 {
+		t.Fatalf("filled %d blobs, %d snapshots, %d blocks, %d blobs in the other container", nb, ns, nk, no)
+	}
+
+	// Root pages of the listed tables (their primary keys: they are
+	// WITHOUT ROWID) and of their indexes, for the bytecode check.
+	roots := map[int64]string{}
+	rows, err := db.QueryContext(ctx, `SELECT rootpage, name FROM sqlite_schema
+		WHERE tbl_name IN ('blobs', 'snapshots', 'blocks') AND rootpage > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var root int64
+		var name string
+		if err := rows.Scan(&root, &name); err != nil {
+			t.Fatal(err)
+		}
+		roots[root] = name
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// One connection of our own, to read its page counters around each
+	// query.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blobs WHERE account = ? AND container = ?`, planAccount, planContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reading every blob row of the container fetches %d pages", fullScan)
+	if planPageBound(10)*10 > fullScan {
+		t.Fatalf("page bound %d at limit 10 does not tell a page from a scan (%d pages)", planPageBound(10), fullScan)
+	}
+
+	model := planModel()
+	for _, phase := range []string{"no statistics", "ANALYZE"} {
+		if phase == "ANALYZE" {
+			var stats int
+			if _, err := conn.ExecContext(ctx, `ANALYZE`); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_stat1 WHERE tbl IN ('blobs', 'snapshots', 'blocks')`).Scan(&stats); err != nil || stats == 0 {
+				t.Fatalf("ANALYZE left %d statistics rows: %v", stats, err)
+			}
+		}
+		worst := map[string]float64{}
+		for _, c := range planCases() {
+			q, args := sqlq.ListEntries(func(int) string { return "?" },
+				planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+			plan, err := queryPlan(ctx, conn, q, args)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			bad := checkPlan(plan, q)
+			scans, err := bytecodeScans(ctx, conn, q, args, roots)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			bad = append(bad, scans...)
+			pages, err := pagesFetched(ctx, conn, q, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if pages > planPageBound(c.limit) {
+				bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, planPageBound(c.limit)))
+			}
+			for _, b := range bad {
+				t.Errorf("%s (%s): %s", c.name, phase, b)
+			}
+			if bad != nil {
+				t.Logf("plan of %s (%s):\n%s", c.name, phase, planText(plan))
+			}
+			inc, _, _ := strings.Cut(c.name, "/")
+			fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.limit)
+			worst[fam] = max(worst[fam], float64(pages)/float64(c.limit))
+
+			if phase != "no statistics" {
+				continue
+			}
+			// The same case through the Store, against the model (once:
+			// a plan does not change what the query returns).
+			var got []leasedb.ListItem
+			if err := s.View(ctx, func(tx leasedb.Tx) error {
+				var err error
+				got, err = tx.ListEntries(ctx, planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+				return err
+			}); err != nil {
+				t.Fatalf("%s: ListEntries: %v", c.name, err)
+			}
+			if err := sameEntries(got, c.want(model)); err != nil {
+				t.Errorf("%s: ListEntries: %v", c.name, err)
+			}
+		}
+		fams := make([]string, 0, len(worst))
+		for fam := range worst {
+			fams = append(fams, fam)
+		}
+		sort.Strings(fams)
+		for _, fam := range fams {
+			t.Logf("%s: at most %.2f×limit pages fetched", fam, worst[fam])
+		}
+	}
+}
+
+// planStep is one row of EXPLAIN QUERY PLAN.
+type planStep struct {
+	id, parent int
+	detail     string
+}
+
+func queryPlan(ctx context.Context, conn *sql.Conn, q string, args []any) ([]planStep, error) {
+	rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []planStep
+	for rows.Next() {
+		var st planStep
+		var notused int
+		if err := rows.Scan(&st.id, &st.parent, &notused, &st.detail); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+// planText renders plan as an indented tree.
+func planText(plan []planStep) string {
+	depth := map[int]int{0: 0}
+	var b strings.Builder
+	for _, st := range plan {
+		d := depth[st.parent] + 1
+		depth[st.id] = d
+		fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", d), st.detail)
+	}
+	return b.String()
+}
+
+var (
+	// stepObject is the table, alias, subquery or CTE a SCAN or SEARCH
+	// step reads: "SCAN staged", "SEARCH blobs USING PRIMARY KEY (...)".
+	stepObject = regexp.MustCompile(`^(SCAN|SEARCH) (\S+)`)
+	// tableAlias finds "blobs b" and "blobs AS b" in the query text.
+	tableAlias = regexp.MustCompile(`\b(blobs|snapshots|blocks)\s+(?:AS\s+)?([A-Za-z_]\w*)`)
+	// rangeSearch is the one acceptable access to a listed table: a
+	// search of its key within the container, with a bound on the name.
+	rangeSearch = regexp.MustCompile(`^SEARCH \S+ USING (PRIMARY KEY|INDEX \S+|COVERING INDEX \S+) \(account=\? AND container=\? AND (name|blob)[=<>]`)
+)
+
+// checkPlan returns what is wrong with plan: a SCAN of blobs, snapshots
+// or blocks (by name or by an alias of q), or a SEARCH of them that is not
+// a range of the key within the container. A SCAN of a subquery (its
+// sibling step is its CO-ROUTINE or MATERIALIZE) or of the staged CTE is
+// fine.
+func checkPlan(plan []planStep, q string) []string {
+	tables := map[string]bool{"blobs": true, "snapshots": true, "blocks": true}
+	keywords := map[string]bool{"WHERE": true, "ORDER": true, "LIMIT": true, "ON": true, "JOIN": true, "GROUP": true}
+	for _, m := range tableAlias.FindAllStringSubmatch(q, -1) {
+		if !keywords[strings.ToUpper(m[2])] {
+			tables[m[2]] = true
+		}
+	}
+	// Subqueries read by a SCAN step, by parent step.
+	subqueries := map[[2]string]bool{}
+	for _, st := range plan {
+		for _, kw := range []string{"CO-ROUTINE ", "MATERIALIZE "} {
+			if name, ok := strings.CutPrefix(st.detail, kw); ok {
+				subqueries[[2]string{fmt.Sprint(st.parent), name}] = true
+			}
+		}
+	}
+	var bad []string
+	for _, st := range plan {
+		m := stepObject.FindStringSubmatch(st.detail)
+		if m == nil || !tables[m[2]] {
+			continue
+		}
+		switch {
+		case m[1] == "SCAN" && subqueries[[2]string{fmt.Sprint(st.parent), m[2]}]:
+			// The derived table of that name, not the base table.
+		case m[1] == "SCAN":
+			bad = append(bad, "full scan: "+st.detail)
+		case !rangeSearch.MatchString(st.detail):
+			bad = append(bad, "search not bounded to a key range of the container: "+st.detail)
+		}
+	}
+	return bad
+}
+
+// bytecodeScans returns the b-trees of roots (by name) that q's bytecode
+// opens and then rewinds (Rewind, Last): a scan from one end, where a
+// range search seeks (SeekGE, SeekGT, ...).
+func bytecodeScans(ctx context.Context, conn *sql.Conn, q string, args []any, roots map[int64]string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, "EXPLAIN "+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) < 4 || cols[1] != "opcode" {
+		return nil, fmt.Errorf("EXPLAIN columns %v", cols)
+	}
+	cursors := map[int64]string{} // cursor number -> b-tree name
+	var bad []string
+	opened := 0
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		op := fmt.Sprint(vals[1])
+		p1, _ := vals[2].(int64)
+		p2, _ := vals[3].(int64)
+		switch op {
+		case "OpenRead", "ReopenIdx":
+			if name, ok := roots[p2]; ok {
+				cursors[p1] = name
+				opened++
+			}
+		case "Rewind", "Last":
+			if name, ok := cursors[p1]; ok {
+				bad = append(bad, fmt.Sprintf("bytecode %s of cursor %d on %s", op, p1, name))
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if opened == 0 {
+		return nil, fmt.Errorf("bytecode opens none of %v", roots)
+	}
+	return bad, nil
+}
+
+// pagesFetched runs q to the end on conn and returns the pages it fetched
+// from the page cache (hits and misses).
+func pagesFetched(ctx context.Context, conn *sql.Conn, q string, args ...any) (int, error) {
+	status := func(reset bool) (int, error) {
+		total := 0
+		err := conn.Raw(func(dc any) error {
+			st, ok := dc.(msqlite.DBStatus)
+			if !ok {
+				return fmt.Errorf("driver connection %T has no DBStatus", dc)
+			}
+			for _, op := range []msqlite.DBStatusOp{msqlite.DBStatusCacheHit, msqlite.DBStatusCacheMiss} {
+				n, _, err := st.Status(op, reset)
+				if err != nil {
+					return err
+				}
+				total += n
+			}
+			return nil
+		})
+		return total, err
+	}
+	if _, err := status(true); err != nil {
+		return 0, err
+	}
+	rows, err := conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return status(false)
+}
