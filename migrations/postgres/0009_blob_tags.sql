@@ -5,9 +5,12 @@
 -- Blobs by Tags reports base blobs). The rows are derived from
 -- blobs.tags by triggers, so every write path (Put Blob, Set Blob Tags,
 -- copies, deletes, Delete Container) keeps them exact in its own
--- transaction without knowing of them. The primary key serves the lookup
--- of one key's values, ordered by container and name within one value
--- (the order in which Find pages); blob_tags_name serves the triggers.
+-- transaction without knowing of them. The primary key is the only index:
+-- it serves Find's lookup of one key's values, ordered by container and
+-- name within one value (the order in which Find pages), and the triggers,
+-- which find a row's old entries through its old tags. (A second index by
+-- name would tempt the planner into walking a container in name order and
+-- filtering, which reads every row of it.)
 CREATE TABLE blob_tags (
     account   TEXT COLLATE "C" NOT NULL,
     container TEXT COLLATE "C" NOT NULL,
@@ -16,13 +19,13 @@ CREATE TABLE blob_tags (
     value     TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (account, key, value, container, name)
 );
-CREATE INDEX blob_tags_name ON blob_tags (account, container, name);
 
 CREATE FUNCTION blob_tags_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP <> 'INSERT' THEN
-        DELETE FROM blob_tags
-            WHERE account = OLD.account AND container = OLD.container AND name = OLD.name;
+    IF TG_OP <> 'INSERT' AND OLD.tags IS NOT NULL THEN
+        DELETE FROM blob_tags t USING jsonb_each_text(OLD.tags::jsonb) AS e
+            WHERE t.account = OLD.account AND t.key = e.key AND t.value = e.value
+                AND t.container = OLD.container AND t.name = OLD.name;
     END IF;
     IF TG_OP <> 'DELETE' AND NEW.tags IS NOT NULL THEN
         INSERT INTO blob_tags (account, container, name, key, value)

@@ -146,16 +146,28 @@ func FindTagged(placeholder func(n int) string, account, container string, r lea
 		args = append(args, v)
 		return placeholder(len(args))
 	}
-	b.WriteString(`SELECT t.container, t.name, b.tags FROM blob_tags t
-	JOIN blobs b ON b.account = t.account AND b.container = t.container AND b.name = t.name
+	// The blob's tags come from a scalar subquery, not a join: it is one
+	// primary key lookup per row returned (the planner evaluates it after
+	// the LIMIT), where a join may be planned as a walk of the container's
+	// blob rows. Every index row has its blob row (the triggers keep them
+	// in the same transaction).
+	b.WriteString(`SELECT t.container, t.name, (SELECT b.tags FROM blobs b
+		WHERE b.account = t.account AND b.container = t.container AND b.name = t.name)
+	FROM blob_tags t
 	WHERE t.account = ` + arg(account) + ` AND t.key = ` + arg(r.Key))
-	switch r.LoOp {
-	case ">", ">=":
-		b.WriteString(` AND t.value ` + r.LoOp + ` ` + arg(r.Lo))
-	}
-	switch r.HiOp {
-	case "<", "<=":
-		b.WriteString(` AND t.value ` + r.HiOp + ` ` + arg(r.Hi))
+	if r.LoOp == ">=" && r.HiOp == "<=" && r.Lo == r.Hi {
+		// Written as an equality, so that the planner reads the rows in
+		// the key's (container, name) order without sorting them.
+		b.WriteString(` AND t.value = ` + arg(r.Lo))
+	} else {
+		switch r.LoOp {
+		case ">", ">=":
+			b.WriteString(` AND t.value ` + r.LoOp + ` ` + arg(r.Lo))
+		}
+		switch r.HiOp {
+		case "<", "<=":
+			b.WriteString(` AND t.value ` + r.HiOp + ` ` + arg(r.Hi))
+		}
 	}
 	switch {
 	case container != "":
