@@ -5,6 +5,6 @@
 -- ('Hot', 'Cool', 'Cold', 'Archive'); NULL when never set, which is
 -- reported as Hot (inferred). tags is the JSON text of a
 -- map[string]string; NULL when the blob has no tags. Find Blobs by Tags
--- scans these rows; an index of (key, value) rows can come later.
+-- reads the index that 0009_blob_tags derives from this column.
 ALTER TABLE blobs ADD COLUMN access_tier TEXT;
 ALTER TABLE blobs ADD COLUMN tags TEXT;
