@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"net"
 	"net/http"
@@ -30,11 +31,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 	"github.com/blobgw/blobgw/internal/config"
 )
 
@@ -311,7 +314,8 @@ func download(t *testing.T, bc *blob.Client) []byte {
 // blob, through both services' APIs: the same containers with the same
 // metadata, the same blob names, and for each blob the same bytes, content
 // headers, metadata, and a Content-MD5 that is the source's or, where
-// Azurite keeps none, the MD5 of the bytes. wrote is what the test put into
+// Azurite keeps none, the MD5 of the bytes, and the same blob type (page
+// blobs arrive as block blobs). wrote is what the test put into
 // Azurite; the bytes Azurite serves must be those too. conts limits the
 // comparison to some containers (nil: all).
 func checkFromAzurite(t *testing.T, src *azurite, dst *migGateway, wrote []azBlob, conts []string) {
@@ -396,8 +400,14 @@ func checkFromAzurite(t *testing.T, src *azurite, dst *migGateway, wrote []azBlo
 			if got := metaValue(d.Metadata, importETagKey); got != strings.Trim(string(*s.ETag), `"`) {
 				t.Errorf("%s: import marker %q, Azurite's ETag %s", what, got, *s.ETag)
 			}
-			if d.BlobType == nil || *d.BlobType != blob.BlobTypeBlockBlob {
-				t.Errorf("%s: blob type %v", what, d.BlobType)
+			// Append blobs stay append blobs; block and page blobs (the
+			// gateway has no page blobs) arrive as block blobs.
+			wantType := blob.BlobTypeBlockBlob
+			if s.BlobType != nil && *s.BlobType == blob.BlobTypeAppendBlob {
+				wantType = blob.BlobTypeAppendBlob
+			}
+			if d.BlobType == nil || *d.BlobType != wantType {
+				t.Errorf("%s: blob type %v, want %s (Azurite's: %v)", what, d.BlobType, wantType, s.BlobType)
 			}
 		}
 	}
@@ -539,4 +549,95 @@ func TestImportAzurite(t *testing.T) {
 			t.Fatalf("third run (%d):\n%s", code, out)
 		}
 	})
+}
+
+// TestImportAzuriteKinds imports what Azurite holds besides plain block
+// blobs: append blobs, page blobs, access tiers (Azurite 3.35 keeps Hot,
+// Cool, Cold and Archive and answers Get Blob on an archived blob with 409
+// BlobArchived) and blob index tags (which it lists with include=tags to a
+// SAS without the t permission, as the gateway does; Azure refuses that,
+// see TestImportAzureTagsRefused).
+func TestImportAzuriteKinds(t *testing.T) {
+	ctx := context.Background()
+	src := startAzurite(t)
+	kinds := fillKinds(t, src.client)
+	sc := src.client.ServiceClient().NewContainerClient(kindsContainer)
+
+	// A sparse page blob: 8 KiB with two written ranges; Get Blob serves
+	// zeros for the rest, and those are the bytes the copy gets.
+	disk := make([]byte, 8<<10)
+	rand.New(rand.NewSource(11)).Read(disk[1024:3072])
+	copy(disk[7680:], bytes.Repeat([]byte("END!"), 128))
+	pb := sc.NewPageBlobClient("disk.vhd")
+	if _, err := pb.Create(ctx, int64(len(disk)), &pageblob.CreateOptions{
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("application/x-vhd")},
+		Metadata:    map[string]*string{"vm": to.Ptr("test")}, Tags: map[string]string{"disk": "os"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int{{1024, 3072}, {7680, 8192}} {
+		if _, err := pb.UploadPages(ctx, streaming.NopCloser(bytes.NewReader(disk[r[0]:r[1]])), blob.HTTPRange{Offset: int64(r[0]), Count: int64(r[1] - r[0])}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wrote []azBlob
+	for _, k := range kinds {
+		wrote = append(wrote, azBlob{container: kindsContainer, name: k.name, data: k.data})
+	}
+	wrote = append(wrote, azBlob{container: kindsContainer, name: "disk.vhd", data: disk})
+	n := len(wrote)
+
+	dst := newMigGateway(t, nil)
+	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--container", kindsContainer}
+	out, code := runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", n)) {
+		t.Fatalf("import from Azurite (%d):\n%s", code, out)
+	}
+	if !strings.Contains(out, "kinds/disk.vhd: page blob copied as a block blob") {
+		t.Errorf("no note on the page blob:\n%s", out)
+	}
+	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})
+	checkKinds(t, dst.client, kinds, true)
+	diskTags := blobTags(t, dst.client.ServiceClient().NewContainerClient(kindsContainer).NewBlobClient("disk.vhd"))
+	if !maps.Equal(diskTags, map[string]string{"disk": "os"}) {
+		t.Errorf("disk.vhd: tags %v", diskTags)
+	}
+
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", n)) || strings.Contains(out, "page blob") {
+		t.Fatalf("rerun (%d):\n%s", code, out)
+	}
+
+	// The imported append blob takes appends; the rerun restores the
+	// source's bytes.
+	for _, k := range kinds {
+		if k.name == "log/app.log" {
+			checkAppendable(t, dst.client, k.name, k.data)
+		}
+	}
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", n-1)) {
+		t.Fatalf("rerun after an append at the destination (%d):\n%s", code, out)
+	}
+	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})
+
+	// An archived blob fails with a clear message until it is rehydrated
+	// (Azurite: at once).
+	frozen := []byte("frozen in Azurite")
+	if _, err := sc.NewBlockBlobClient("frozen.bin").UploadBuffer(ctx, frozen, &blockblob.UploadBufferOptions{
+		AccessTier: to.Ptr(blob.AccessTierArchive)}); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runApp(t, nil, args...)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 1", n)) ||
+		!strings.Contains(out, "kinds/frozen.bin: the source blob is in the Archive tier") {
+		t.Fatalf("run with an archived blob in Azurite (%d):\n%s", code, out)
+	}
+	if _, err := sc.NewBlobClient("frozen.bin").SetTier(ctx, blob.AccessTierHot, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", n)) {
+		t.Fatalf("run after the rehydration (%d):\n%s", code, out)
+	}
+	checkFromAzurite(t, src, dst, append(wrote, azBlob{container: kindsContainer, name: "frozen.bin", data: frozen}), []string{kindsContainer})
 }

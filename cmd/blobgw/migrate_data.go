@@ -26,7 +26,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -50,6 +52,13 @@ const importETagKey = "blobgwimportetag"
 const exportETagKey = "blobgw-etag"
 
 const migrateBlockSize = 4 << 20
+
+// appendBlockSize is the most an imported append blob gets per Append
+// Block. The gateway (and Azure from version 2022-11-02) takes up to 100
+// MiB, but 4 MiB is what every version takes (contract §7.5), so any
+// destination accepts it, and it is the buffer a worker holds for a block
+// blob as well. 50,000 such blocks cover Azure's largest append blob.
+const appendBlockSize = 4 << 20
 
 func defaultGatewayURL() string {
 	return "http://127.0.0.1:10000/" + config.DevAccountName + "/"
@@ -195,6 +204,11 @@ type migJob struct {
 	md5       []byte
 	props     *container.BlobProperties
 	metadata  map[string]*string
+	// tags are the blob index tags the listing returned; tagsKnown is
+	// false when the source would not list them (then neither the copy
+	// nor a rerun touches the destination's tags).
+	tags      map[string]string
+	tagsKnown bool
 }
 
 // jobSource lists the objects of a run page by page, handing each to emit
@@ -207,15 +221,24 @@ type jobSource func(ctx context.Context, emit func(migJob) error) error
 // almost at once.
 const lookahead = 10000
 
+// listOpts says what a listing asks for beyond properties and metadata.
+type listOpts struct {
+	// tags lists blob index tags too (include=tags).
+	tags bool
+	// noTags is called (once a run) when the source does not hand out
+	// the tags: the listing goes on without them.
+	noTags func(reason string)
+}
+
 // listJobs returns the source of the blobs of the containers to copy,
 // calling onContainer first for each container.
-func listJobs(svc *service.Client, only string, onContainer func(name string, md map[string]*string) error) jobSource {
+func listJobs(svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error) jobSource {
 	return func(ctx context.Context, emit func(migJob) error) error {
-		return listJobsTo(ctx, svc, only, onContainer, emit)
+		return listJobsTo(ctx, svc, only, o, onContainer, emit)
 	}
 }
 
-func listJobsTo(ctx context.Context, svc *service.Client, only string, onContainer func(name string, md map[string]*string) error, emit func(migJob) error) error {
+func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error, emit func(migJob) error) error {
 	type cont struct {
 		name string
 		md   map[string]*string
@@ -241,36 +264,111 @@ func listJobsTo(ctx context.Context, svc *service.Client, only string, onContain
 			}
 		}
 	}
+	tl := &tagListing{on: o.tags, noTags: o.noTags}
 	for _, ct := range conts {
 		if onContainer != nil {
 			if err := onContainer(ct.name, ct.md); err != nil {
 				return err
 			}
 		}
-		pager := svc.NewContainerClient(ct.name).NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}})
+		if err := listContainerJobs(ctx, svc.NewContainerClient(ct.name), ct.name, tl, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tagListing is whether a run still asks for tags, and whether it has
+// said that it gets none.
+type tagListing struct {
+	on     bool
+	noTags func(reason string)
+	told   bool
+}
+
+func (tl *tagListing) tell(reason string) {
+	if !tl.told && tl.noTags != nil {
+		tl.told = true
+		tl.noTags(reason)
+	}
+}
+
+// listContainerJobs emits the blobs of one container. Azure refuses
+// include=tags (403 AuthorizationPermissionMismatch) to a SAS without the
+// t permission and to a role without tag reads, where Azurite and the
+// gateway list tags to anyone who may list: on a 403 the page is listed
+// again without tags, and so is the rest of the run.
+func listContainerJobs(ctx context.Context, cc *container.Client, name string, tl *tagListing, emit func(migJob) error) error {
+	var marker *string // of the next page
+	var refused error  // include=tags refused; told once the listing without works
+	for {
+		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
+			Marker: marker, Include: container.ListBlobsInclude{Metadata: true, Tags: tl.on}})
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
+			var re *azcore.ResponseError
+			if err != nil && tl.on && errors.As(err, &re) && re.StatusCode == http.StatusForbidden {
+				tl.on, refused = false, err
+				break
+			}
 			if err != nil {
-				return fmt.Errorf("list blobs in %s: %w", ct.name, err)
+				return fmt.Errorf("list blobs in %s: %w", name, err)
+			}
+			if refused != nil {
+				code := "403"
+				if errors.As(refused, &re) && re.ErrorCode != "" {
+					code += " " + re.ErrorCode
+				}
+				tl.tell("the source refuses to list blob index tags (" + code + "; a SAS needs the t permission); copying without tags")
+				refused = nil
 			}
 			for _, it := range page.Segment.BlobItems {
 				if it.Name == nil || it.Properties == nil {
 					continue
 				}
-				j := migJob{container: ct.name, name: *it.Name, props: it.Properties, metadata: it.Metadata, md5: it.Properties.ContentMD5}
+				j := migJob{container: name, name: *it.Name, props: it.Properties, metadata: it.Metadata, md5: it.Properties.ContentMD5}
 				if it.Properties.ContentLength != nil {
 					j.size = *it.Properties.ContentLength
 				}
 				if it.Properties.ETag != nil {
 					j.etag = string(*it.Properties.ETag)
 				}
+				if tl.on {
+					if j.tags, j.tagsKnown = listedTags(it); !j.tagsKnown {
+						tl.tell("the source lists blobs with tags (TagCount) but not the tags themselves; those blobs are copied without tags")
+					}
+				}
 				if err := emit(j); err != nil {
 					return err
 				}
 			}
+			marker = page.NextMarker
+		}
+		if refused == nil {
+			return nil
 		}
 	}
-	return nil
+}
+
+// listedTags returns the tags of a listed blob (nil: none). A blob whose
+// properties count tags that the listing left out has unknown tags.
+func listedTags(it *container.BlobItem) (map[string]string, bool) {
+	var tags map[string]string
+	if it.BlobTags != nil {
+		for _, t := range it.BlobTags.BlobTagSet {
+			if t == nil || t.Key == nil {
+				continue
+			}
+			if tags == nil {
+				tags = map[string]string{}
+			}
+			tags[*t.Key] = deref(t.Value)
+		}
+	}
+	if n := it.Properties.TagCount; n != nil && int(*n) > len(tags) {
+		return nil, false
+	}
+	return tags, true
 }
 
 // progress counts finished objects and bytes and prints a line a second.
@@ -443,6 +541,19 @@ func runJobsAs(ctx context.Context, w io.Writer, verb, done string, parallel int
 	return nil
 }
 
+// syncWriter serializes the writes of the progress lines, the per-object
+// errors and the notes of a run, which come from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
 func importAzure(c *cli.Context) error {
 	ctx, stop := interruptible(c.Context)
 	defer stop()
@@ -458,37 +569,67 @@ func importAzure(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs := listJobs(src, only, func(name string, md map[string]*string) error {
+	out := &syncWriter{w: c.App.ErrWriter}
+	note := func(format string, args ...any) { fmt.Fprintf(out, "import: "+format+"\n", args...) }
+	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }}, func(name string, md map[string]*string) error {
 		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md})
 		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create container %s: %w", name, err)
 		}
 		return nil
 	})
-	return runJobs(ctx, c.App.ErrWriter, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
-		return importOne(ctx, src, dst, j, p)
+	return runJobs(ctx, out, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
+		return importOne(ctx, src, dst, j, p, note)
 	})
 }
 
-func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progress) (bool, error) {
-	db := dst.NewContainerClient(j.container).NewBlockBlobClient(j.name)
+// importOne copies one blob, or finds it copied already. Block blobs and
+// page blobs (the gateway has none; their bytes, zeros of unwritten pages
+// included, arrive as a block blob) go through Put Blob or Put Block
+// List; append blobs are created empty and appended to. note reports
+// what the summary does not.
+func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progress, note func(string, ...any)) (bool, error) {
+	srcType := typeOf(j.props.BlobType)
+	want := blob.BlobTypeBlockBlob
+	if srcType == blob.BlobTypeAppendBlob {
+		want = blob.BlobTypeAppendBlob
+	}
+	tier := carriedTier(j.props, srcType)
+	dc := dst.NewContainerClient(j.container)
+	db := dc.NewBlobClient(j.name)
+	var have *blob.BlobType // the destination's type; nil: no blob there
 	if props, err := db.GetProperties(ctx, nil); err == nil {
-		if props.ContentLength != nil && *props.ContentLength == j.size &&
-			(j.md5 == nil || bytes.Equal(props.ContentMD5, j.md5)) &&
-			metaValue(props.Metadata, importETagKey) == j.etag {
-			return true, nil
+		if importDone(props, j, want) {
+			return true, touchUp(ctx, db, props, j, tier)
 		}
+		t := typeOf(props.BlobType)
+		have = &t
 	} else if !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return false, fmt.Errorf("destination properties: %w", err)
+	}
+	if tier == blob.AccessTierArchive {
+		return false, archivedError(j.props)
 	}
 	sb := src.NewContainerClient(j.container).NewBlobClient(j.name)
 	etag := azcore.ETag(j.etag)
 	dl, err := sb.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
 		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}})
 	if err != nil {
+		if bloberror.HasCode(err, bloberror.BlobArchived) {
+			// Archived since the listing.
+			return false, archivedError(j.props)
+		}
 		return false, fmt.Errorf("download: %w", err)
 	}
 	defer dl.Body.Close()
+	if have != nil && *have != want {
+		// An earlier import (append blobs used to arrive as block blobs)
+		// or someone else left a blob of another type, which Put Block
+		// List and Append Block refuse (409 InvalidBlobType): remove it.
+		if _, err := db.Delete(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return false, fmt.Errorf("replace the destination's %s: %w", *have, err)
+		}
+	}
 	md := map[string]*string{}
 	for k, v := range j.metadata {
 		if !strings.EqualFold(k, importETagKey) {
@@ -510,17 +651,42 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 			headers.BlobContentMD5 = s
 		}
 	})
-	_, err = db.UploadStream(ctx, cr, &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md})
+	if want == blob.BlobTypeAppendBlob {
+		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags)
+		sum = cr.h.Sum(nil) // also when the body ended early: the size check below says so
+	} else {
+		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags}
+		if tier != "" {
+			opts.AccessTier = &tier
+		}
+		_, err = dc.NewBlockBlobClient(j.name).UploadStream(ctx, cr, opts)
+		if err != nil {
+			err = fmt.Errorf("upload: %w", err)
+		}
+	}
 	if err != nil {
 		p.bytes.Add(-cr.n)
-		return false, fmt.Errorf("upload: %w", err)
+		return false, err
 	}
 	// Verify: what was read matches the source, and the destination agrees.
 	if cr.n != j.size {
 		return false, fmt.Errorf("verify: read %d bytes, source has %d", cr.n, j.size)
 	}
 	if j.md5 != nil && !bytes.Equal(sum, j.md5) {
+		if srcType == blob.BlobTypeAppendBlob {
+			return false, fmt.Errorf("verify: MD5 of the bytes read %x, source Content-MD5 %x (Append Block does not update an append blob's Content-MD5: a stale one set before later appends also ends here)", sum, j.md5)
+		}
 		return false, fmt.Errorf("verify: MD5 of the bytes read %x, source Content-MD5 %x", sum, j.md5)
+	}
+	if want == blob.BlobTypeAppendBlob {
+		// The service keeps no MD5 of an append blob; set the one of the
+		// bytes, last, so that the skip check (which wants an MD5) never
+		// takes an interrupted copy for a finished one.
+		h := *headers
+		h.BlobContentMD5 = sum
+		if _, err := db.SetHTTPHeaders(ctx, h, nil); err != nil {
+			return false, fmt.Errorf("set Content-MD5: %w", err)
+		}
 	}
 	got, err := db.GetProperties(ctx, nil)
 	if err != nil {
@@ -532,7 +698,146 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	if !bytes.Equal(got.ContentMD5, sum) {
 		return false, fmt.Errorf("verify: destination Content-MD5 %x, streamed %x", got.ContentMD5, sum)
 	}
+	if typeOf(got.BlobType) != want {
+		return false, fmt.Errorf("verify: destination is a %s, want a %s", typeOf(got.BlobType), want)
+	}
+	if tier != "" && !strings.EqualFold(deref(got.AccessTier), string(tier)) {
+		return false, fmt.Errorf("verify: destination tier %q, source %s", deref(got.AccessTier), tier)
+	}
+	if srcType == blob.BlobTypePageBlob {
+		note("%s/%s: page blob copied as a block blob (the gateway has no page blobs)", j.container, j.name)
+	}
 	return false, nil
+}
+
+// appendAll creates ab as an empty append blob (replacing one that is
+// there: Put Blob) and appends what r yields in blocks of appendBlockSize,
+// one buffer at a time. Each block carries its MD5, which the service
+// checks, and its offset as x-ms-blob-condition-appendpos, so a block the
+// SDK resends after a lost answer is refused (412
+// AppendPositionConditionNotMet) rather than written twice; the copy then
+// fails and a rerun starts it over. Content-MD5 is left for the caller.
+func appendAll(ctx context.Context, ab *appendblob.Client, r io.Reader, headers blob.HTTPHeaders, md map[string]*string, tags map[string]string) error {
+	headers.BlobContentMD5 = nil
+	if _, err := ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: tags}); err != nil {
+		return fmt.Errorf("create append blob: %w", err)
+	}
+	buf := make([]byte, appendBlockSize)
+	var off int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			sum := md5.Sum(buf[:n])
+			pos := off
+			if _, err := ab.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(buf[:n])), &appendblob.AppendBlockOptions{
+				TransactionalValidation:        blob.TransferValidationTypeMD5(sum[:]),
+				AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: &pos},
+			}); err != nil {
+				return fmt.Errorf("append block at offset %d: %w", off, err)
+			}
+			off += int64(n)
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return nil
+		case err != nil:
+			return fmt.Errorf("download: %w", err)
+		}
+	}
+}
+
+// importDone reports whether the destination is a finished copy of j: a
+// blob of the wanted type, with the size, an MD5 (the source's, if it has
+// one) and the source ETag in the import marker. An append blob gets its
+// MD5 only once every byte is in, so a partial one never passes.
+func importDone(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) bool {
+	return typeOf(props.BlobType) == want &&
+		props.ContentLength != nil && *props.ContentLength == j.size &&
+		props.ContentMD5 != nil && (j.md5 == nil || bytes.Equal(props.ContentMD5, j.md5)) &&
+		metaValue(props.Metadata, importETagKey) == j.etag
+}
+
+// touchUp brings a finished copy up to date with what changes on the
+// source without a new ETag, and so without a new copy: the access tier
+// (Set Blob Tier) and the blob index tags (Set Blob Tags keeps the ETag,
+// contract §4). Untagged blobs on both sides cost no request.
+func touchUp(ctx context.Context, db *blob.Client, props blob.GetPropertiesResponse, j migJob, tier blob.AccessTier) error {
+	if tier != "" && !strings.EqualFold(deref(props.AccessTier), string(tier)) {
+		if _, err := db.SetTier(ctx, tier, nil); err != nil {
+			return fmt.Errorf("set tier %s: %w", tier, err)
+		}
+	}
+	if !j.tagsKnown {
+		return nil
+	}
+	var n int64
+	if props.TagCount != nil {
+		n = *props.TagCount
+	}
+	if n == 0 && len(j.tags) == 0 {
+		return nil
+	}
+	if n == int64(len(j.tags)) {
+		cur, err := db.GetTags(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("destination tags: %w", err)
+		}
+		same := len(cur.BlobTagSet) == len(j.tags)
+		for _, t := range cur.BlobTagSet {
+			if v, ok := j.tags[deref(t.Key)]; !ok || v != deref(t.Value) {
+				same = false
+			}
+		}
+		if same {
+			return nil
+		}
+	}
+	if _, err := db.SetTags(ctx, j.tags, nil); err != nil {
+		return fmt.Errorf("set tags: %w", err)
+	}
+	return nil
+}
+
+// typeOf is a blob's type; a service that leaves it out means a block blob.
+func typeOf(t *blob.BlobType) blob.BlobType {
+	if t == nil || *t == "" {
+		return blob.BlobTypeBlockBlob
+	}
+	return *t
+}
+
+// carriedTier is the access tier the destination gets: the source's, when
+// it is a block blob with a tier set rather than inferred from the
+// account default, and the tier is one of Hot, Cool, Cold, Archive (the
+// premium tiers have no counterpart). "" leaves the destination's default.
+func carriedTier(pr *container.BlobProperties, t blob.BlobType) blob.AccessTier {
+	if t != blob.BlobTypeBlockBlob || pr.AccessTier == nil || (pr.AccessTierInferred != nil && *pr.AccessTierInferred) {
+		return ""
+	}
+	for _, v := range []blob.AccessTier{blob.AccessTierHot, blob.AccessTierCool, blob.AccessTierCold, blob.AccessTierArchive} {
+		if strings.EqualFold(string(*pr.AccessTier), string(v)) {
+			return v
+		}
+	}
+	return ""
+}
+
+// archivedError is the failure of a source blob in the Archive tier: its
+// bytes are offline, and Get Blob answers 409 BlobArchived.
+func archivedError(pr *container.BlobProperties) error {
+	msg := "the source blob is in the Archive tier, whose bytes cannot be read (409 BlobArchived); rehydrate it (Set Blob Tier to Hot, Cool or Cold) and run the import again"
+	if pr.ArchiveStatus != nil && *pr.ArchiveStatus != "" {
+		msg += " (rehydration under way: " + string(*pr.ArchiveStatus) + ")"
+	}
+	return errors.New(msg)
+}
+
+// deref is the value of an optional string, "" when absent.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // metaValue looks a metadata key up case-insensitively.
@@ -570,7 +875,7 @@ func exportS3(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs := listJobs(src, only, nil)
+	jobs := listJobs(src, only, listOpts{}, nil)
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 2 })
 	bucket, prefix := c.String("bucket"), c.String("prefix")
 	return runJobs(ctx, c.App.ErrWriter, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {

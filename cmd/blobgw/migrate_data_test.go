@@ -9,18 +9,24 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -83,6 +89,12 @@ func (g *migGateway) accountSAS(t testing.TB) string { return devAccountSAS(t, g
 // account (the gateways' and Azurite's).
 func devAccountSAS(t testing.TB, serviceURL string) string {
 	t.Helper()
+	return devAccountSASWith(t, serviceURL, sas.AccountPermissions{Read: true, List: true})
+}
+
+// devAccountSASWith is devAccountSAS with other permissions.
+func devAccountSASWith(t testing.TB, serviceURL string, perms sas.AccountPermissions) string {
+	t.Helper()
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +103,7 @@ func devAccountSAS(t testing.TB, serviceURL string) string {
 		Protocol:      sas.ProtocolHTTPSandHTTP,
 		StartTime:     time.Now().Add(-time.Hour).UTC(),
 		ExpiryTime:    time.Now().Add(time.Hour).UTC(),
-		Permissions:   to.Ptr(sas.AccountPermissions{Read: true, List: true}).String(),
+		Permissions:   perms.String(),
 		ResourceTypes: to.Ptr(sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String(),
 	}.SignWithSharedKey(cred)
 	if err != nil {
@@ -220,13 +232,6 @@ func checkImported(t *testing.T, src, dst *migGateway, blobs []srcBlob, conts ..
 			t.Errorf("container %s metadata %v", cont, p.Metadata)
 		}
 	}
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 // runAppCtx is runApp with a context.
@@ -450,4 +455,436 @@ func TestExportS3(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
 		t.Fatalf("second export (%d):\n%s", code, out)
 	}
+}
+
+// kindsContainer holds the blobs of fillKinds.
+const kindsContainer = "kinds"
+
+// kindBlob is one source blob of fillKinds: an append blob or a block
+// blob with a tier and index tags.
+type kindBlob struct {
+	name     string
+	typ      blob.BlobType
+	data     []byte
+	appends  []int // an append blob's Append Block sizes, in order
+	headers  blob.HTTPHeaders
+	metadata map[string]*string
+	tier     blob.AccessTier // "": none set (inferred)
+	tags     map[string]string
+}
+
+// fillKinds writes container kinds through c (a gateway or Azurite): an
+// append blob of three appends (5 MiB in all: two blocks of at most 4 MiB
+// at the destination), an empty append blob, a block blob with tier Cool
+// and tags, a block-list blob (4 MiB + 100) with tier Cold, and a plain
+// block blob whose tier is inferred.
+func fillKinds(t *testing.T, c *azblob.Client) []kindBlob {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(7))
+	logData := make([]byte, 1000+5<<20+7+10)
+	rng.Read(logData)
+	bigData := make([]byte, 4<<20+100)
+	rng.Read(bigData)
+	coolData := bytes.Repeat([]byte("cool "), 600)
+	coolSum := md5.Sum(coolData)
+	blobs := []kindBlob{
+		{name: "cold-big.bin", typ: blob.BlobTypeBlockBlob, data: bigData, tier: blob.AccessTierCold,
+			headers: blob.HTTPHeaders{BlobContentType: to.Ptr("application/x-cold")}},
+		{name: "cool.bin", typ: blob.BlobTypeBlockBlob, data: coolData, tier: blob.AccessTierCool,
+			tags:     map[string]string{"project": "x", "n": "1"},
+			headers:  blob.HTTPHeaders{BlobContentType: to.Ptr("application/x-cool"), BlobContentMD5: coolSum[:]},
+			metadata: map[string]*string{"owner": to.Ptr("bob")}},
+		{name: "log/app.log", typ: blob.BlobTypeAppendBlob, data: logData, appends: []int{1000, 5<<20 + 7, 10},
+			tags: map[string]string{"kind": "log"},
+			headers: blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain; charset=utf-8"), BlobCacheControl: to.Ptr("no-store"),
+				BlobContentDisposition: to.Ptr("inline"), BlobContentLanguage: to.Ptr("en")},
+			metadata: map[string]*string{"svc": to.Ptr("api"), "Shard": to.Ptr("3")}},
+		{name: "log/empty.log", typ: blob.BlobTypeAppendBlob, data: []byte{},
+			headers: blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain")}},
+		{name: "plain.txt", typ: blob.BlobTypeBlockBlob, data: []byte("plain\n"),
+			headers: blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain")}},
+	}
+	if _, err := c.CreateContainer(ctx, kindsContainer, &container.CreateOptions{Metadata: map[string]*string{"team": to.Ptr("t-" + kindsContainer)}}); err != nil {
+		t.Fatal(err)
+	}
+	cc := c.ServiceClient().NewContainerClient(kindsContainer)
+	for _, b := range blobs {
+		h := b.headers
+		var err error
+		switch {
+		case b.typ == blob.BlobTypeAppendBlob:
+			ab := cc.NewAppendBlobClient(b.name)
+			if _, err = ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &h, Metadata: b.metadata, Tags: b.tags}); err != nil {
+				break
+			}
+			off := 0
+			for _, n := range b.appends {
+				if _, err = ab.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(b.data[off:off+n])), nil); err != nil {
+					break
+				}
+				off += n
+			}
+			if err == nil && off != len(b.data) {
+				t.Fatalf("%s: appends cover %d of %d bytes", b.name, off, len(b.data))
+			}
+		case len(b.data) > 4<<20:
+			var tier *blob.AccessTier
+			if b.tier != "" {
+				tier = &b.tier
+			}
+			_, err = cc.NewBlockBlobClient(b.name).UploadStream(ctx, bytes.NewReader(b.data), &blockblob.UploadStreamOptions{
+				BlockSize: 1 << 20, HTTPHeaders: &h, Metadata: b.metadata, Tags: b.tags, AccessTier: tier})
+		default:
+			var tier *blob.AccessTier
+			if b.tier != "" {
+				tier = &b.tier
+			}
+			_, err = cc.NewBlockBlobClient(b.name).UploadBuffer(ctx, b.data, &blockblob.UploadBufferOptions{
+				HTTPHeaders: &h, Metadata: b.metadata, Tags: b.tags, AccessTier: tier})
+		}
+		if err != nil {
+			t.Fatalf("source %s: %v", b.name, err)
+		}
+	}
+	// The source really holds what the test means: types, tiers, tags.
+	checkKinds(t, c, blobs, false)
+	return blobs
+}
+
+// kindSrcBlobs are blobs as checkImported takes them.
+func kindSrcBlobs(blobs []kindBlob) []srcBlob {
+	var out []srcBlob
+	for _, b := range blobs {
+		out = append(out, srcBlob{container: kindsContainer, name: b.name, data: b.data})
+	}
+	return out
+}
+
+// checkKinds checks what checkImported does not: each blob's type, tier,
+// index tags and, at a destination (dest), that an append blob was
+// appended in blocks of at most 4 MiB.
+func checkKinds(t *testing.T, c *azblob.Client, blobs []kindBlob, dest bool) {
+	t.Helper()
+	ctx := context.Background()
+	cc := c.ServiceClient().NewContainerClient(kindsContainer)
+	for _, b := range blobs {
+		bc := cc.NewBlobClient(b.name)
+		p, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", b.name, err)
+		}
+		if p.BlobType == nil || *p.BlobType != b.typ {
+			t.Errorf("%s: blob type %v, want %s", b.name, p.BlobType, b.typ)
+		}
+		if b.tier != "" && (deref(p.AccessTier) != string(b.tier) || (p.AccessTierInferred != nil && *p.AccessTierInferred)) {
+			t.Errorf("%s: tier %q (inferred %v), want %s", b.name, deref(p.AccessTier), p.AccessTierInferred, b.tier)
+		}
+		if b.tier == "" && b.typ == blob.BlobTypeBlockBlob && (p.AccessTierInferred == nil || !*p.AccessTierInferred) {
+			t.Errorf("%s: tier %q set, want the inferred default", b.name, deref(p.AccessTier))
+		}
+		if got := blobTags(t, bc); !maps.Equal(got, b.tags) && (len(got) != 0 || len(b.tags) != 0) {
+			t.Errorf("%s: tags %v, want %v", b.name, got, b.tags)
+		}
+		if dest && b.typ == blob.BlobTypeAppendBlob {
+			want := (len(b.data) + appendBlockSize - 1) / appendBlockSize
+			if p.BlobCommittedBlockCount == nil || int(*p.BlobCommittedBlockCount) != want {
+				t.Errorf("%s: %v appended blocks, want %d (of at most 4 MiB)", b.name, p.BlobCommittedBlockCount, want)
+			}
+		}
+	}
+}
+
+// blobTags reads a blob's index tags with Get Blob Tags.
+func blobTags(t *testing.T, bc *blob.Client) map[string]string {
+	t.Helper()
+	r, err := bc.GetTags(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tags of %s: %v", bc.URL(), err)
+	}
+	got := map[string]string{}
+	for _, tag := range r.BlobTagSet {
+		got[deref(tag.Key)] = deref(tag.Value)
+	}
+	return got
+}
+
+// checkAppendable appends to the imported append blob name of c: it is a
+// working append blob, not a copy of one.
+func checkAppendable(t *testing.T, c *azblob.Client, name string, data []byte) {
+	t.Helper()
+	ab := c.ServiceClient().NewContainerClient(kindsContainer).NewAppendBlobClient(name)
+	more := []byte("appended at the destination\n")
+	r, err := ab.AppendBlock(context.Background(), streaming.NopCloser(bytes.NewReader(more)), nil)
+	if err != nil {
+		t.Fatalf("append to the imported %s: %v", name, err)
+	}
+	if r.BlobAppendOffset == nil || *r.BlobAppendOffset != strconv.Itoa(len(data)) {
+		t.Errorf("append to %s at offset %v, want %d", name, r.BlobAppendOffset, len(data))
+	}
+	if got := download(t, ab.BlobClient()); !bytes.Equal(got, append(slices.Clone(data), more...)) {
+		t.Errorf("%s after the append: %d bytes, want %d", name, len(got), len(data)+len(more))
+	}
+}
+
+// countWrites wraps a gateway and counts the requests that carry blob
+// bytes (Put Blob, Put Block, Put Block List, Append Block).
+func countWrites(n *atomic.Int64) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			comp := r.URL.Query().Get("comp")
+			if r.Method == http.MethodPut && ((comp == "" && r.Header.Get("x-ms-blob-type") != "") || comp == "block" || comp == "blocklist" || comp == "appendblock") {
+				n.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+func TestImportAzureAppendTierTags(t *testing.T) {
+	ctx := context.Background()
+	var writes atomic.Int64
+	src := newMigGateway(t, nil)
+	dst := newMigGateway(t, countWrites(&writes))
+	kinds := fillKinds(t, src.client)
+	blobs := kindSrcBlobs(kinds)
+	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
+
+	out, code := runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds))) {
+		t.Fatalf("import (%d):\n%s", code, out)
+	}
+	checkImported(t, src, dst, blobs, kindsContainer)
+	checkKinds(t, dst.client, kinds, true)
+
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
+		t.Fatalf("rerun (%d):\n%s", code, out)
+	}
+
+	// A wrong tier at the destination and new tags at the source (Set
+	// Blob Tags keeps the source's ETag) are fixed by a rerun that copies
+	// no bytes.
+	dc := dst.client.ServiceClient().NewContainerClient(kindsContainer)
+	if _, err := dc.NewBlobClient("cool.bin").SetTier(ctx, blob.AccessTierHot, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.NewBlobClient("plain.txt").SetTags(ctx, map[string]string{"stray": "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := src.client.ServiceClient().NewContainerClient(kindsContainer)
+	newTags := map[string]string{"project": "y", "n": "2", "extra": "z"}
+	if _, err := sc.NewBlobClient("cool.bin").SetTags(ctx, newTags, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range kinds {
+		if kinds[i].name == "cool.bin" {
+			kinds[i].tags = newTags
+		}
+	}
+	writes.Store(0)
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
+		t.Fatalf("rerun after tier and tag changes (%d):\n%s", code, out)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("fixing a tier and tags sent %d byte-carrying requests, want 0", n)
+	}
+	checkKinds(t, dst.client, kinds, true)
+
+	// The imported append blob takes appends; the rerun then replaces the
+	// longer destination with the source's bytes.
+	var app kindBlob
+	for _, k := range kinds {
+		if k.name == "log/app.log" {
+			app = k
+		}
+	}
+	checkAppendable(t, dst.client, app.name, app.data)
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds)-1)) {
+		t.Fatalf("rerun after an append at the destination (%d):\n%s", code, out)
+	}
+	checkImported(t, src, dst, blobs, kindsContainer)
+	checkKinds(t, dst.client, kinds, true)
+
+	// An archived source blob cannot be read: it fails, clearly, until it
+	// is rehydrated. A copied blob archived later is archived at the
+	// destination too, without a copy.
+	frozen := []byte("frozen bytes")
+	if _, err := sc.NewBlockBlobClient("frozen.bin").UploadBuffer(ctx, frozen, &blockblob.UploadBufferOptions{
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"frozen.bin", "plain.txt"} {
+		if _, err := sc.NewBlobClient(name).SetTier(ctx, blob.AccessTierArchive, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code = runApp(t, nil, args...)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 1", len(kinds))) ||
+		!strings.Contains(out, "kinds/frozen.bin: the source blob is in the Archive tier") || strings.Contains(out, "RESPONSE") {
+		t.Fatalf("run with an archived source blob (%d):\n%s", code, out)
+	}
+	if p, err := dc.NewBlobClient("plain.txt").GetProperties(ctx, nil); err != nil || deref(p.AccessTier) != string(blob.AccessTierArchive) {
+		t.Errorf("plain.txt archived at the source: destination tier %v (%v)", p.AccessTier, err)
+	}
+	if _, err := sc.NewBlobClient("frozen.bin").SetTier(ctx, blob.AccessTierHot, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds))) {
+		t.Fatalf("run after the rehydration (%d):\n%s", code, out)
+	}
+	if p, err := dc.NewBlobClient("frozen.bin").GetProperties(ctx, nil); err != nil || deref(p.AccessTier) != string(blob.AccessTierHot) {
+		t.Errorf("rehydrated frozen.bin: destination tier %v (%v)", p.AccessTier, err)
+	}
+}
+
+func TestImportAzureReplacesWrongType(t *testing.T) {
+	ctx := context.Background()
+	src := newMigGateway(t, nil)
+	dst := newMigGateway(t, nil)
+	kinds := fillKinds(t, src.client)
+	sc := src.client.ServiceClient().NewContainerClient(kindsContainer)
+	if _, err := dst.client.CreateContainer(ctx, kindsContainer, nil); err != nil {
+		t.Fatal(err)
+	}
+	dc := dst.client.ServiceClient().NewContainerClient(kindsContainer)
+	marker := func(name string) map[string]*string {
+		p, err := sc.NewBlobClient(name).GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]*string{importETagKey: to.Ptr(strings.Trim(string(*p.ETag), `"`))}
+	}
+	for _, k := range kinds {
+		switch k.name {
+		case "log/app.log":
+			// What the importer used to make of an append blob: a block
+			// blob with the same bytes, MD5 and source ETag. Only the type
+			// tells it apart.
+			sum := md5.Sum(k.data)
+			if _, err := dc.NewBlockBlobClient(k.name).UploadBuffer(ctx, k.data, &blockblob.UploadBufferOptions{
+				HTTPHeaders: &blob.HTTPHeaders{BlobContentMD5: sum[:]}, Metadata: marker(k.name)}); err != nil {
+				t.Fatal(err)
+			}
+		case "log/empty.log":
+			// An append blob with every byte (none) and the marker but no
+			// Content-MD5 yet: a copy interrupted before its last step.
+			if _, err := dc.NewAppendBlobClient(k.name).Create(ctx, &appendblob.CreateOptions{Metadata: marker(k.name)}); err != nil {
+				t.Fatal(err)
+			}
+		case "cold-big.bin", "cool.bin":
+			// Append blobs where block blobs belong (the first is a block
+			// list at the source, and Put Block refuses an append blob).
+			ab := dc.NewAppendBlobClient(k.name)
+			if _, err := ab.Create(ctx, &appendblob.CreateOptions{Metadata: marker(k.name)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ab.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(k.data[:10])), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
+	out, code := runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds))) {
+		t.Fatalf("import over blobs of the wrong type (%d):\n%s", code, out)
+	}
+	checkImported(t, src, dst, kindSrcBlobs(kinds))
+	checkKinds(t, dst.client, kinds, true)
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
+		t.Fatalf("rerun (%d):\n%s", code, out)
+	}
+}
+
+func TestImportAzureAppendInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The destination cancels the import once the first block of the
+	// append blob is in: the run stops with a partial append blob, which
+	// (unlike a block blob before its commit) is visible.
+	var once sync.Once
+	src := newMigGateway(t, nil)
+	dst := newMigGateway(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock" && strings.HasSuffix(r.URL.Path, "/log/app.log") {
+				once.Do(cancel)
+			}
+		})
+	})
+	kinds := fillKinds(t, src.client)
+	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
+	out, code := runAppCtx(t, ctx, args...)
+	if code != 1 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("interrupted run (%d):\n%s", code, out)
+	}
+	p, err := dst.client.ServiceClient().NewContainerClient(kindsContainer).NewBlobClient("log/app.log").GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("no partial append blob after the interruption: %v\n%s", err, out)
+	}
+	if p.ContentMD5 != nil || deref64(p.ContentLength) != appendBlockSize {
+		t.Fatalf("partial append blob: %d bytes, Content-MD5 %x; want %d bytes and none", deref64(p.ContentLength), p.ContentMD5, appendBlockSize)
+	}
+	t.Logf("interrupted run:\n%s", out)
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, "failed 0") || !strings.Contains(out, "copied 3,") {
+		t.Fatalf("resumed run (%d):\n%s", code, out)
+	}
+	checkImported(t, src, dst, kindSrcBlobs(kinds), kindsContainer)
+	checkKinds(t, dst.client, kinds, true)
+	out, code = runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
+		t.Fatalf("third run (%d):\n%s", code, out)
+	}
+}
+
+// refuseTagListing answers List Blobs with include=tags as Azure does for
+// a SAS without the t permission: 403 AuthorizationPermissionMismatch.
+// (Azurite and the gateway list tags to any SAS that may list.)
+func refuseTagListing(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("comp") == "list" && q.Get("restype") == "container" && strings.Contains(q.Get("include"), "tags") &&
+			q.Get("sig") != "" && !strings.Contains(q.Get("sp"), "t") {
+			w.Header().Set("Content-Type", "application/xml")
+			w.Header().Set("x-ms-error-code", "AuthorizationPermissionMismatch")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationPermissionMismatch</Code><Message>This request is not authorized to perform this operation using this permission.</Message></Error>`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func TestImportAzureTagsRefused(t *testing.T) {
+	src := newMigGateway(t, refuseTagListing)
+	dst := newMigGateway(t, nil)
+	kinds := fillKinds(t, src.client)
+	blobs := append(fillSource(t, src), kindSrcBlobs(kinds)...)
+	out, code := runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
+		t.Fatalf("import without tag permission (%d):\n%s", code, out)
+	}
+	const note = "the source refuses to list blob index tags (403 AuthorizationPermissionMismatch"
+	if n := strings.Count(out, note); n != 1 {
+		t.Errorf("the note on tags appears %d times, want once (4 containers):\n%s", n, out)
+	}
+	checkImported(t, src, dst, blobs, "photos", "docs", "logs", kindsContainer)
+	noTags := slices.Clone(kinds)
+	for i := range noTags {
+		noTags[i].tags = nil
+	}
+	checkKinds(t, dst.client, noTags, true)
+
+	// With a SAS that may read tags, a rerun adds them without copying.
+	sasT := devAccountSASWith(t, src.url, sas.AccountPermissions{Read: true, List: true, Tag: true})
+	out, code = runApp(t, nil, "import", "azure", "--source-url", sasT, "--dest-url", dst.url)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) || strings.Contains(out, "tags") {
+		t.Fatalf("rerun with the t permission (%d):\n%s", code, out)
+	}
+	checkKinds(t, dst.client, kinds, true)
 }
