@@ -224,7 +224,7 @@ func TestThreeProcesses(t *testing.T) {
 					}
 					block := []byte(fmt.Sprintf("<%03d:%s>", n, bytes.Repeat([]byte{'a' + byte(n%26)}, 1000)))
 					for attempt := 0; ; attempt++ {
-						props, err := ac(w + attempt).GetProperties(ctx, nil)
+						props, err := ac(w+attempt).GetProperties(ctx, nil)
 						if err != nil {
 							t.Errorf("properties: %v", err)
 							return
