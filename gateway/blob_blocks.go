@@ -193,7 +193,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

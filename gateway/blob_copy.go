@@ -886,7 +886,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}
@@ -1037,7 +1037,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 		return err
 	}
 	copyProps := !strings.EqualFold(r.Header.Get("x-ms-copy-source-blob-properties"), "false")
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

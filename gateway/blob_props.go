@@ -46,7 +46,7 @@ func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 // Create Container: PUT ?restype=container → 201.
 func (s *Server) createContainer(w http.ResponseWriter, r *http.Request, req *request) error {
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header)
+	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return err
 	}

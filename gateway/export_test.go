@@ -1,5 +1,29 @@
 package gateway
 
+import (
+	"bytes"
+	"net"
+)
+
 // PooledKeys returns the keys whose intents are recorded and waiting in the
 // Server's key pool: queue entries that belong to no upload yet.
 func (s *Server) PooledKeys() []string { return s.keys.pooled() }
+
+// HeaderRecordMax is the bound of a connection's header record.
+const HeaderRecordMax = headerRecordMax
+
+// FindMetaNames is the header-block finder of ServeHTTP (headercase.go).
+var FindMetaNames = findMetaNames
+
+// HeaderRecordStats reports, for a connection accepted through
+// PreserveHeaderCase, its record now, the longest the record has been and
+// every byte ever copied into it.
+func HeaderRecordStats(c net.Conn) (rec []byte, peak int, copied int64, ok bool) {
+	rc, ok := c.(*recordingConn)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return bytes.Clone(rc.buf), rc.peak, rc.copied, true
+}

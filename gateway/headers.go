@@ -15,10 +15,14 @@ import (
 const metaPrefix = "x-ms-meta-"
 
 // parseMetadata collects x-ms-meta-* headers. Names must be valid C#
-// identifiers (Azure's rule); they keep the case the client sent, which Go's
-// header canonicalization loses, so names are lowercased consistently —
-// Azure itself treats metadata names case-insensitively.
-func parseMetadata(h http.Header) (map[string]string, error) {
+// identifiers (Azure's rule). Azure keeps the case a name was sent in and
+// compares names ignoring case; Go's server canonicalizes header names, so
+// raw (lowercased header name → as sent, from rawHeaderNames in
+// headercase.go) gives the spelling back. A name raw does not spell (a
+// connection without a record, a header block it could not find) is
+// lowercased, as before. The same name sent in several spellings is one
+// entry, spelled as first sent, its values joined with "," (Go merges them).
+func parseMetadata(h http.Header, raw map[string]string) (map[string]string, error) {
 	meta := map[string]string{}
 	size := 0
 	for k, vs := range h {
@@ -27,6 +31,9 @@ func parseMetadata(h http.Header) (map[string]string, error) {
 			continue
 		}
 		name := lk[len(metaPrefix):]
+		if s, ok := raw[lk]; ok && strings.EqualFold(s, k) {
+			k, name = s, s[len(metaPrefix):]
+		}
 		if !validMetaName(name) {
 			return nil, svcerr.Header(svcerr.InvalidMetadata, k, strings.Join(vs, ","))
 		}

@@ -98,6 +98,9 @@ type request struct {
 	// apply), a create-only SAS (the commit refuses existing blobs), or an
 	// anonymous read of a public container.
 	sas, createOnly, anonymous bool
+	// metaNames spells x-ms-meta-* header names as the client sent them
+	// (lowercased name → as sent; headercase.go); nil when unknown.
+	metaNames map[string]string
 }
 
 func (q *request) ref() leasedb.BlobRef {
@@ -107,6 +110,11 @@ func (q *request) ref() leasedb.BlobRef {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{id: uuid.NewString(), start: time.Now()}
+	// First: the connection's record must be taken, and recording paused
+	// for the body, before anything reads the body (headercase.go).
+	var resumeRecording func()
+	req.metaNames, resumeRecording = rawHeaderNames(r)
+	defer resumeRecording()
 	h := w.Header()
 	h.Set("x-ms-request-id", req.id)
 	h.Set("Server", "blobgw")

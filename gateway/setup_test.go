@@ -144,7 +144,7 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 				t.Errorf("gateway close: %v", err)
 			}
 		})
-		srv := httptest.NewServer(gw)
+		srv := serveGateway(gw)
 		t.Cleanup(srv.Close)
 		b.stores = append(b.stores, store)
 		b.gws = append(b.gws, gw)
@@ -156,6 +156,16 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 	}
 	b.client = b.clientFor(t, 0)
 	return b
+}
+
+// serveGateway starts h as blobgw serve does: through PreserveHeaderCase,
+// so metadata names keep the client's case.
+func serveGateway(h http.Handler) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener = gateway.PreserveHeaderCase(srv.Listener)
+	srv.Config.ConnContext = gateway.ConnContext
+	srv.Start()
+	return srv
 }
 
 // clientFor returns an SDK client for replica i, with retries off so every

@@ -295,7 +295,11 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	// The listener records request headers so that metadata names keep the
+	// case the client sent (Go's server canonicalizes them).
+	ln = gateway.PreserveHeaderCase(ln)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnContext: gateway.ConnContext}
 	go srv.RunCollector(ctx, cfg.GCInterval)
 	names := make([]string, 0, len(cfg.Accounts))
 	for _, a := range cfg.Accounts {
