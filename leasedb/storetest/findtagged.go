@@ -146,14 +146,14 @@ func testFindTagged(t *testing.T, s leasedb.Store) {
 }
 
 // TagIndexBackfill checks the migration that introduced the tag index: s
-// is migrated to the version before it (0008), blob rows with tags are
-// written, and finish migrates s to the latest version; the rows written
-// before are then found.
-func TagIndexBackfill(t *testing.T, s leasedb.Store, finish func(t *testing.T)) {
+// is at the version before it (0008), insert writes a blob row there with
+// the given tags column (JSON, "" for NULL) in the driver's own SQL (Tx
+// writes the latest version's columns), and finish migrates s to the latest
+// version; the rows written before are then found.
+func TagIndexBackfill(t *testing.T, s leasedb.Store, insert func(t *testing.T, container, name, tags string), finish func(t *testing.T)) {
 	mustInsertContainer(t, s, "old")
-	for i, tags := range []map[string]string{{"team": "red"}, nil, {"team": "red", "x": "y"}, {"team": "blue"}} {
-		b := &leasedb.Blob{Account: acct, Container: "old", Name: fmt.Sprint(i), Type: "BlockBlob", ETag: `"e"`, Tags: tags}
-		update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.PutBlob(ctx, b) })
+	for i, tags := range []string{`{"team":"red"}`, "", `{"team":"red","x":"y"}`, `{"team":"blue"}`} {
+		insert(t, "old", fmt.Sprint(i), tags)
 	}
 	finish(t)
 	var got []string
