@@ -163,6 +163,9 @@ func sasOperation(r *http.Request, req *request) (auth.Operation, bool) {
 			return auth.OpBlobTags, true
 		case "tier":
 			return auth.OpWriteBlobProps, put
+		case "seal":
+			// Append Blob Seal: "a SAS that has write permissions".
+			return auth.OpOverwriteBlob, put
 		}
 	}
 	return 0, false

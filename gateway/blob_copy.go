@@ -93,6 +93,7 @@ type copySource struct {
 	meta       map[string]string
 	tags       map[string]string // local sources only
 	blockCount int               // local append blobs
+	sealed     bool              // a sealed append blob
 	remote     bool
 	// A local source read whole: its name and extents, so a copy onto the
 	// same name (a restore from a snapshot) can share them.
@@ -450,6 +451,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		meta:       b.Metadata,
 		tags:       b.Tags,
 		blockCount: b.BlockCount,
+		sealed:     b.Sealed,
 	}
 	if start == 0 && end == b.Size {
 		src.ref, src.extents = ref, b.Extents
@@ -671,6 +673,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 		}{io.LimitReader(idle, n), idle}
 	}
 	src.typ, src.props, src.meta = remoteBlob(resp.Header, resp.StatusCode == http.StatusOK && !spec.ranged)
+	src.sealed = strings.EqualFold(resp.Header.Get("x-ms-blob-sealed"), "true")
 	return src, nil
 }
 
@@ -937,6 +940,14 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	if preq.Type == "AppendBlob" {
 		preq.BlockCount = src.blockCount
+		// A sealed source makes a sealed copy, unless x-ms-seal-blob
+		// says otherwise (it may also seal the copy of an open one).
+		preq.Sealed = src.sealed
+		if v := r.Header.Get("x-ms-seal-blob"); v != "" {
+			if preq.Sealed, err = strconv.ParseBool(v); err != nil {
+				return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-seal-blob", v)
+			}
+		}
 	}
 	// A whole source in this gateway shares its extents with the new row:
 	// nothing is copied. When the source changes before the commit, the

@@ -258,6 +258,9 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 		x.elem("CopyCompletionTime", httpTime(b.Copy.Completed))
 	}
 	x.elem("ServerEncrypted", "true")
+	if b.Type == "AppendBlob" {
+		x.elem("Sealed", strconv.FormatBool(b.Sealed))
+	}
 	writeListTierTags(x, b)
 	x.close("Properties")
 	if include["metadata"] {

@@ -158,14 +158,12 @@ func (s *Server) route(r *http.Request, req *request) (handler, error) {
 				return s.createSnapshot, nil
 			}
 		case "seal":
-			return s.notImplemented, nil
+			if m == http.MethodPut {
+				return s.sealBlob, nil
+			}
 		default:
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 		}
 	}
 	return nil, svcerr.New(svcerr.UnsupportedHttpVerb)
-}
-
-func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request, req *request) error {
-	return svcerr.New(svcerr.NotImplemented)
 }

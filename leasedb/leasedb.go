@@ -140,6 +140,10 @@ type Blob struct {
 	// nil when none did, or when a Put Blob, Put Block List or Set Blob
 	// Properties has changed the blob since.
 	Copy *CopyInfo
+	// Sealed: an append blob sealed by Append Blob Seal; Append Block is
+	// refused (409 BlobIsSealed). Properties, metadata and tags still
+	// change; an overwrite starts unsealed.
+	Sealed bool
 }
 
 // CopyInfo is what Get Blob Properties and List Blobs (include=copy) report

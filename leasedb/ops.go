@@ -300,6 +300,9 @@ type PutBlobRequest struct {
 	// committed block count of a copied append blob.
 	Copy       CopyTarget
 	BlockCount int
+	// Sealed seals the new row (a copy of a sealed append blob, or
+	// x-ms-seal-blob on Copy Blob); append blobs only.
+	Sealed bool
 	// CopyInfo is recorded on the new row by Copy Blob (Completed is set
 	// to the commit time); nil for every other write.
 	CopyInfo *CopyInfo
@@ -406,6 +409,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			Type: req.Type, ETag: etag, Created: now, LastModified: now, Size: size,
 			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
 			Tags: req.Tags, AccessTier: req.AccessTier, BlockCount: req.BlockCount,
+			Sealed: req.Sealed && req.Type == "AppendBlob",
 		}
 		if req.CopyInfo != nil {
 			ci := *req.CopyInfo

@@ -352,6 +352,9 @@ func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
 	if b.Type != "AppendBlob" {
 		return svcerr.New(svcerr.InvalidBlobType)
 	}
+	if b.Sealed {
+		return svcerr.New(svcerr.BlobIsSealed)
+	}
 	if req.AppendPos >= 0 && req.AppendPos != b.Size {
 		return svcerr.New(svcerr.AppendPositionConditionNotMet)
 	}
@@ -410,6 +413,45 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 		return nil
 	})
 	return out, offset, leaseRes, err
+}
+
+// SealBlob seals an append blob (Append Blob Seal): 404 when absent, the
+// write lease check, cond (If-*, x-ms-if-tags), 409 InvalidBlobType for
+// another type, then appendPos (x-ms-blob-condition-appendpos, -1 when
+// absent; 412 AppendPositionConditionNotMet), all under the row lock, so
+// an append racing the seal lands before it or is refused after it.
+// Sealing a sealed blob succeeds. The ETag and Last-Modified stay (the
+// service documents that Seal does not change them).
+func (d *DB) SealBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, appendPos int64) (*Blob, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
+	var out *Blob
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if b == nil {
+			if cond.FailsOnMissing() {
+				return svcerr.New(svcerr.ConditionNotMet)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+		if err != nil {
+			return err
+		}
+		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+			return err
+		}
+		if b.Type != "AppendBlob" {
+			return svcerr.New(svcerr.InvalidBlobType)
+		}
+		if appendPos >= 0 && appendPos != b.Size {
+			return svcerr.New(svcerr.AppendPositionConditionNotMet)
+		}
+		b.Sealed, b.Lease = true, lease
+		out = b
+		return tx.PutBlob(ctx, b)
+	})
+	return out, err
 }
 
 // PrecheckBlock refuses a Put Block that will certainly fail before its

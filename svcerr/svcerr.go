@@ -76,6 +76,7 @@ const (
 	InvalidMetadata                       Code = "InvalidMetadata"
 	InvalidTag                            Code = "InvalidTag"
 	BlobArchived                          Code = "BlobArchived"
+	BlobIsSealed                          Code = "BlobIsSealed"
 	CorsPreflightFailure                  Code = "CorsPreflightFailure"
 	CannotVerifyCopySource                Code = "CannotVerifyCopySource"
 	NoPendingCopyOperation                Code = "NoPendingCopyOperation"
@@ -153,6 +154,7 @@ var table = map[Code]entry{
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
 	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
 	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
+	BlobIsSealed:                          {409, "The specified blob is sealed and its contents cannot be modified."},
 	CorsPreflightFailure:                  {403, "CORS not enabled or no matching rule found for this request."},
 	CannotVerifyCopySource:                {403, "Could not verify the copy source within the specified time."},
 	NoPendingCopyOperation:                {409, "There is currently no pending copy operation."},

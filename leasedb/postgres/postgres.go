@@ -678,7 +678,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info`,
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`,
 		vals...)
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -1180,12 +1180,13 @@ func scanBlobsWith(rows pgx.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb
 			b                            leasedb.Blob
 			created, lm, exp, brk, since pgtype.Timestamptz
 			meta, ext, copyInfo          string
+			sealed                       int
 			tier, tags                   pgtype.Text
 		)
 		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo}
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed}
 		if extra != nil {
 			dest = append(dest, extra(&b)...)
 		}
@@ -1193,6 +1194,7 @@ func scanBlobsWith(rows pgx.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb
 			return nil, err
 		}
 		var err error
+		b.Sealed = sealed != 0
 		b.AccessTier = tier.String
 		if b.Tags, err = decodeTags(tags); err != nil {
 			return nil, err
@@ -1239,7 +1241,15 @@ func blobValues(b *leasedb.Blob) ([]any, error) {
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
 		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
-		tier, tags, copyInfo}, nil
+		tier, tags, copyInfo, boolInt(b.Sealed)}, nil
+}
+
+// boolInt stores a flag as 0 or 1 (both dialects' sealed column).
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // placeholders returns "$1, $2, ..., $n".

@@ -182,6 +182,7 @@ func fullBlob(container, name string) *leasedb.Blob {
 		Copy: &leasedb.CopyInfo{ID: "c0c0c0c0-1111-2222-3333-444444444444", Status: "success",
 			Source: "http://127.0.0.1:10000/devstoreaccount1/c/source%20blob?sv=2025-11-05&sp=r", Progress: "17/17",
 			Completed: base.Add(-time.Minute)},
+		Sealed: true,
 	}
 }
 
