@@ -600,7 +600,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	var have *blob.BlobType // the destination's type; nil: no blob there
 	if props, err := db.GetProperties(ctx, nil); err == nil {
 		if importDone(props, j, want) {
-			return true, touchUp(ctx, db, props, j, tier)
+			if err := touchUp(ctx, db, props, j, tier); err != nil {
+				return true, err
+			}
+			return true, sealLike(ctx, dc.NewAppendBlobClient(j.name), props.IsSealed, j)
 		}
 		t := typeOf(props.BlobType)
 		have = &t
@@ -686,6 +689,11 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		h.BlobContentMD5 = sum
 		if _, err := db.SetHTTPHeaders(ctx, h, nil); err != nil {
 			return false, fmt.Errorf("set Content-MD5: %w", err)
+		}
+		// Sealed after the MD5: a run stopped in between leaves a
+		// finished copy that the rerun's skip seals (sealLike).
+		if err := sealLike(ctx, dc.NewAppendBlobClient(j.name), nil, j); err != nil {
+			return false, err
 		}
 	}
 	got, err := db.GetProperties(ctx, nil)
@@ -794,6 +802,21 @@ func touchUp(ctx context.Context, db *blob.Client, props blob.GetPropertiesRespo
 	}
 	if _, err := db.SetTags(ctx, j.tags, nil); err != nil {
 		return fmt.Errorf("set tags: %w", err)
+	}
+	return nil
+}
+
+// sealLike seals the destination append blob when the source is sealed and
+// the destination (sealed: what its properties say; nil when not read) is
+// not. Seal keeps the source's ETag, so a rerun finds a blob sealed after
+// it was copied by this and not by a new copy.
+func sealLike(ctx context.Context, ab *appendblob.Client, sealed *bool, j migJob) error {
+	if typeOf(j.props.BlobType) != blob.BlobTypeAppendBlob || j.props.IsSealed == nil || !*j.props.IsSealed ||
+		sealed != nil && *sealed {
+		return nil
+	}
+	if _, err := ab.Seal(ctx, nil); err != nil {
+		return fmt.Errorf("seal: %w", err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
@@ -887,4 +888,69 @@ func TestImportAzureTagsRefused(t *testing.T) {
 		t.Fatalf("rerun with the t permission (%d):\n%s", code, out)
 	}
 	checkKinds(t, dst.client, kinds, true)
+}
+
+// TestImportAzureSealed: a sealed append blob arrives sealed; one sealed at
+// the source after it was copied (Seal keeps the ETag, so the rerun skips
+// it) is sealed at the destination by the rerun, without copying bytes.
+func TestImportAzureSealed(t *testing.T) {
+	ctx := context.Background()
+	var writes atomic.Int64
+	src := newMigGateway(t, nil)
+	dst := newMigGateway(t, countWrites(&writes))
+	if _, err := src.client.CreateContainer(ctx, "seals", nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := src.client.ServiceClient().NewContainerClient("seals")
+	for _, name := range []string{"sealed.log", "later.log"} {
+		ab := sc.NewAppendBlobClient(name)
+		if _, err := ab.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range []string{"one ", "two"} {
+			if _, err := ab.AppendBlock(ctx, streaming.NopCloser(strings.NewReader(name+":"+part)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := sc.NewAppendBlobClient("sealed.log").Seal(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
+	sealed := func(name string) bool {
+		t.Helper()
+		p, err := dst.client.ServiceClient().NewContainerClient("seals").NewAppendBlobClient(name).GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.BlobType == nil || *p.BlobType != blob.BlobTypeAppendBlob {
+			t.Fatalf("%s arrived as %v", name, p.BlobType)
+		}
+		return p.IsSealed != nil && *p.IsSealed
+	}
+	if out, code := runApp(t, nil, args...); code != 0 || !strings.Contains(out, "copied 2, skipped 0, failed 0") {
+		t.Fatalf("import (%d):\n%s", code, out)
+	}
+	if !sealed("sealed.log") || sealed("later.log") {
+		t.Fatalf("after the import: sealed.log sealed %v, later.log sealed %v", sealed("sealed.log"), sealed("later.log"))
+	}
+	_, err := dst.client.ServiceClient().NewContainerClient("seals").NewAppendBlobClient("sealed.log").
+		AppendBlock(ctx, streaming.NopCloser(strings.NewReader("more")), nil)
+	if !bloberror.HasCode(err, bloberror.Code("BlobIsSealed")) {
+		t.Fatalf("append to the imported sealed blob: %v", err)
+	}
+
+	if _, err := sc.NewAppendBlobClient("later.log").Seal(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	writes.Store(0)
+	if out, code := runApp(t, nil, args...); code != 0 || !strings.Contains(out, "copied 0, skipped 2, failed 0") {
+		t.Fatalf("rerun (%d):\n%s", code, out)
+	}
+	if !sealed("later.log") {
+		t.Fatal("the rerun left later.log unsealed")
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("sealing on the rerun sent %d byte-carrying requests, want 0", n)
+	}
 }
