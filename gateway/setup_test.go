@@ -31,6 +31,7 @@ import (
 
 func TestMain(m *testing.M) {
 	pgtest.Managed()
+	miniotest.Managed()
 	code := m.Run()
 	for _, stop := range []func() error{pgtest.StopShared, miniotest.StopShared} {
 		if err := stop(); err != nil {
