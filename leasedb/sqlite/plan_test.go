@@ -14,30 +14,18 @@ import (
 	msqlite "modernc.org/sqlite"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-// The container TestListEntriesPlan lists, filled by planFill:
-//
-//   - blobs d/0000000 … d/0199999 (planNames of them) and m/00000 … m/01999;
-//   - two snapshots (planSnap1, planSnap2) of every d/ name i with i%8 == 0
-//     (50,000 rows);
-//   - two staged blocks of every d/ name i with i%8 == 2 (a committed blob
-//     with staged blocks: listed once, as the blob) and of d/<i>.u for
-//     every i with i%8 == 4 (no blob row: listed as uncommitted), 50,000
-//     names in all.
-//
-// Container planOther, right after it in every primary key, holds the same
-// kind of names; a listing of planContainer must never read its rows. The
-// same data as leasedb/postgres/plan_test.go.
+// TestListEntriesPlan lists the container plancase describes, filled by
+// planFill.
 const (
-	planAccount   = "acct"
-	planContainer = "c"
-	planOther     = "c2"
-	planNames     = 200000
-	planMNames    = 2000
-	planSnap1     = "2024-01-01T00:00:01.0000000Z"
-	planSnap2     = "2024-01-01T00:00:02.0000000Z"
+	planAccount   = plancase.Account
+	planContainer = plancase.Container
+	planOther     = plancase.Other
+	planNames     = plancase.Names
+	planMNames    = plancase.MNames
 )
 
 // planFill inserts the rows described above, set-based, in one
@@ -75,126 +63,6 @@ var planFill = []string{
 		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i) || '.u', 'blk' || j, 'o/' || i || '/' || j, 1, 1704067200000000
 		FROM n, j`,
-}
-
-// planEntry is one ListEntries item of the model of planContainer.
-type planEntry struct {
-	name, snapshot string
-	kind           int // sqlq.KindSnapshot, KindBlob, KindStaged
-}
-
-// planModel returns every entry of planContainer, in listing order.
-func planModel() []planEntry {
-	out := make([]planEntry, 0, planNames+planNames/4+planNames/8+planMNames)
-	for i := 0; i < planNames; i++ {
-		name := fmt.Sprintf("d/%07d", i)
-		if i%8 == 0 {
-			out = append(out, planEntry{name, planSnap1, sqlq.KindSnapshot}, planEntry{name, planSnap2, sqlq.KindSnapshot})
-		}
-		out = append(out, planEntry{name, "", sqlq.KindBlob})
-		if i%8 == 4 {
-			// "d/0000004" < "d/0000004.u" < "d/0000005"
-			out = append(out, planEntry{name + ".u", "", sqlq.KindStaged})
-		}
-	}
-	for i := 0; i < planMNames; i++ {
-		out = append(out, planEntry{fmt.Sprintf("m/%05d", i), "", sqlq.KindBlob})
-	}
-	return out
-}
-
-type planCase struct {
-	name                         string
-	prefix, after, afterSnapshot string
-	limit                        int
-	inc                          leasedb.ListInclude
-}
-
-// want returns what ListEntries must return for c according to model.
-func (c planCase) want(model []planEntry) []planEntry {
-	// No entry of a name before the cursor or the prefix qualifies.
-	start := sort.Search(len(model), func(i int) bool { return model[i].name >= max(c.after, c.prefix) })
-	var out []planEntry
-	for _, e := range model[start:] {
-		if len(out) == c.limit || !strings.HasPrefix(e.name, c.prefix) {
-			break // names under the prefix are contiguous
-		}
-		if (e.kind == sqlq.KindSnapshot && !c.inc.Snapshots) || (e.kind == sqlq.KindStaged && !c.inc.Uncommitted) {
-			continue
-		}
-		past := e.name > c.after ||
-			e.name == c.after && c.afterSnapshot != "" && (e.kind != sqlq.KindSnapshot || e.snapshot > c.afterSnapshot)
-		if past {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// planCases is every combination of includes, prefixes, cursors and page
-// sizes (1, 10 and 5000, the largest maxresults).
-func planCases() []planCase {
-	incs := []struct {
-		label string
-		inc   leasedb.ListInclude
-	}{
-		{"none", leasedb.ListInclude{}},
-		{"snapshots", leasedb.ListInclude{Snapshots: true}},
-		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
-		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
-	}
-	prefixes := []struct {
-		label, prefix string
-		mid, before   string // a cursor inside the prefix (a name with snapshots), one before it
-	}{
-		{"noprefix", "", "d/0100000", "c/"},
-		{"prefix", "d/01", "d/0150000", "d/0099999"},   // 100,000 names: every page is full
-		{"small", "d/00123", "d/0012352", "d/0012299"}, // 100 names: pages of 5000 end at the prefix
-		{"empty", "d/00123x", "d/00123x5", "d/00123"},  // between existing names, matches nothing
-	}
-	var out []planCase
-	for _, in := range incs {
-		for _, p := range prefixes {
-			cursors := []struct{ label, after, snap string }{
-				{"start", "", ""},
-				{"mid", p.mid, ""},
-				{"midsnap", p.mid, planSnap1},
-				{"before", p.before, ""},
-			}
-			for _, cur := range cursors {
-				for _, limit := range []int{1, 10, 5000} {
-					out = append(out, planCase{
-						name:   fmt.Sprintf("%s/%s/%s/%d", in.label, p.label, cur.label, limit),
-						prefix: p.prefix, after: cur.after, afterSnapshot: cur.snap,
-						limit: limit, inc: in.inc,
-					})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// sameEntries reports how got differs from want.
-func sameEntries(got []leasedb.ListItem, want []planEntry) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d items, want %d", len(got), len(want))
-	}
-	for i, it := range got {
-		w := want[i]
-		kind := sqlq.KindBlob
-		switch {
-		case it.Uncommitted:
-			kind = sqlq.KindStaged
-		case it.Blob.Snapshot != "":
-			kind = sqlq.KindSnapshot
-		}
-		if it.Blob.Name != w.name || it.Blob.Snapshot != w.snapshot || kind != w.kind {
-			return fmt.Errorf("item %d is %q snapshot %q kind %d, want %q snapshot %q kind %d",
-				i, it.Blob.Name, it.Blob.Snapshot, kind, w.name, w.snapshot, w.kind)
-		}
-	}
-	return nil
 }
 
 // planPageBound is the most b-tree pages one ListEntries query may fetch
@@ -289,7 +157,7 @@ func TestListEntriesPlan(t *testing.T) {
 		t.Fatalf("page bound %d at limit 10 does not tell a page from a scan (%d pages)", planPageBound(10), fullScan)
 	}
 
-	model := planModel()
+	model := plancase.Model()
 	for _, phase := range []string{"no statistics", "ANALYZE"} {
 		if phase == "ANALYZE" {
 			var stats int
@@ -301,35 +169,35 @@ func TestListEntriesPlan(t *testing.T) {
 			}
 		}
 		worst := map[string]float64{}
-		for _, c := range planCases() {
+		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
-				planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+				planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
 			plan, err := queryPlan(ctx, conn, q, args)
 			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+				t.Fatalf("%s: %v", c.Name, err)
 			}
 			bad := checkPlan(plan, q)
 			scans, err := bytecodeScans(ctx, conn, q, args, roots)
 			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+				t.Fatalf("%s: %v", c.Name, err)
 			}
 			bad = append(bad, scans...)
 			pages, err := pagesFetched(ctx, conn, q, args...)
 			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+				t.Fatalf("%s: %v", c.Name, err)
 			}
-			if pages > planPageBound(c.limit) {
-				bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, planPageBound(c.limit)))
+			if pages > planPageBound(c.Limit) {
+				bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, planPageBound(c.Limit)))
 			}
 			for _, b := range bad {
-				t.Errorf("%s (%s): %s", c.name, phase, b)
+				t.Errorf("%s (%s): %s", c.Name, phase, b)
 			}
 			if bad != nil {
-				t.Logf("plan of %s (%s):\n%s", c.name, phase, planText(plan))
+				t.Logf("plan of %s (%s):\n%s", c.Name, phase, planText(plan))
 			}
-			inc, _, _ := strings.Cut(c.name, "/")
-			fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.limit)
-			worst[fam] = max(worst[fam], float64(pages)/float64(c.limit))
+			inc, _, _ := strings.Cut(c.Name, "/")
+			fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.Limit)
+			worst[fam] = max(worst[fam], float64(pages)/float64(c.Limit))
 
 			if phase != "no statistics" {
 				continue
@@ -339,13 +207,13 @@ func TestListEntriesPlan(t *testing.T) {
 			var got []leasedb.ListItem
 			if err := s.View(ctx, func(tx leasedb.Tx) error {
 				var err error
-				got, err = tx.ListEntries(ctx, planAccount, planContainer, c.prefix, c.after, c.afterSnapshot, c.limit, c.inc)
+				got, err = tx.ListEntries(ctx, planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
 				return err
 			}); err != nil {
-				t.Fatalf("%s: ListEntries: %v", c.name, err)
+				t.Fatalf("%s: ListEntries: %v", c.Name, err)
 			}
-			if err := sameEntries(got, c.want(model)); err != nil {
-				t.Errorf("%s: ListEntries: %v", c.name, err)
+			if err := plancase.SameEntries(got, c.Want(model)); err != nil {
+				t.Errorf("%s: ListEntries: %v", c.Name, err)
 			}
 		}
 		fams := make([]string, 0, len(worst))

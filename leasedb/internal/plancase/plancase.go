@@ -1,0 +1,159 @@
+// Package plancase is the data model and the cases of the List Blobs
+// query-plan tests of both metadata drivers (leasedb/postgres and
+// leasedb/sqlite plan_test.go): what the container the tests fill holds,
+// which ListEntries calls they make, and what each must return. The fill
+// itself is SQL of each driver's dialect.
+package plancase
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// The container the tests list (Container of Account):
+//
+//   - blobs d/0000000 … d/0199999 (Names of them) and m/00000 … m/01999
+//     (MNames);
+//   - two snapshots (Snap1, Snap2) of every d/ name i with i%8 == 0
+//     (50,000 rows);
+//   - two staged blocks of every d/ name i with i%8 == 2 (a committed blob
+//     with staged blocks: listed once, as the blob) and of d/<i>.u for
+//     every i with i%8 == 4 (no blob row: listed as uncommitted), 50,000
+//     names in all.
+//
+// Container Other, right after it in every primary key, holds the same
+// kind of names; a listing of Container must never read its rows.
+const (
+	Account   = "acct"
+	Container = "c"
+	Other     = "c2"
+	Names     = 200000
+	MNames    = 2000
+	Snap1     = "2024-01-01T00:00:01.0000000Z"
+	Snap2     = "2024-01-01T00:00:02.0000000Z"
+)
+
+// Entry is one ListEntries item of the model of Container.
+type Entry struct {
+	Name, Snapshot string
+	Kind           int // sqlq.KindSnapshot, KindBlob, KindStaged
+}
+
+// Model returns every entry of Container, in listing order.
+func Model() []Entry {
+	out := make([]Entry, 0, Names+Names/4+Names/8+MNames)
+	for i := 0; i < Names; i++ {
+		name := fmt.Sprintf("d/%07d", i)
+		if i%8 == 0 {
+			out = append(out, Entry{name, Snap1, sqlq.KindSnapshot}, Entry{name, Snap2, sqlq.KindSnapshot})
+		}
+		out = append(out, Entry{name, "", sqlq.KindBlob})
+		if i%8 == 4 {
+			// "d/0000004" < "d/0000004.u" < "d/0000005"
+			out = append(out, Entry{name + ".u", "", sqlq.KindStaged})
+		}
+	}
+	for i := 0; i < MNames; i++ {
+		out = append(out, Entry{fmt.Sprintf("m/%05d", i), "", sqlq.KindBlob})
+	}
+	return out
+}
+
+// Case is one ListEntries call.
+type Case struct {
+	Name                         string
+	Prefix, After, AfterSnapshot string
+	Limit                        int
+	Inc                          leasedb.ListInclude
+}
+
+// Want returns what ListEntries must return for c according to model.
+func (c Case) Want(model []Entry) []Entry {
+	// No entry of a name before the cursor or the prefix qualifies.
+	start := sort.Search(len(model), func(i int) bool { return model[i].Name >= max(c.After, c.Prefix) })
+	var out []Entry
+	for _, e := range model[start:] {
+		if len(out) == c.Limit || !strings.HasPrefix(e.Name, c.Prefix) {
+			break // names under the prefix are contiguous
+		}
+		if (e.Kind == sqlq.KindSnapshot && !c.Inc.Snapshots) || (e.Kind == sqlq.KindStaged && !c.Inc.Uncommitted) {
+			continue
+		}
+		past := e.Name > c.After ||
+			e.Name == c.After && c.AfterSnapshot != "" && (e.Kind != sqlq.KindSnapshot || e.Snapshot > c.AfterSnapshot)
+		if past {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Cases is every combination of includes, prefixes, cursors and page
+// sizes (1, 10 and 5000, the largest maxresults).
+func Cases() []Case {
+	incs := []struct {
+		label string
+		inc   leasedb.ListInclude
+	}{
+		{"none", leasedb.ListInclude{}},
+		{"snapshots", leasedb.ListInclude{Snapshots: true}},
+		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
+		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
+	}
+	prefixes := []struct {
+		label, prefix string
+		mid, before   string // a cursor inside the prefix (a name with snapshots), one before it
+	}{
+		{"noprefix", "", "d/0100000", "c/"},
+		{"prefix", "d/01", "d/0150000", "d/0099999"},   // 100,000 names: every page is full
+		{"small", "d/00123", "d/0012352", "d/0012299"}, // 100 names: pages of 5000 end at the prefix
+		{"empty", "d/00123x", "d/00123x5", "d/00123"},  // between existing names, matches nothing
+	}
+	var out []Case
+	for _, in := range incs {
+		for _, p := range prefixes {
+			cursors := []struct{ label, after, snap string }{
+				{"start", "", ""},
+				{"mid", p.mid, ""},
+				{"midsnap", p.mid, Snap1},
+				{"before", p.before, ""},
+			}
+			for _, cur := range cursors {
+				for _, limit := range []int{1, 10, 5000} {
+					out = append(out, Case{
+						Name:   fmt.Sprintf("%s/%s/%s/%d", in.label, p.label, cur.label, limit),
+						Prefix: p.prefix, After: cur.after, AfterSnapshot: cur.snap,
+						Limit: limit, Inc: in.inc,
+					})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// SameEntries reports how got differs from want.
+func SameEntries(got []leasedb.ListItem, want []Entry) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for i, it := range got {
+		w := want[i]
+		kind := sqlq.KindBlob
+		switch {
+		case it.Uncommitted:
+			kind = sqlq.KindStaged
+		case it.Blob.Snapshot != "":
+			kind = sqlq.KindSnapshot
+		}
+		if it.Blob.Name != w.Name || it.Blob.Snapshot != w.Snapshot || kind != w.Kind {
+			return fmt.Errorf("item %d is %q snapshot %q kind %d, want %q snapshot %q kind %d",
+				i, it.Blob.Name, it.Blob.Snapshot, kind, w.Name, w.Snapshot, w.Kind)
+		}
+	}
+	return nil
+}
