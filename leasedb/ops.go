@@ -438,11 +438,22 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 }
 
 // updateBlob is the shared shape of Set Blob Properties / Set Blob Metadata:
-// existing blob, write lease check, update-kind conditions, new ETag.
+// writeExisting with a new ETag.
 func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, mutate func(b *Blob)) (*Blob, error) {
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
 	}
+	return d.writeExisting(ctx, ref, leaseID, cond, true, func(b *Blob) error {
+		mutate(b)
+		return nil
+	})
+}
+
+// writeExisting changes an existing blob row under its lock: 404 (or 412
+// when a condition needs the blob) when absent, the write lease check and
+// update-kind conditions, then fn, which may refuse; with newETag the row
+// gets a new ETag and Last-Modified.
+func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(b *Blob) error) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
@@ -458,12 +469,16 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err
 		}
-		etag, err := tx.NextETag(ctx)
-		if err != nil {
+		if err := fn(b); err != nil {
 			return err
 		}
-		mutate(b)
-		b.Lease, b.ETag, b.LastModified = lease, etag, now
+		b.Lease = lease
+		if newETag {
+			if b.ETag, err = tx.NextETag(ctx); err != nil {
+				return err
+			}
+			b.LastModified = now
+		}
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}

@@ -426,32 +426,16 @@ func (d *DB) SealBlob(ctx context.Context, ref BlobRef, leaseID string, cond Con
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
 	}
-	var out *Blob
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
-		}
-		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
-		if err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
-			return err
-		}
+	return d.writeExisting(ctx, ref, leaseID, cond, false, func(b *Blob) error {
 		if b.Type != "AppendBlob" {
 			return svcerr.New(svcerr.InvalidBlobType)
 		}
 		if appendPos >= 0 && appendPos != b.Size {
 			return svcerr.New(svcerr.AppendPositionConditionNotMet)
 		}
-		b.Sealed, b.Lease = true, lease
-		out = b
-		return tx.PutBlob(ctx, b)
+		b.Sealed = true
+		return nil
 	})
-	return out, err
 }
 
 // PrecheckBlock refuses a Put Block that will certainly fail before its

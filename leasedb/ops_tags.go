@@ -15,29 +15,10 @@ import (
 // and the x-ms-blob-if-* conditions, evaluated under the row lock. tags
 // must already be valid (ValidateTags).
 func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
-	var out *Blob
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
-		}
-		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
-		if err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
-			return err
-		}
-		b.Tags, b.Lease = tags, lease
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		out = b
+	return d.writeExisting(ctx, ref, leaseID, cond, false, func(b *Blob) error {
+		b.Tags = tags
 		return nil
 	})
-	return out, err
 }
 
 // GetBlobTags reads a blob for Get Blob Tags: 404 when absent, the read
