@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strconv"
 	"testing"
@@ -11,15 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
-// findNames blobs in each of containers c and c2, d/0000000 …, with the
-// tags n (the number, unique), group (number % 100) and, on every 10,000th,
-// rare = yes. The triggers of migration 0009 index them as they go in.
-const findNames = 100000
-
+// findFill writes the blobs plancase.FindCases finds (plancase.FindNames
+// in each container, their tags indexed by migration 0009's triggers).
 var findFill = []string{
 	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
 	`INSERT INTO blobs (account, container, name, blob_type, etag, tags)
@@ -54,51 +51,10 @@ func TestFindTaggedPlan(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blob_tags`).Scan(&nt); err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * (2*findNames + findNames/10000); nt != want {
+	if want := plancase.FindIndexRows; nt != want {
 		t.Fatalf("%d index rows, want %d", nt, want)
 	}
-	name := func(i int) string { return fmt.Sprintf("d/%07d", i) }
-	eq := func(k, v string) leasedb.TagRange {
-		return leasedb.TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="}
-	}
-	// model lists the matches of a case: numbers i (in both containers,
-	// c first, unless container is set) past the cursor.
-	type match struct{ c, name string }
-	model := func(container string, keep func(i int) bool, ac, an string, limit int) []match {
-		var out []match
-		for _, c := range []string{"c", "c2"} {
-			if container != "" && c != container {
-				continue
-			}
-			for i := 0; i < findNames && len(out) < limit; i++ {
-				if keep(i) && (c > ac || c == ac && name(i) > an) {
-					out = append(out, match{c, name(i)})
-				}
-			}
-		}
-		return out
-	}
-	cases := []struct {
-		what      string
-		container string
-		r         leasedb.TagRange
-		keep      func(i int) bool
-		ac, an    string
-		limit     int
-		// matches is how many index entries the range holds from the
-		// cursor on (what a range must read and sort).
-		matches int
-	}{
-		{"rare, account", "", eq("rare", "yes"), func(i int) bool { return i%10000 == 0 }, "", "", 10, 10},
-		{"rare, c", "c", eq("rare", "yes"), func(i int) bool { return i%10000 == 0 }, "", "", 1000, 10},
-		{"group 7, c, first page", "c", eq("group", "7"), func(i int) bool { return i%100 == 7 }, "", "", 10, 10},
-		{"group 7, c, mid cursor", "c", eq("group", "7"), func(i int) bool { return i%100 == 7 }, "c", name(50007), 10, 10},
-		{"group 7, account, cursor in c", "", eq("group", "7"), func(i int) bool { return i%100 == 7 }, "c", name(90007), 1000, 1000},
-		{"group 7, account, cursor in c2", "", eq("group", "7"), func(i int) bool { return i%100 == 7 }, "c2", name(30007), 10, 10},
-		{"n > 0099990, c", "c", leasedb.TagRange{Key: "n", Lo: "0099990", LoOp: ">"}, func(i int) bool { return i > 99990 }, "", "", 5, 9},
-		{"0050000 <= n < 0050020, account", "", leasedb.TagRange{Key: "n", Lo: "0050000", LoOp: ">=", Hi: "0050020", HiOp: "<"},
-			func(i int) bool { return i >= 50000 && i < 50020 }, "c", name(50009), 100, 30},
-	}
+	name := plancase.FindName
 	// The triggers find a row's old entries by its old tags: retagging or
 	// deleting one blob reads a few rows, not the index of its container.
 	for _, w := range []string{
@@ -115,35 +71,35 @@ func TestFindTaggedPlan(t *testing.T) {
 		}
 		t.Logf("%s: %d rows read", w, max(m.planRows, m.statRows))
 	}
-	for _, c := range cases {
-		q, args := sqlq.FindTagged(func(n int) string { return "$" + strconv.Itoa(n) }, "acct", c.container, c.r, c.ac, c.an, c.limit)
+	for _, c := range plancase.FindCases() {
+		q, args := sqlq.FindTagged(func(n int) string { return "$" + strconv.Itoa(n) }, "acct", c.Container, c.R, c.AC, c.AN, c.Limit)
 		// Two rows per result (index entry, blob row) and, for a range,
 		// every entry in it; the constant covers the empty probes.
-		bound := 2*min(c.limit, c.matches) + 2*c.matches + 50
+		bound := 2*min(c.Limit, c.Matches) + 2*c.Matches + 50
 		for _, generic := range []bool{false, true} {
 			m, err := explainRows(ctx, conn, q, args, generic)
 			if err != nil {
-				t.Fatalf("%s: %v", c.what, err)
+				t.Fatalf("%s: %v", c.What, err)
 			}
 			if m.seqScans != nil || m.planRows > bound || m.statRows > bound {
 				t.Errorf("%s (generic %v): sequential scans %v, %d rows by the plan, %d by the statistics; want at most %d",
-					c.what, generic, m.seqScans, m.planRows, m.statRows, bound)
+					c.What, generic, m.seqScans, m.planRows, m.statRows, bound)
 				t.Logf("plan:\n%s", explainText(ctx, conn, q, args, generic))
 			}
-			t.Logf("%s (generic %v): %d rows read for limit %d", c.what, generic, max(m.planRows, m.statRows), c.limit)
+			t.Logf("%s (generic %v): %d rows read for limit %d", c.What, generic, max(m.planRows, m.statRows), c.Limit)
 		}
-		var got []match
+		var got []plancase.FindMatch
 		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			rows, err := tx.FindTagged(ctx, "acct", c.container, c.r, c.ac, c.an, c.limit)
+			rows, err := tx.FindTagged(ctx, "acct", c.Container, c.R, c.AC, c.AN, c.Limit)
 			for _, r := range rows {
-				got = append(got, match{r.Container, r.Name})
+				got = append(got, plancase.FindMatch{C: r.Container, Name: r.Name})
 			}
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if want := model(c.container, c.keep, c.ac, c.an, c.limit); !reflect.DeepEqual(got, want) || len(want) == 0 {
-			t.Errorf("%s: FindTagged = %v, want %v", c.what, got, want)
+		if want := c.Want(); !reflect.DeepEqual(got, want) || len(want) == 0 {
+			t.Errorf("%s: FindTagged = %v, want %v", c.What, got, want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -11,14 +10,12 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-// findNames blobs in each of containers c and c2, d/0000000 …, with the
-// tags n (the number, unique), group (number % 100) and, on every 10,000th,
-// rare = yes; migration 0009's triggers index them as they go in.
-const findNames = 100000
-
+// findFill writes the blobs plancase.FindCases finds (plancase.FindNames
+// in each container, their tags indexed by migration 0009's triggers).
 var findFill = []string{
 	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
@@ -69,7 +66,7 @@ func TestFindTaggedPlan(t *testing.T) {
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM blob_tags`).Scan(&nt); err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * (2*findNames + findNames/10000); nt != want {
+	if want := plancase.FindIndexRows; nt != want {
 		t.Fatalf("%d index rows, want %d", nt, want)
 	}
 	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blob_tags WHERE account = ? AND key = ?`, "acct", "group")
@@ -78,55 +75,18 @@ func TestFindTaggedPlan(t *testing.T) {
 	}
 	t.Logf("reading every group entry fetches %d pages", fullScan)
 
-	name := func(i int) string { return fmt.Sprintf("d/%07d", i) }
-	eq := func(k, v string) leasedb.TagRange {
-		return leasedb.TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="}
-	}
-	type match struct{ c, name string }
-	model := func(container string, keep func(i int) bool, ac, an string, limit int) []match {
-		var out []match
-		for _, c := range []string{"c", "c2"} {
-			if container != "" && c != container {
-				continue
-			}
-			for i := 0; i < findNames && len(out) < limit; i++ {
-				if keep(i) && (c > ac || c == ac && name(i) > an) {
-					out = append(out, match{c, name(i)})
-				}
-			}
-		}
-		return out
-	}
-	group7 := func(i int) bool { return i%100 == 7 }
-	cases := []struct {
-		what      string
-		container string
-		r         leasedb.TagRange
-		keep      func(i int) bool
-		ac, an    string
-		limit     int
-		matches   int // index entries in the range from the cursor on
-	}{
-		{"rare, account", "", eq("rare", "yes"), func(i int) bool { return i%10000 == 0 }, "", "", 10, 10},
-		{"group 7, c, first page", "c", eq("group", "7"), group7, "", "", 10, 10},
-		{"group 7, c, mid cursor", "c", eq("group", "7"), group7, "c", name(50007), 10, 10},
-		{"group 7, account, cursor in c", "", eq("group", "7"), group7, "c", name(90007), 1000, 1000},
-		{"group 7, account, cursor in c2", "", eq("group", "7"), group7, "c2", name(30007), 10, 10},
-		{"n > 0099990, c", "c", leasedb.TagRange{Key: "n", Lo: "0099990", LoOp: ">"}, func(i int) bool { return i > 99990 }, "", "", 5, 9},
-		{"0050000 <= n < 0050020, account", "", leasedb.TagRange{Key: "n", Lo: "0050000", LoOp: ">=", Hi: "0050020", HiOp: "<"},
-			func(i int) bool { return i >= 50000 && i < 50020 }, "c", name(50009), 100, 30},
-	}
+	name := plancase.FindName
 	for _, phase := range []string{"no statistics", "ANALYZE"} {
 		if phase == "ANALYZE" {
 			if _, err := conn.ExecContext(ctx, `ANALYZE`); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, c := range cases {
-			q, args := sqlq.FindTagged(func(int) string { return "?" }, "acct", c.container, c.r, c.ac, c.an, c.limit)
+		for _, c := range plancase.FindCases() {
+			q, args := sqlq.FindTagged(func(int) string { return "?" }, "acct", c.Container, c.R, c.AC, c.AN, c.Limit)
 			plan, err := queryPlan(ctx, conn, q, args)
 			if err != nil {
-				t.Fatalf("%s: %v", c.what, err)
+				t.Fatalf("%s: %v", c.What, err)
 			}
 			text := planText(plan)
 			search := false
@@ -134,15 +94,15 @@ func TestFindTaggedPlan(t *testing.T) {
 				d := st.detail
 				switch {
 				case strings.HasPrefix(d, "SCAN "):
-					t.Errorf("%s (%s): %s", c.what, phase, d)
+					t.Errorf("%s (%s): %s", c.What, phase, d)
 				case strings.HasPrefix(d, "SEARCH t USING PRIMARY KEY (account=? AND key=?"):
 					search = true
-				case strings.HasPrefix(d, "USE TEMP B-TREE") && c.r.Lo == c.r.Hi:
-					t.Errorf("%s (%s): an equality is sorted: %s", c.what, phase, d)
+				case strings.HasPrefix(d, "USE TEMP B-TREE") && c.R.Lo == c.R.Hi:
+					t.Errorf("%s (%s): an equality is sorted: %s", c.What, phase, d)
 				}
 			}
 			if !search {
-				t.Errorf("%s (%s): no search of blob_tags by key:\n%s", c.what, phase, text)
+				t.Errorf("%s (%s): no search of blob_tags by key:\n%s", c.What, phase, text)
 			}
 			// About 4 pages per result (a descent of blobs' key for the
 			// tags; the index entries sit together) and per entry a
@@ -151,23 +111,23 @@ func TestFindTaggedPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if bound := 6*min(c.limit, c.matches) + 2*c.matches + 40; pages > bound {
-				t.Errorf("%s (%s): %d pages fetched, want at most %d; plan:\n%s", c.what, phase, pages, bound, text)
+			if bound := 6*min(c.Limit, c.Matches) + 2*c.Matches + 40; pages > bound {
+				t.Errorf("%s (%s): %d pages fetched, want at most %d; plan:\n%s", c.What, phase, pages, bound, text)
 			}
-			t.Logf("%s (%s): %d pages for limit %d", c.what, phase, pages, c.limit)
+			t.Logf("%s (%s): %d pages for limit %d", c.What, phase, pages, c.Limit)
 
-			var got []match
+			var got []plancase.FindMatch
 			if err := s.View(ctx, func(tx leasedb.Tx) error {
-				rows, err := tx.FindTagged(ctx, "acct", c.container, c.r, c.ac, c.an, c.limit)
+				rows, err := tx.FindTagged(ctx, "acct", c.Container, c.R, c.AC, c.AN, c.Limit)
 				for _, r := range rows {
-					got = append(got, match{r.Container, r.Name})
+					got = append(got, plancase.FindMatch{C: r.Container, Name: r.Name})
 				}
 				return err
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if want := model(c.container, c.keep, c.ac, c.an, c.limit); !reflect.DeepEqual(got, want) || len(want) == 0 {
-				t.Errorf("%s: FindTagged = %v, want %v", c.what, got, want)
+			if want := c.Want(); !reflect.DeepEqual(got, want) || len(want) == 0 {
+				t.Errorf("%s: FindTagged = %v, want %v", c.What, got, want)
 			}
 		}
 	}

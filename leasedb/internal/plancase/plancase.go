@@ -157,3 +157,69 @@ func SameEntries(got []leasedb.ListItem, want []Entry) error {
 	}
 	return nil
 }
+
+// FindNames is how many blobs TestFindTaggedPlan puts in each of
+// Container and Other: d/0000000 …, tagged n (the number, unique), group
+// (number % 100) and, on every 10,000th, rare = yes.
+const FindNames = 100000
+
+// FindIndexRows is how many blob_tags rows that data makes.
+const FindIndexRows = 2 * (2*FindNames + FindNames/10000)
+
+// FindName is the name of blob i.
+func FindName(i int) string { return fmt.Sprintf("d/%07d", i) }
+
+// FindCase is one Tx.FindTagged call of the Find plan tests.
+type FindCase struct {
+	What      string
+	Container string
+	R         leasedb.TagRange
+	Keep      func(i int) bool // the numbers whose blobs match R
+	AC, AN    string           // the cursor
+	Limit     int
+	// Matches is how many index entries R holds from the cursor on (what
+	// a range must read and sort).
+	Matches int
+}
+
+// FindMatch is one FindTagged result: container and name.
+type FindMatch struct{ C, Name string }
+
+// Want lists the matches of c: numbers i (in both containers, Container
+// first, unless c names one) past the cursor, at most Limit.
+func (c FindCase) Want() []FindMatch {
+	var out []FindMatch
+	for _, cont := range []string{Container, Other} {
+		if c.Container != "" && cont != c.Container {
+			continue
+		}
+		for i := 0; i < FindNames && len(out) < c.Limit; i++ {
+			if c.Keep(i) && (cont > c.AC || cont == c.AC && FindName(i) > c.AN) {
+				out = append(out, FindMatch{cont, FindName(i)})
+			}
+		}
+	}
+	return out
+}
+
+// FindCases: equalities on a rare and a common value, across the account
+// and in one container, from the start and from cursors in either
+// container, and ranges.
+func FindCases() []FindCase {
+	eq := func(k, v string) leasedb.TagRange {
+		return leasedb.TagRange{Key: k, Lo: v, LoOp: ">=", Hi: v, HiOp: "<="}
+	}
+	rare := func(i int) bool { return i%10000 == 0 }
+	group7 := func(i int) bool { return i%100 == 7 }
+	return []FindCase{
+		{"rare, account", "", eq("rare", "yes"), rare, "", "", 10, 10},
+		{"rare, c", Container, eq("rare", "yes"), rare, "", "", 1000, 10},
+		{"group 7, c, first page", Container, eq("group", "7"), group7, "", "", 10, 10},
+		{"group 7, c, mid cursor", Container, eq("group", "7"), group7, Container, FindName(50007), 10, 10},
+		{"group 7, account, cursor in c", "", eq("group", "7"), group7, Container, FindName(90007), 1000, 1000},
+		{"group 7, account, cursor in c2", "", eq("group", "7"), group7, Other, FindName(30007), 10, 10},
+		{"n > 0099990, c", Container, leasedb.TagRange{Key: "n", Lo: "0099990", LoOp: ">"}, func(i int) bool { return i > 99990 }, "", "", 5, 9},
+		{"0050000 <= n < 0050020, account", "", leasedb.TagRange{Key: "n", Lo: "0050000", LoOp: ">=", Hi: "0050020", HiOp: "<"},
+			func(i int) bool { return i >= 50000 && i < 50020 }, Container, FindName(50009), 100, 30},
+	}
+}
