@@ -214,6 +214,9 @@ func TestSealRacesAppends(t *testing.T) {
 		landed := make([]int, writers)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
+		// Writers stop at the seal; if the test ends before it, they are
+		// canceled, and waited for.
+		wctx, cancel := context.WithCancel(ctx)
 		for w := range writers {
 			wg.Add(1)
 			go func() {
@@ -221,9 +224,9 @@ func TestSealRacesAppends(t *testing.T) {
 				<-start
 				ac := appendClient(clients[w%3], "sealrace", "log")
 				for i := 0; ; i++ {
-					_, err := ac.AppendBlock(ctx, nopSeeker(fmt.Sprintf("[%02d-%03d]", w, i)), nil)
+					_, err := ac.AppendBlock(wctx, nopSeeker(fmt.Sprintf("[%02d-%03d]", w, i)), nil)
 					if err != nil {
-						if codeOf(err) != "BlobIsSealed" {
+						if codeOf(err) != "BlobIsSealed" && wctx.Err() == nil {
 							t.Errorf("writer %d: %v", w, err)
 						}
 						return
@@ -232,15 +235,25 @@ func TestSealRacesAppends(t *testing.T) {
 				}
 			}()
 		}
+		writing := make(chan struct{})
+		go func() { wg.Wait(); close(writing) }()
+		defer func() { cancel(); <-writing }()
 		close(start)
-		// Seal once some appends are in.
+		// Seal once some appends are in (or every writer has stopped,
+		// which only an error does: the test then fails on it).
+	wait:
 		for {
+			select {
+			case <-writing:
+				t.Fatal("every writer stopped before the seal")
+			default:
+			}
 			p, err := appendClient(clients[1], "sealrace", "log").GetProperties(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if *p.ContentLength >= 40*8 {
-				break
+				break wait
 			}
 		}
 		if _, err := appendClient(clients[2], "sealrace", "log").Seal(ctx, nil); err != nil {
