@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // findFill writes the blobs plancase.FindCases finds (plancase.FindNames
@@ -35,18 +32,7 @@ var findFill = []string{
 func TestFindTaggedPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range findFill {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	s, conn := filledStore(t, ctx, findFill)
 	var nt int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blob_tags`).Scan(&nt); err != nil {
 		t.Fatal(err)

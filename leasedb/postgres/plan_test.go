@@ -16,6 +16,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
 )
 
 // TestListEntriesPlan lists the container plancase describes, filled by
@@ -80,18 +81,7 @@ func planBound(limit int) int { return 8*limit + 50 }
 func TestListEntriesPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range planFill {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	s, conn := filledStore(t, ctx, planFill)
 	var nb, ns, nk, no int
 	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = $1),
 		(SELECT count(*) FROM snapshots WHERE container = $1), (SELECT count(*) FROM blocks WHERE container = $1),
@@ -347,4 +337,24 @@ func explainText(ctx context.Context, conn *pgx.Conn, q string, args []any, gene
 		return err.Error()
 	}
 	return b.String()
+}
+
+// filledStore starts a database, opens a migrated store on it, runs fill,
+// and returns the store and a connection of its own (closed when t ends)
+// for the plan tests' own statements.
+func filledStore(t *testing.T, ctx context.Context, fill []string) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, q := range fill {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return s, conn
 }

@@ -2,8 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,27 +34,7 @@ var findFill = []string{
 func TestFindTaggedPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s := open(t, path)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range findFill {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			tx.Rollback()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	s, db := filledStore(t, ctx, findFill)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+	"github.com/blobgw/blobgw/leasedb/sqlite"
 )
 
 // TestListEntriesPlan lists the container plancase describes, filled by
@@ -89,28 +90,7 @@ func planPageBound(limit int) int { return 10*limit + 100 }
 func TestListEntriesPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s := open(t, path)
-
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range planFill {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			tx.Rollback()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	s, db := filledStore(t, ctx, planFill)
 	var nb, ns, nk, no int
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = ?1),
 		(SELECT count(*) FROM snapshots WHERE container = ?1), (SELECT count(*) FROM blocks WHERE container = ?1),
@@ -401,4 +381,34 @@ func pagesFetched(ctx context.Context, conn *sql.Conn, q string, args ...any) (i
 		return 0, err
 	}
 	return status(false)
+}
+
+// filledStore opens a migrated store in a new file, runs fill on it in one
+// transaction, and returns the store and a database handle of one
+// connection on the same file (closed when t ends), for the plan tests'
+// own statements.
+func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range fill {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tx.Rollback()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return s, db
 }
