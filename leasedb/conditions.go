@@ -119,6 +119,16 @@ func (c Conditions) FailsOnMissing() bool {
 	return len(c.IfMatch) > 0 || c.IfTags != nil
 }
 
+// missingBlob is the answer to a write of a blob that does not exist: 412
+// ConditionNotMet when a condition needs the blob (FailsOnMissing), else
+// 404 BlobNotFound.
+func (c Conditions) missingBlob() error {
+	if c.FailsOnMissing() {
+		return svcerr.New(svcerr.ConditionNotMet)
+	}
+	return svcerr.New(svcerr.BlobNotFound)
+}
+
 func (c Conditions) ifMatchPasses(r Resource) bool {
 	if len(c.IfMatch) == 0 {
 		return true

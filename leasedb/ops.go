@@ -457,10 +457,7 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
+			return cond.missingBlob()
 		}
 		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
 		if err != nil {
@@ -515,10 +512,7 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 	}
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
+			return cond.missingBlob()
 		}
 		if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
 			return err
@@ -858,10 +852,7 @@ func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond 
 	var res LeaseResult
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
+			return cond.missingBlob()
 		}
 		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err

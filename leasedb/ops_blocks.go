@@ -338,10 +338,7 @@ func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) err
 // checkAppend applies the order of contract §3.10 to an append of n bytes.
 func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
 	if b == nil {
-		if req.Cond.FailsOnMissing() {
-			return svcerr.New(svcerr.ConditionNotMet)
-		}
-		return svcerr.New(svcerr.BlobNotFound)
+		return req.Cond.missingBlob()
 	}
 	if _, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now); err != nil {
 		return err

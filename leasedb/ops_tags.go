@@ -73,10 +73,7 @@ func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond 
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
-			if cond.FailsOnMissing() {
-				return svcerr.New(svcerr.ConditionNotMet)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
+			return cond.missingBlob()
 		}
 		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
 			return err
