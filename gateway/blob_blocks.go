@@ -82,12 +82,13 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	err = s.db.StageBlock(r.Context(), leasedb.StageBlockRequest{
-		Ref: req.ref(), LeaseID: leaseID,
-		Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+	err = s.commit(r.Context(), []leasedb.Extent{ext}, func(ctx context.Context) error {
+		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
+			Ref: req.ref(), LeaseID: leaseID,
+			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+		})
 	})
 	if err != nil {
-		s.discard(ext.Key)
 		return err
 	}
 	h := w.Header()
@@ -347,12 +348,18 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 }
 
 // commitAppend commits a staged append block (Append Block and Append Block
-// From URL) and writes the 201 answer; a refused commit discards the object.
+// From URL) and writes the 201 answer; a refused commit discards the object
+// (Server.commit).
 func (s *Server) commitAppend(ctx context.Context, w http.ResponseWriter, areq leasedb.AppendRequest, ext leasedb.Extent, sum sums) error {
 	areq.Extent = ext
-	b, offset, leaseRes, err := s.db.AppendBlock(ctx, areq)
+	var b *leasedb.Blob
+	var offset int64
+	var leaseRes leasedb.LeaseResult
+	err := s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) (err error) {
+		b, offset, leaseRes, err = s.db.AppendBlock(ctx, areq)
+		return err
+	})
 	if err != nil {
-		s.discard(ext.Key)
 		return err
 	}
 	h := w.Header()

@@ -973,7 +973,10 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		if err := checkSourceMD5(r.Header, sum); err != nil {
 			return err
 		}
-		b, leaseRes, err = s.db.PutBlob(ctx, shared)
+		err := s.commit(ctx, nil, func(ctx context.Context) (err error) {
+			b, leaseRes, err = s.db.PutBlob(ctx, shared)
+			return err
+		})
 		if err != nil && !errors.Is(err, leasedb.ErrSourceGone) {
 			return err
 		}
@@ -989,8 +992,11 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 			preq.BlockCount = 1
 		}
 		preq.CopyInfo = record(ext.Size)
-		if b, leaseRes, err = s.db.PutBlob(ctx, preq); err != nil {
-			s.discardAll(preq.Extents)
+		err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
+			b, leaseRes, err = s.db.PutBlob(ctx, preq)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -1095,9 +1101,13 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 		// The whole blob's MD5 is known: the bytes just went through.
 		preq.Props.ContentMD5 = sum
 	}
-	b, leaseRes, err := s.db.PutBlob(ctx, preq)
+	var b *leasedb.Blob
+	var leaseRes leasedb.LeaseResult
+	err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
+		b, leaseRes, err = s.db.PutBlob(ctx, preq)
+		return err
+	})
 	if err != nil {
-		s.discardAll(preq.Extents)
 		return targetCond(err)
 	}
 	h := w.Header()
@@ -1174,12 +1184,13 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		s.discard(ext.Key)
 		return err
 	}
-	err = s.db.StageBlock(ctx, leasedb.StageBlockRequest{
-		Ref: req.ref(), LeaseID: leaseID,
-		Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+	err = s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
+		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
+			Ref: req.ref(), LeaseID: leaseID,
+			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+		})
 	})
 	if err != nil {
-		s.discard(ext.Key)
 		return err
 	}
 	h := w.Header()

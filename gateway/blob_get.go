@@ -108,8 +108,20 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		h.Set("Content-MD5", b64(b.Props.ContentMD5))
 	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
-	w.WriteHeader(status)
-	if err := s.streamExtents(r, w, b.Extents, start, end); err != nil {
+	sent := false
+	err = s.streamExtents(r, w, b.Extents, start, end, func() {
+		sent = true
+		w.WriteHeader(status)
+	})
+	if err != nil && !sent {
+		// The first extent could not be opened: nothing is sent yet, so
+		// the client gets an error answer (logged with the request id
+		// as every 5xx), not a cut connection.
+		h.Del("Content-MD5")
+		h.Del("x-ms-blob-content-md5")
+		return fmt.Errorf("read %s: %w", req.ref(), err)
+	}
+	if err != nil {
 		// Headers are gone; the only honest signal left is a cut
 		// connection, so the client sees a short body, not wrong bytes.
 		s.log.Warn("read failed mid-stream", "request_id", req.id, "blob", req.ref().String(), "err", err)
@@ -141,16 +153,25 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 		return sums{}, svcerr.Header(svcerr.InvalidHeaderValue, name, value)
 	}
 	d := newDigester(wantMD5, wantCRC)
-	if err := s.streamExtents(r, d, b.Extents, start, end); err != nil {
+	if err := s.streamExtents(r, d, b.Extents, start, end, nil); err != nil {
 		return sums{}, fmt.Errorf("digest of range: %w", err)
 	}
 	return d.sums(), nil
 }
 
 // streamExtents copies bytes [start, end) of the blob formed by extents.
-func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.Extent, start, end int64) error {
+// ready, when not nil, runs once before the first byte is written: after
+// the first extent opened (or at the end when the range is empty), so a
+// blob whose bytes cannot be read fails before anything was sent.
+func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.Extent, start, end int64, ready func()) error {
 	var off int64
 	buf := make([]byte, 256<<10)
+	started := func() {
+		if ready != nil {
+			ready()
+			ready = nil
+		}
+	}
 	for _, e := range extents {
 		eStart, eEnd := off, off+e.Size
 		off = eEnd
@@ -163,6 +184,7 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		if err != nil {
 			return fmt.Errorf("open extent %s: %w", e.Key, err)
 		}
+		started()
 		n, err := io.CopyBuffer(w, rc, buf)
 		rc.Close()
 		if err != nil {
@@ -172,6 +194,7 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 			return fmt.Errorf("extent %s: short read %d of %d", e.Key, n, to-from)
 		}
 	}
+	started() // an empty range opens nothing
 	return nil
 }
 

@@ -97,9 +97,13 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
 		preq.Props.ContentMD5 = sum
 	}
-	b, leaseRes, err := s.db.PutBlob(ctx, preq)
+	var b *leasedb.Blob
+	var leaseRes leasedb.LeaseResult
+	err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
+		b, leaseRes, err = s.db.PutBlob(ctx, preq)
+		return err
+	})
 	if err != nil {
-		s.discardAll(preq.Extents)
 		return err
 	}
 	h := w.Header()
@@ -148,6 +152,37 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 		return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body length does not match Content-Length.")
 	}
 	return leasedb.Extent{Key: key, Size: hr.n}, hr.d.sums(), nil
+}
+
+// commitTimeout bounds a commit that the client can no longer cancel.
+const commitTimeout = time.Minute
+
+// commit runs fn, the transaction that commits the staged extents, detached
+// from the client's context (a client that goes away never aborts a commit
+// half-way) and bounded by commitTimeout. When fn fails, the staged objects
+// are deleted only if the transaction certainly did not commit. When its
+// outcome is unknown (leasedb.MayHaveCommitted: the connection was lost
+// after COMMIT was sent), a row may point at them: they are left to their
+// upload intents, which a commit removes in its own transaction, so the
+// collector deletes them after the intent's deadline exactly when the
+// commit did not happen.
+func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err := fn(cctx)
+	if err == nil {
+		return nil
+	}
+	if leasedb.MayHaveCommitted(err) {
+		keys := make([]string, 0, len(staged))
+		for _, e := range staged {
+			keys = append(keys, e.Key)
+		}
+		s.log.Warn("commit outcome unknown: staged objects left to their upload intents", "keys", keys, "err", err)
+		return err
+	}
+	s.discardAll(staged)
+	return err
 }
 
 // discard deletes a staged object that will never be committed and drops

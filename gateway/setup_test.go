@@ -69,6 +69,9 @@ type setupOpts struct {
 	grace    time.Duration
 	// accounts are served besides the dev account (name → base64 key).
 	accounts map[string]string
+	// storeDSN, when set, gives the DSN the replicas' stores connect to
+	// (say through a pgtest.Proxy); the bundle's own dsn stays direct.
+	storeDSN func(dsn string) string
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -130,7 +133,11 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 	for i := 0; i < o.replicas; i++ {
 		// Each replica has its own store connection, as separate
 		// processes would.
-		store, err := dbopen.Open(context.Background(), b.dsn)
+		dsn := b.dsn
+		if o.storeDSN != nil {
+			dsn = o.storeDSN(b.dsn)
+		}
+		store, err := dbopen.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,9 +25,27 @@ var ErrExists = errors.New("leasedb: already exists")
 
 // ErrUnavailable marks a failure of the database itself (connection lost or
 // refused, server shutting down, too many connections) as opposed to a
-// decision: the transaction did not commit, and the caller may retry. The
-// gateway answers it with 503 ServerBusy.
+// decision. The gateway answers it with 503 ServerBusy, which clients retry.
+// It says nothing about whether the transaction committed: unless the error
+// also matches ErrCommitUnknown, it did not; with ErrCommitUnknown it may
+// have.
 var ErrUnavailable = errors.New("leasedb: metadata store unavailable")
+
+// ErrCommitUnknown marks a failure at or after COMMIT whose outcome the
+// store cannot know: the connection was lost after COMMIT was sent, the
+// database answered nothing in time, or (SQLite) the commit is visible but
+// the fsync that makes it durable failed. The transaction may have
+// committed. A caller that staged bytes for it must not delete them: the
+// upload intent, which the transaction removes when it commits, lets the
+// collector delete them exactly when it did not. Every error Update
+// returns without this mark comes from a transaction that certainly did not
+// commit (refused by fn and rolled back, or failed before COMMIT was sent,
+// or refused by the database at COMMIT).
+var ErrCommitUnknown = errors.New("leasedb: commit outcome unknown")
+
+// MayHaveCommitted reports whether err, returned by Update (or an
+// operation built on it), leaves open that the transaction committed.
+func MayHaveCommitted(err error) bool { return errors.Is(err, ErrCommitUnknown) }
 
 // ErrSchemaTooNew is returned by Migrate/Open when the database carries a
 // schema version newer than this binary knows.

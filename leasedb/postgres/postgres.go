@@ -155,10 +155,38 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 		rollback(ctx, ptx)
 		return nil
 	}
-	if err := ptx.Commit(ctx); err != nil {
-		return fmt.Errorf("leasedb/postgres: commit: %w", ctxErr(ctx, err))
+	// COMMIT runs detached from ctx: a caller that goes away while it is
+	// in flight would otherwise cancel it half-way and leave its outcome
+	// unknown. It is still bounded, so a silent server cannot hold it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := ptx.Commit(cctx); err != nil {
+		if commitRefused(err) {
+			return fmt.Errorf("leasedb/postgres: commit: %w", err)
+		}
+		return fmt.Errorf("leasedb/postgres: commit: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
 	return nil
+}
+
+// commitTimeout bounds a COMMIT that the caller can no longer cancel.
+const commitTimeout = 30 * time.Second
+
+// commitRefused reports whether a failed COMMIT certainly did not commit:
+// the server answered it with ROLLBACK (the transaction had failed) or
+// with an ERROR (a deferred check or serialization failure rolls it back).
+// Any other failure leaves the outcome unknown: the connection lost after
+// COMMIT left, no answer in time, or a FATAL or PANIC (a server stopping or
+// crashing around the commit record may still have made it durable).
+// pgconn.SafeToRetry cannot tell here: when the connection breaks while
+// pgx reads the answer to a COMMIT it did send, pgx closes the connection
+// and reports "conn closed", which it marks safe to retry.
+func commitRefused(err error) bool {
+	if errors.Is(err, pgx.ErrTxCommitRollback) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Severity == "ERROR"
 }
 
 // rollback ends ptx even when ctx is already canceled, so the connection
@@ -199,6 +227,9 @@ func markUnavailable(ctx context.Context, err error) error {
 }
 
 func retryable(err error) bool {
+	if leasedb.MayHaveCommitted(err) {
+		return false // running fn again could apply it twice
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected

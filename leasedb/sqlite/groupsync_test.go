@@ -149,3 +149,40 @@ func TestUpdateSyncsWAL(t *testing.T) {
 		}
 	}
 }
+
+// A WAL fsync that fails after COMMIT leaves a transaction that other
+// connections already read: Update reports it as a commit whose outcome is
+// unknown (and the store as unavailable), never as one that did not happen,
+// so a caller keeps the bytes the row may point at.
+func TestUpdateSyncFailureMayHaveCommitted(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.MigrateTo(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("sync WAL: too many open files")
+	s.wal = newGroupSync(func() error { return boom })
+	err = s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.AddIntent(ctx, "k/synced-or-not", time.Now().Add(time.Hour))
+	})
+	if !errors.Is(err, boom) || !leasedb.MayHaveCommitted(err) || !errors.Is(err, leasedb.ErrUnavailable) {
+		t.Fatalf("Update after a failed WAL fsync: %v; want the fsync error, marked commit-unknown and unavailable", err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "k/synced-or-not" {
+		t.Fatalf("collection keys %v: the transaction is visible, so the test's premise holds", keys)
+	}
+	// A refusal by fn is a certain non-commit.
+	refused := errors.New("refused")
+	err = s.Update(ctx, func(tx leasedb.Tx) error { return refused })
+	if !errors.Is(err, refused) || leasedb.MayHaveCommitted(err) {
+		t.Fatalf("refused Update: %v", err)
+	}
+}

@@ -184,7 +184,15 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 	}
 	// ReadOnly makes the driver issue a plain (deferred) BEGIN; the write
 	// pool's default is BEGIN IMMEDIATE (DSN _txlock).
-	sqlTx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+	// A write transaction is begun detached from ctx: database/sql would
+	// otherwise roll it back from another goroutine when ctx ends, racing
+	// the COMMIT. fn's statements still run on ctx, and a failed one
+	// rolls the transaction back before COMMIT.
+	txCtx := ctx
+	if !readOnly {
+		txCtx = context.WithoutCancel(ctx)
+	}
+	sqlTx, err := db.BeginTx(txCtx, &sql.TxOptions{ReadOnly: readOnly})
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: begin: %w", ctxErr(ctx, err))
 	}
@@ -209,9 +217,20 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 		return nil
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: commit: %w", ctxErr(ctx, err))
+		if isBusy(err) {
+			// SQLite refused the COMMIT: nothing committed.
+			return fmt.Errorf("leasedb/sqlite: commit: %w", ctxErr(ctx, err))
+		}
+		// An I/O error or a full disk during COMMIT may or may not
+		// have left the transaction committed.
+		return fmt.Errorf("leasedb/sqlite: commit: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
-	return s.wal.wait()
+	if err := s.wal.wait(); err != nil {
+		// The transaction committed (other connections already read
+		// it) but is not known to be durable.
+		return fmt.Errorf("leasedb/sqlite: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
+	}
+	return nil
 }
 
 // ClaimDue implements leasedb.Store. The write lock serializes claimers, so
