@@ -95,14 +95,19 @@ func mac(key []byte, stringToSign string) []byte {
 	return h.Sum(nil)
 }
 
-// canon selects one canonicalization of the request. The zero value is the
-// contract's primary form; the other fields are the fallbacks VerifySharedKey
-// retries before rejecting.
+// canon selects one spelling of the canonical request. The zero value is
+// the primary form; the other fields are the variants VerifySharedKey also
+// accepts. Every variant signs the same bytes of every header value and
+// query value the gateway acts on: they differ only in the order of the
+// x-ms-* and query lines (the byte order the Shared Key page describes, or
+// the ordering the service and the SDKs actually use) and in whether the
+// Date line is empty when x-ms-date is sent (the service then ignores
+// Date). No variant changes a value: x-ms-* values are signed as sent,
+// trimmed at the ends as HTTP does, because that is what every Azure SDK
+// signs and what the gateway stores. Folding inner whitespace (a step the
+// Shared Key page lists, which the SDKs do not take) would let a value
+// whose whitespace was changed after signing pass, and be stored as sent.
 type canon struct {
-	// foldWS folds runs of whitespace in x-ms-* header values into one
-	// space, as the Shared Key documentation describes (the SDKs sign the
-	// value verbatim).
-	foldWS bool
 	// emptyDate signs an empty Date part even though a Date header was
 	// sent (SDKs always leave it empty and rely on x-ms-date).
 	emptyDate bool
@@ -231,11 +236,7 @@ func writeCanonicalizedHeaders(b *strings.Builder, h http.Header, c canon) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			v = strings.TrimSpace(v)
-			if c.foldWS {
-				v = strings.Join(strings.Fields(v), " ")
-			}
-			b.WriteString(v)
+			b.WriteString(strings.TrimSpace(v))
 		}
 		b.WriteByte('\n')
 	}
@@ -342,13 +343,9 @@ func VerifySharedKey(r *http.Request, accounts Accounts, pathAccount string, now
 	_, hasDate := r.Header["Date"]
 	hasBothDates := hasDate && r.Header.Get("X-Ms-Date") != ""
 	for _, c := range []canon{
-		{foldWS: true},
 		{emptyDate: true},
-		{foldWS: true, emptyDate: true},
 		{sdk: true},
-		{sdk: true, foldWS: true},
 		{sdk: true, emptyDate: true},
-		{sdk: true, foldWS: true, emptyDate: true},
 	} {
 		if c.emptyDate && !hasBothDates {
 			continue
