@@ -118,7 +118,7 @@ var sourceHeaders = [][2]string{
 func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	spec := &copySpec{op: op, raw: r.Header.Get("x-ms-copy-source"), end: -1, max: max}
 	u, err := url.Parse(spec.raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || !textURL(u) {
 		return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
 	}
 	spec.u = u

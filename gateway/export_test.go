@@ -27,3 +27,6 @@ func HeaderRecordStats(c net.Conn) (rec []byte, peak int, copied int64, ok bool)
 	defer rc.mu.Unlock()
 	return bytes.Clone(rc.buf), rc.peak, rc.copied, true
 }
+
+// ParseQuery is the request query normalization of serve (query.go).
+var ParseQuery = parseQuery
