@@ -171,6 +171,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if err := s.authorize(r, req); err != nil {
 		return err
 	}
+	if err := s.refuse(r, req); err != nil {
+		return err
+	}
 	// A structured-message body (x-ms-structured-body: the SDKs' segmented
 	// CRC64 framing) is not the blob's bytes: storing it would store the
 	// framing. Refuse it rather than corrupt the blob.
