@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/blobgw/blobgw/gateway"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 // TestVersionIDRefused: the gateway keeps no versions, so a request naming
@@ -248,6 +248,90 @@ func TestRefusedFeatures(t *testing.T) {
 	}
 }
 
-var _ = azblob.ClientOptions{}
-var _ = appendblob.CreateOptions{}
-var _ = pageblob.CreateOptions{}
+// TestRefusedHeaderTable: each refused header is refused with 400
+// UnsupportedHeader naming it, whatever else the request carries; values
+// that ask for nothing the gateway lacks pass; key material is never
+// echoed.
+func TestRefusedHeaderTable(t *testing.T) {
+	tests := []struct {
+		hdr    map[string]string
+		refuse string // the header named, "" accepted
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"x-ms-encryption-key": "a2V5"}, "x-ms-encryption-key"},
+		{map[string]string{"x-ms-encryption-key-sha256": "aGFzaA=="}, "x-ms-encryption-key-sha256"},
+		{map[string]string{"x-ms-encryption-algorithm": "AES256"}, "x-ms-encryption-algorithm"},
+		{map[string]string{"x-ms-encryption-scope": "myscope"}, "x-ms-encryption-scope"},
+		{map[string]string{"x-ms-encryption-scope": "$account-encryption-key"}, ""},
+		{map[string]string{"x-ms-default-encryption-scope": "myscope"}, "x-ms-default-encryption-scope"},
+		{map[string]string{"x-ms-default-encryption-scope": "$account-encryption-key"}, ""},
+		{map[string]string{"x-ms-deny-encryption-scope-override": "true"}, "x-ms-deny-encryption-scope-override"},
+		{map[string]string{"x-ms-deny-encryption-scope-override": "False"}, ""},
+		{map[string]string{"x-ms-immutability-policy-until-date": "Mon, 01 Jan 2124 00:00:00 GMT"}, "x-ms-immutability-policy-until-date"},
+		{map[string]string{"x-ms-immutability-policy-mode": "Unlocked"}, "x-ms-immutability-policy-mode"},
+		{map[string]string{"x-ms-legal-hold": "true"}, "x-ms-legal-hold"},
+		{map[string]string{"x-ms-legal-hold": "false"}, ""},
+		{map[string]string{"x-ms-immutable-storage-with-versioning-enabled": "true"}, "x-ms-immutable-storage-with-versioning-enabled"},
+		{map[string]string{"x-ms-immutable-storage-with-versioning-enabled": "false"}, ""},
+		{map[string]string{"x-ms-encryption-key": ""}, ""},
+		// Table order decides which one is named.
+		{map[string]string{"x-ms-legal-hold": "true", "x-ms-encryption-key": "a2V5"}, "x-ms-encryption-key"},
+	}
+	for _, tc := range tests {
+		h := http.Header{}
+		for k, v := range tc.hdr {
+			h.Set(k, v)
+		}
+		err := gateway.RefuseHeaders(h)
+		if tc.refuse == "" {
+			if err != nil {
+				t.Errorf("%v: refused: %v", tc.hdr, err)
+			}
+			continue
+		}
+		e, ok := svcerr.As(err)
+		if !ok || e.Code != svcerr.UnsupportedHeader || e.Status() != 400 || len(e.Details) < 2 || e.Details[0][1] != tc.refuse {
+			t.Errorf("%v: %v, want 400 UnsupportedHeader naming %s", tc.hdr, err, tc.refuse)
+			continue
+		}
+		if strings.HasPrefix(tc.refuse, "x-ms-encryption-key") && e.Details[1][1] != "" {
+			t.Errorf("%v: key material echoed: %q", tc.hdr, e.Details[1][1])
+		}
+	}
+}
+
+// TestRefusedServiceProps: Set Blob Service Properties documents that turn
+// on what the gateway does not do are refused; the same elements off, and
+// CORS, pass.
+func TestRefusedServiceProps(t *testing.T) {
+	const head = `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties>`
+	const tail = `</StorageServiceProperties>`
+	tests := []struct {
+		body   string
+		refuse bool
+	}{
+		{`<Cors />`, false},
+		{`<DeleteRetentionPolicy><Enabled>false</Enabled></DeleteRetentionPolicy>`, false},
+		{`<DeleteRetentionPolicy><Enabled>true</Enabled><Days>7</Days></DeleteRetentionPolicy>`, true},
+		{`<DeleteRetentionPolicy><Enabled> TRUE </Enabled><Days>7</Days></DeleteRetentionPolicy>`, true},
+		{`<StaticWebsite><Enabled>false</Enabled></StaticWebsite>`, false},
+		{`<StaticWebsite><Enabled>true</Enabled><IndexDocument>i.html</IndexDocument></StaticWebsite>`, true},
+		{`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`, false},
+		{`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`, true},
+		{`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled></HourMetrics><MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled></MinuteMetrics>`, false},
+		{`<HourMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs></HourMetrics>`, true},
+		{`<MinuteMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs></MinuteMetrics>`, true},
+		{`<DefaultServiceVersion>2020-02-10</DefaultServiceVersion>`, true},
+		{`<ContainerDeleteRetentionPolicy><Enabled>true</Enabled></ContainerDeleteRetentionPolicy>`, true},
+		{`<Cors /><StaticWebsite><Enabled>true</Enabled></StaticWebsite>`, true},
+	}
+	for _, tc := range tests {
+		err := gateway.RefuseServiceProps(head + tc.body + tail)
+		switch {
+		case tc.refuse && !svcerr.HasCode(err, svcerr.UnsupportedXmlNode):
+			t.Errorf("%s: %v, want 400 UnsupportedXmlNode", tc.body, err)
+		case !tc.refuse && err != nil:
+			t.Errorf("%s: refused: %v", tc.body, err)
+		}
+	}
+}
