@@ -118,7 +118,7 @@ var sourceHeaders = [][2]string{
 func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	spec := &copySpec{op: op, raw: r.Header.Get("x-ms-copy-source"), end: -1, max: max}
 	u, err := url.Parse(spec.raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || !textURL(u) {
 		return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
 	}
 	spec.u = u
@@ -388,9 +388,6 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 // source conditions against its row, then its extents from the backend.
 func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) (*copySource, error) {
 	q := spec.u.Query()
-	if q.Get("versionid") != "" {
-		return nil, svcerr.Newf(svcerr.NotImplemented, "Copying from a blob version is not supported by this gateway (it keeps no versions).")
-	}
 	var snapshot string
 	if v := q.Get("snapshot"); v != "" {
 		var err error
@@ -409,6 +406,14 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	}
 	if err := s.authorizeSource(ctx, r, req, spec, ref); err != nil {
 		return nil, err
+	}
+	if namesVersion(q) {
+		// The gateway keeps no versions: a source version is a missing
+		// source, never the current blob.
+		if spec.op.fromURL() {
+			return nil, cannotVerify(http.StatusNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
+		}
+		return nil, svcerr.Newf(svcerr.BlobNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
 	}
 	var b *leasedb.Blob
 	var err error

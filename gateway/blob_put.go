@@ -21,6 +21,8 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	blobType := r.Header.Get("x-ms-blob-type")
 	switch blobType {
 	case "BlockBlob", "AppendBlob":
+	case "PageBlob":
+		return svcerr.Newf(svcerr.NotImplemented, "Page blobs are not implemented by this gateway.")
 	case "":
 		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-blob-type", "")
 	default:

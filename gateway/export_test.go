@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/xml"
 	"net"
 )
 
@@ -26,4 +27,18 @@ func HeaderRecordStats(c net.Conn) (rec []byte, peak int, copied int64, ok bool)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return bytes.Clone(rc.buf), rc.peak, rc.copied, true
+}
+
+// ParseQuery is the request query normalization of serve (query.go).
+var ParseQuery = parseQuery
+
+// RefuseHeaders and RefuseServiceProps are the refusal tables of refuse.go.
+var RefuseHeaders = refuseHeaders
+
+func RefuseServiceProps(body string) error {
+	var doc propsDoc
+	if err := xml.Unmarshal([]byte(body), &doc); err != nil {
+		return err
+	}
+	return refuseServiceProps([]byte(body), &doc)
 }

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blobgw/blobgw/backends"
 	"github.com/blobgw/blobgw/gateway/auth"
@@ -154,14 +155,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if v := req.version; v != "" && !versionRE.MatchString(v) {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-version", v)
 	}
-	req.query = lowerQuery(r)
+	var err error
+	if req.query, err = parseQuery(r.URL.RawQuery); err != nil {
+		return err
+	}
 	if err := s.parseAddress(r, req); err != nil {
+		return err
+	}
+	if err := checkHeaderText(r.Header); err != nil {
 		return err
 	}
 	if _, ok := s.accounts.Lookup(req.account); !ok {
 		return svcerr.New(svcerr.ResourceNotFound)
 	}
 	if err := s.authorize(r, req); err != nil {
+		return err
+	}
+	if err := s.refuse(r, req); err != nil {
 		return err
 	}
 	// A structured-message body (x-ms-structured-body: the SDKs' segmented
@@ -178,17 +188,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 }
 
 var versionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-
-func lowerQuery(r *http.Request) map[string]string {
-	out := map[string]string{}
-	for k, v := range r.URL.Query() {
-		lk := strings.ToLower(k)
-		if _, dup := out[lk]; !dup && len(v) > 0 {
-			out[lk] = v[0]
-		}
-	}
-	return out
-}
 
 // parseAddress splits the URL into account, container and blob (contract
 // §1.1): path-style for IP literals, dot-free hosts and configured emulator
@@ -221,7 +220,9 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	if req.container != "" && !validContainerName(req.container) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
-	if req.blob != "" && (len(req.blob) > 1024 || strings.ContainsRune(req.blob, 0)) {
+	// A blob name is text: one that is not UTF-8 after %-decoding can be
+	// neither stored nor listed.
+	if req.blob != "" && (len(req.blob) > 1024 || strings.ContainsRune(req.blob, 0) || !utf8.ValidString(req.blob)) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	return nil

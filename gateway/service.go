@@ -69,6 +69,9 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if err := xml.Unmarshal(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
+	if err := refuseServiceProps(body, &next); err != nil {
+		return err
+	}
 	if _, err := parseCORS(body); err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ const (
 	InvalidRange                          Code = "InvalidRange"
 	UnsupportedHeader                     Code = "UnsupportedHeader"
 	UnsupportedQueryParameter             Code = "UnsupportedQueryParameter"
+	UnsupportedXmlNode                    Code = "UnsupportedXmlNode"
 	UnsupportedHttpVerb                   Code = "UnsupportedHttpVerb"
 	InvalidUri                            Code = "InvalidUri"
 	InvalidMetadata                       Code = "InvalidMetadata"
@@ -149,6 +150,7 @@ var table = map[Code]entry{
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
 	UnsupportedHeader:                     {400, "One of the HTTP headers specified in the request is not supported."},
 	UnsupportedQueryParameter:             {400, "One of the query parameters specified in the request URI is not supported."},
+	UnsupportedXmlNode:                    {400, "One of the XML nodes specified in the request body is not supported."},
 	UnsupportedHttpVerb:                   {405, "The resource doesn't support the specified HTTP verb."},
 	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},

@@ -1,0 +1,211 @@
+package gateway
+
+import (
+	"encoding/xml"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Refuse, never ignore: a request that asks for something this gateway
+// does not do (a blob version, a customer-provided key, an encryption
+// scope, an immutability policy or legal hold, an operation not built
+// yet) is answered before its handler runs, so nothing it carries is
+// stored and nothing is applied to something other than what it named.
+// refuse is called once per request, after authorization (an unknown
+// caller learns nothing) and before routing.
+func (s *Server) refuse(r *http.Request, req *request) error {
+	if err := refuseOperation(r, req); err != nil {
+		return err
+	}
+	return refuseHeaders(r.Header)
+}
+
+// unimplementedComps are the comp= values of operations the gateway does
+// not have yet: Put Page, Get Page Ranges, Incremental Copy (page blobs),
+// Blob Batch (service and container), Set Immutability Policy / Delete
+// Immutability Policy, Set Legal Hold, Undelete Blob / Restore Container,
+// Set Blob Expiry, Query Blob Contents, Get User Delegation Key, Get Blob
+// Service Stats, Rename Container. Azure spells some in mixed case
+// (immutabilityPolicies); values are compared without case.
+var unimplementedComps = map[string]string{
+	"page":                 "Put Page (page blobs)",
+	"pagelist":             "Get Page Ranges (page blobs)",
+	"incrementalcopy":      "Incremental Copy Blob (page blobs)",
+	"batch":                "Blob Batch",
+	"immutabilitypolicies": "Set / Delete Blob Immutability Policy",
+	"legalhold":            "Set Blob Legal Hold",
+	"undelete":             "Undelete Blob / Restore Container (soft delete)",
+	"expiry":               "Set Blob Expiry",
+	"query":                "Query Blob Contents",
+	"userdelegationkey":    "Get User Delegation Key",
+	"stats":                "Get Blob Service Stats",
+	"rename":               "Rename Container",
+}
+
+// refuseOperation answers the operations and query forms that name a
+// feature the gateway lacks.
+func refuseOperation(r *http.Request, req *request) error {
+	comp := strings.ToLower(req.query["comp"])
+	if op, ok := unimplementedComps[comp]; ok {
+		return svcerr.Newf(svcerr.NotImplemented, "%s is not implemented by this gateway.", op)
+	}
+	if _, ok := req.query["versionid"]; ok && req.blob != "" {
+		// The gateway keeps no versions, so no version id names a
+		// version: Azure answers a missing version with 404
+		// BlobNotFound, whatever the operation. Acting on the current
+		// blob instead (Delete, Get, Set Blob Tier, Set Blob Tags, ...)
+		// would hit what the client did not name.
+		return svcerr.Newf(svcerr.BlobNotFound, "The specified blob version does not exist: this gateway keeps no blob versions.")
+	}
+	if req.blob == "" && req.container != "" && comp == "list" && strings.EqualFold(req.query["restype"], "container") {
+		// List Blobs include=versions (or deletedwithversions) asks for
+		// every version; listing the current blobs only would present
+		// them as the complete history.
+		for _, p := range strings.Split(req.query["include"], ",") {
+			switch p = strings.ToLower(strings.TrimSpace(p)); p {
+			case "versions", "deletedwithversions":
+				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "blob versions are not implemented")
+				e.Message = "Listing blob versions (include=" + p + ") is not implemented by this gateway."
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// accountScope is the account's own encryption scope, the only one the
+// gateway has (it is what List Containers and Get Container Properties
+// report as the default).
+const accountScope = "$account-encryption-key"
+
+// headerRefusal is one request header whose feature the gateway lacks.
+// It applies to every operation that carries it: each of these changes
+// what a write stores (Put Blob, Put Block, Put Block List, Append Block,
+// the From URL operations, Copy Blob, Set Blob Metadata, Snapshot Blob,
+// Create Container) or what a read must check (Get Blob and Get Blob
+// Properties with a customer-provided key), and none means anything
+// elsewhere.
+type headerRefusal struct {
+	name string
+	// harmless reports a value that asks for nothing beyond what the
+	// gateway does (x-ms-legal-hold: false); nil: every non-empty value is
+	// refused.
+	harmless func(v string) bool
+	why      string
+}
+
+func isFalse(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "false") }
+
+func isAccountScope(v string) bool { return strings.TrimSpace(v) == accountScope }
+
+var refusedHeaders = []headerRefusal{
+	// Customer-provided keys: the bytes would be stored unencrypted and
+	// read back without the key. Azure itself refuses a key sent over
+	// plain HTTP.
+	{"x-ms-encryption-key", nil, "Customer-provided encryption keys are not supported by this gateway (Azure accepts them only over HTTPS)."},
+	{"x-ms-encryption-key-sha256", nil, "Customer-provided encryption keys are not supported by this gateway (Azure accepts them only over HTTPS)."},
+	{"x-ms-encryption-algorithm", nil, "Customer-provided encryption keys are not supported by this gateway (Azure accepts them only over HTTPS)."},
+	// Encryption scopes: only the account's own exists here.
+	{"x-ms-encryption-scope", isAccountScope, "Encryption scopes other than " + accountScope + " do not exist in this gateway."},
+	{"x-ms-default-encryption-scope", isAccountScope, "Encryption scopes other than " + accountScope + " do not exist in this gateway."},
+	{"x-ms-deny-encryption-scope-override", isFalse, "Container encryption scope policies are not supported by this gateway."},
+	// Immutability: nothing would stop a delete or overwrite.
+	{"x-ms-immutability-policy-until-date", nil, "Immutability policies are not supported by this gateway."},
+	{"x-ms-immutability-policy-mode", nil, "Immutability policies are not supported by this gateway."},
+	{"x-ms-legal-hold", isFalse, "Legal holds are not supported by this gateway."},
+	{"x-ms-immutable-storage-with-versioning-enabled", isFalse, "Version-level immutability is not supported by this gateway."},
+}
+
+// refuseHeaders answers 400 UnsupportedHeader, naming the first refused
+// header (in table order, so the answer is the same every time).
+func refuseHeaders(h http.Header) error {
+	for _, rh := range refusedHeaders {
+		for _, v := range h.Values(rh.name) {
+			if v == "" || rh.harmless != nil && rh.harmless(v) {
+				continue
+			}
+			e := svcerr.Header(svcerr.UnsupportedHeader, rh.name, v)
+			if strings.HasPrefix(rh.name, "x-ms-encryption-key") {
+				// Never echo key material.
+				e.Details[1][1] = ""
+			}
+			e.Message = rh.why
+			return e
+		}
+	}
+	return nil
+}
+
+// serviceSettings are the parts of a Set Blob Service Properties document
+// that turn on a feature; the gateway stores the document and acts only on
+// Cors.
+type serviceSettings struct {
+	Logging *struct {
+		Read, Write, Delete string
+	}
+	HourMetrics, MinuteMetrics *struct {
+		Enabled string
+	}
+	DeleteRetentionPolicy *struct {
+		Enabled string
+	}
+	StaticWebsite *struct {
+		Enabled string
+	}
+}
+
+// knownServiceElems are the top-level elements of StorageServiceProperties
+// in the Blob service's schema.
+var knownServiceElems = map[string]bool{
+	"Logging": true, "HourMetrics": true, "MinuteMetrics": true, "Cors": true,
+	"DefaultServiceVersion": true, "DeleteRetentionPolicy": true, "StaticWebsite": true,
+}
+
+// refuseServiceProps refuses a Set Blob Service Properties document that
+// enables what the gateway does not do, before anything is stored:
+// soft delete (DeleteRetentionPolicy: deleted blobs would be gone, not
+// retained), static website (nothing would be served), Storage Analytics
+// logging and metrics (no $logs or metrics would be written) and
+// DefaultServiceVersion (anonymous requests keep the gateway's version).
+// The same elements disabled, as SDKs and tools send them, stay accepted.
+// Elements outside the schema are refused rather than stored and echoed.
+func refuseServiceProps(body []byte, doc *propsDoc) error {
+	for _, e := range doc.Elems {
+		if !knownServiceElems[e.XMLName.Local] {
+			return svcerr.Newf(svcerr.UnsupportedXmlNode, "The element %s is not part of the Blob service properties.", e.XMLName.Local)
+		}
+		if e.XMLName.Local == "DefaultServiceVersion" && strings.TrimSpace(string(e.Inner)) != "" {
+			return svcerr.Newf(svcerr.UnsupportedXmlNode, "DefaultServiceVersion is not supported by this gateway.")
+		}
+	}
+	var set serviceSettings
+	if err := xml.Unmarshal(body, &set); err != nil {
+		return svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	on := func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+	switch {
+	case set.DeleteRetentionPolicy != nil && on(set.DeleteRetentionPolicy.Enabled):
+		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Blob soft delete (DeleteRetentionPolicy Enabled=true) is not supported by this gateway.")
+	case set.StaticWebsite != nil && on(set.StaticWebsite.Enabled):
+		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Static website hosting (StaticWebsite Enabled=true) is not supported by this gateway.")
+	case set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete)):
+		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics logging is not supported by this gateway.")
+	case set.HourMetrics != nil && on(set.HourMetrics.Enabled), set.MinuteMetrics != nil && on(set.MinuteMetrics.Enabled):
+		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics metrics are not supported by this gateway.")
+	}
+	return nil
+}
+
+// namesVersion reports whether a copy source's query names a blob version
+// (versionid, in any case, as Azure reads query names).
+func namesVersion(q url.Values) bool {
+	for k := range q {
+		if strings.EqualFold(k, "versionid") {
+			return true
+		}
+	}
+	return false
+}
