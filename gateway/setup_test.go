@@ -69,6 +69,8 @@ type setupOpts struct {
 	grace    time.Duration
 	// accounts are served besides the dev account (name → base64 key).
 	accounts map[string]string
+	// options are every replica's gateway.Options.
+	options gateway.Options
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -139,7 +141,7 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 		if i == 0 {
 			b.db = db
 		}
-		gw := gateway.New(db, be, accounts, log, gateway.Options{})
+		gw := gateway.New(db, be, accounts, log, o.options)
 		t.Cleanup(func() {
 			if err := gw.Close(context.Background()); err != nil {
 				t.Errorf("gateway close: %v", err)

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// body_idle_timeout and max_uploads: defaults, file < environment < flag,
+// and bad values exit 2.
+func TestLimitSettings(t *testing.T) {
+	out, code := runApp(t, nil, "config")
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 1m0s") || !strings.Contains(out, "max_uploads: 256") {
+		t.Fatalf("defaults (%d):\n%s", code, out)
+	}
+	file := filepath.Join(t.TempDir(), "blobgw.yaml")
+	os.WriteFile(file, []byte("body_idle_timeout: 5s\nmax_uploads: 7\n"), 0o644)
+	out, code = runApp(t, nil, "config", "--config", file)
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 5s") || !strings.Contains(out, "max_uploads: 7") {
+		t.Fatalf("file (%d):\n%s", code, out)
+	}
+	env := map[string]string{"BLOBGW_CONFIG": file, "BLOBGW_BODY_IDLE_TIMEOUT": "9s", "BLOBGW_MAX_UPLOADS": "9"}
+	out, code = runApp(t, env, "config")
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 9s") || !strings.Contains(out, "max_uploads: 9") {
+		t.Fatalf("env over file (%d):\n%s", code, out)
+	}
+	out, code = runApp(t, env, "config", "--body-idle-timeout", "11s", "--max-uploads", "11")
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 11s") || !strings.Contains(out, "max_uploads: 11") {
+		t.Fatalf("flag over env (%d):\n%s", code, out)
+	}
+	for _, args := range [][]string{{"--body-idle-timeout", "0s"}, {"--max-uploads", "0"}, {"--max-uploads", "-1"}} {
+		out, code := runApp(t, nil, append([]string{"serve"}, args...)...)
+		name := strings.ReplaceAll(strings.TrimPrefix(args[0], "--"), "-", "_")
+		if code != 2 || !strings.Contains(out, name) {
+			t.Fatalf("%v: exit %d, %q; want exit 2 naming %s", args, code, out, name)
+		}
+	}
+}
