@@ -220,7 +220,9 @@ func newApp() *cli.App {
 						return err
 					}
 					defer store.Close()
-					n, err := gateway.Collect(c.Context, store, backend, newLogger(cfg.LogLevel))
+					n, err := gateway.CollectPass(c.Context, store, backend, newLogger(cfg.LogLevel), gateway.CollectOptions{
+						TempAge: gateway.TempSweepAge(cfg.BodyIdleTimeout),
+					})
 					fmt.Printf("deleted %d objects\n", n)
 					return err
 				},
