@@ -18,7 +18,14 @@ type CollectOptions struct {
 	// was last written more than TempAge ago removed; crashed uploads
 	// leave it there. 0: no sweep. TempSweepAge gives the bound.
 	TempAge time.Duration
+	// BlockExpiry: the staged (uncommitted) blocks of a blob name with no
+	// Put Block for this long are discarded, at most expireBlocksBatch
+	// names per pass (leasedb.DB.ExpireBlocks). 0: kept for ever.
+	BlockExpiry time.Duration
 }
+
+// expireBlocksBatch bounds the names whose blocks one pass discards.
+const expireBlocksBatch = 1000
 
 // MinTempAge is the least TempSweepAge returns.
 const MinTempAge = 15 * time.Minute
@@ -33,12 +40,24 @@ func TempSweepAge(bodyIdleTimeout time.Duration) time.Duration {
 }
 
 // CollectPass is one whole collection pass, as every serve runs it and
-// `blobgw gc` runs it once: the collection queue (Collect), then the
-// backend's temporary leftovers (CollectOptions.TempAge). It returns the
+// `blobgw gc` runs it once: expired uncommitted blocks
+// (CollectOptions.BlockExpiry) go into the queue, the collection queue
+// is drained (Collect), then the backend's temporary leftovers go
+// (CollectOptions.TempAge). It returns the
 // number of backend objects deleted from the queue; a failing part does
 // not stop the others, and their errors are joined.
 func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Backend, log *slog.Logger, o CollectOptions) (int, error) {
 	var errs []error
+	if o.BlockExpiry > 0 {
+		db := &leasedb.DB{Store: store}
+		names, err := db.ExpireBlocks(ctx, o.BlockExpiry, expireBlocksBatch)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expire blocks: %w", err))
+		}
+		if names > 0 {
+			log.Info("collector: discarded expired uncommitted blocks", "blobs", names, "expiry", o.BlockExpiry)
+		}
+	}
 	n, err := Collect(ctx, store, backend, log)
 	if err != nil {
 		errs = append(errs, err)
@@ -57,5 +76,5 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 
 // collectOptions are the Server's pass options.
 func (s *Server) collectOptions() CollectOptions {
-	return CollectOptions{TempAge: TempSweepAge(s.opt.BodyIdleTimeout)}
+	return CollectOptions{TempAge: TempSweepAge(s.opt.BodyIdleTimeout), BlockExpiry: s.opt.BlockExpiry}
 }

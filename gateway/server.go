@@ -51,6 +51,10 @@ type Options struct {
 	// their From URL variants, Copy Blob) running at once; beyond it 503
 	// ServerBusy (default DefaultMaxUploads).
 	MaxUploads int
+	// BlockExpiry is how long the uncommitted blocks of a blob name stay
+	// after its last Put Block (default leasedb.DefaultBlockExpiry, a
+	// week, as on Azure); the collector discards them after that.
+	BlockExpiry time.Duration
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -88,6 +92,9 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	}
 	if opt.MaxUploads <= 0 {
 		opt.MaxUploads = DefaultMaxUploads
+	}
+	if opt.BlockExpiry <= 0 {
+		opt.BlockExpiry = leasedb.DefaultBlockExpiry
 	}
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
 		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}

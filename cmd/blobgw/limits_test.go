@@ -12,7 +12,7 @@ import (
 // and bad values exit 2.
 func TestLimitSettings(t *testing.T) {
 	out, code := runApp(t, nil, "config")
-	if code != 0 || !strings.Contains(out, "body_idle_timeout: 1m0s") || !strings.Contains(out, "max_uploads: 256") {
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 1m0s") || !strings.Contains(out, "max_uploads: 256") || !strings.Contains(out, "block_expiry: 168h0m0s") {
 		t.Fatalf("defaults (%d):\n%s", code, out)
 	}
 	file := filepath.Join(t.TempDir(), "blobgw.yaml")
@@ -26,11 +26,11 @@ func TestLimitSettings(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "body_idle_timeout: 9s") || !strings.Contains(out, "max_uploads: 9") {
 		t.Fatalf("env over file (%d):\n%s", code, out)
 	}
-	out, code = runApp(t, env, "config", "--body-idle-timeout", "11s", "--max-uploads", "11")
-	if code != 0 || !strings.Contains(out, "body_idle_timeout: 11s") || !strings.Contains(out, "max_uploads: 11") {
+	out, code = runApp(t, env, "config", "--body-idle-timeout", "11s", "--max-uploads", "11", "--block-expiry", "1h")
+	if code != 0 || !strings.Contains(out, "body_idle_timeout: 11s") || !strings.Contains(out, "max_uploads: 11") || !strings.Contains(out, "block_expiry: 1h0m0s") {
 		t.Fatalf("flag over env (%d):\n%s", code, out)
 	}
-	for _, args := range [][]string{{"--body-idle-timeout", "0s"}, {"--max-uploads", "0"}, {"--max-uploads", "-1"}} {
+	for _, args := range [][]string{{"--body-idle-timeout", "0s"}, {"--max-uploads", "0"}, {"--max-uploads", "-1"}, {"--block-expiry", "0s"}} {
 		out, code := runApp(t, nil, append([]string{"serve"}, args...)...)
 		name := strings.ReplaceAll(strings.TrimPrefix(args[0], "--"), "-", "_")
 		if code != 2 || !strings.Contains(out, name) {

@@ -44,6 +44,7 @@ type Config struct {
 	StrictConditions bool          `yaml:"strict_conditions"`
 	BodyIdleTimeout  time.Duration `yaml:"body_idle_timeout"`
 	MaxUploads       int           `yaml:"max_uploads"`
+	BlockExpiry      time.Duration `yaml:"block_expiry"`
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
 	S3               S3            `yaml:"s3"`
@@ -77,6 +78,7 @@ func Default() Config {
 
 		BodyIdleTimeout: 60 * time.Second,
 		MaxUploads:      256,
+		BlockExpiry:     7 * 24 * time.Hour,
 	}
 }
 
@@ -176,6 +178,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxUploads <= 0 {
 		return errors.New("max_uploads must be > 0")
+	}
+	if c.BlockExpiry <= 0 {
+		return errors.New("block_expiry must be > 0")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
