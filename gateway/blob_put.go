@@ -137,6 +137,9 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
+		if e, ok := svcerr.As(hr.err); ok {
+			return leasedb.Extent{}, sums{}, e // the body stalled (limits.go)
+		}
 		if hr.err != nil {
 			// The client's body failed (disconnect, short body).
 			if errors.Is(hr.err, io.ErrUnexpectedEOF) || hr.n < size {

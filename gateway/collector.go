@@ -82,7 +82,8 @@ func deleteObjects(ctx context.Context, backend backends.Backend, keys []string,
 // the entry over (its first collector presumably died).
 const reclaimAfter = 10 * time.Minute
 
-// Collect runs one collection pass with the server's store and backend.
+// Collect runs one collection pass (CollectPass) with the server's store,
+// backend and options.
 func (s *Server) Collect(ctx context.Context) (int, error) {
-	return Collect(ctx, s.db.Store, s.backend, s.log)
+	return CollectPass(ctx, s.db.Store, s.backend, s.log, s.collectOptions())
 }

@@ -31,7 +31,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 			// The client went away; nobody reads the answer.
 			e = svcerr.New(svcerr.OperationTimedOut)
-		case errors.Is(err, backends.ErrUnavailable), errors.Is(err, leasedb.ErrUnavailable):
+		case errors.Is(err, backends.ErrUnavailable), errors.Is(err, leasedb.ErrUnavailable), outOfFiles(err):
 			s.log.Warn("dependency unavailable", "request_id", req.id, "err", err)
 			e = svcerr.New(svcerr.ServerBusy)
 		default:

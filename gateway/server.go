@@ -44,6 +44,18 @@ type Options struct {
 	// the From URL operations); nil: a client with connect and header
 	// timeouts that follows no redirect to another scheme (blob_copy.go).
 	CopyClient *http.Client
+	// BodyIdleTimeout fails a request body that delivers no byte for this
+	// long with 408 RequestTimeout (default DefaultBodyIdleTimeout;
+	// limits.go).
+	BodyIdleTimeout time.Duration
+	// MaxUploads caps the uploads (Put Blob, Put Block, Append Block,
+	// their From URL variants, Copy Blob) running at once; beyond it 503
+	// ServerBusy (default DefaultMaxUploads).
+	MaxUploads int
+	// BlockExpiry is how long the uncommitted blocks of a blob name stay
+	// after its last Put Block (default leasedb.DefaultBlockExpiry, a
+	// week, as on Azure); the collector discards them after that.
+	BlockExpiry time.Duration
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -56,6 +68,7 @@ type Server struct {
 
 	corsCache *corsCache // CORS rules per account (cors.go)
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
+	uploads   uploadLimiter
 }
 
 // New returns a Server.
@@ -75,8 +88,17 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.CopyClient == nil {
 		opt.CopyClient = defaultCopyClient()
 	}
+	if opt.BodyIdleTimeout <= 0 {
+		opt.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if opt.MaxUploads <= 0 {
+		opt.MaxUploads = DefaultMaxUploads
+	}
+	if opt.BlockExpiry <= 0 {
+		opt.BlockExpiry = leasedb.DefaultBlockExpiry
+	}
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
-		keys: newKeyPool(db, opt.IntentTTL)}
+		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}
 }
 
 // Close releases what the Server holds in the metadata store: the upload
@@ -133,6 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // a CORS preflight, answered (cors.go)
 	}
 	rw := &statusWriter{ResponseWriter: w}
+	defer s.limitBody(rw, r)()
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -183,6 +206,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	h, err := s.route(r, req)
 	if err != nil {
 		return err
+	}
+	if isUpload(r, req) {
+		release, err := s.uploads.acquire()
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	return h(w, r, req)
 }

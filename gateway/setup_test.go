@@ -72,6 +72,8 @@ type setupOpts struct {
 	// storeDSN, when set, gives the DSN the replicas' stores connect to
 	// (say through a pgtest.Proxy); the bundle's own dsn stays direct.
 	storeDSN func(dsn string) string
+	// options are every replica's gateway.Options.
+	options gateway.Options
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -146,7 +148,7 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 		if i == 0 {
 			b.db = db
 		}
-		gw := gateway.New(db, be, accounts, log, gateway.Options{})
+		gw := gateway.New(db, be, accounts, log, o.options)
 		t.Cleanup(func() {
 			if err := gw.Close(context.Background()); err != nil {
 				t.Errorf("gateway close: %v", err)

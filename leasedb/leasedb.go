@@ -284,6 +284,11 @@ type Tx interface {
 	// DeleteBlocks removes every staged block of a blob name (the caller
 	// queues their keys for collection).
 	DeleteBlocks(ctx context.Context, account, container, blob string) error
+	// StaleBlockNames returns up to limit blob names (in no particular
+	// order) that have staged blocks, all staged before before: no Put
+	// Block on the name since. It reads an index of the staging times,
+	// never every block. The caller re-checks each name under its lock.
+	StaleBlockNames(ctx context.Context, before time.Time, limit int) ([]BlobRef, error)
 
 	// ListLeases returns every container and blob whose stored lease state
 	// is not available (leased, breaking, broken; the caller derives

@@ -85,6 +85,7 @@ const (
 	InternalError                         Code = "InternalError"
 	ServerBusy                            Code = "ServerBusy"
 	OperationTimedOut                     Code = "OperationTimedOut"
+	RequestTimeout                        Code = "RequestTimeout"
 )
 
 type entry struct {
@@ -164,6 +165,10 @@ var table = map[Code]entry{
 	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
 	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
 	OperationTimedOut:                     {500, "The operation could not be completed within the permitted time."},
+	// A request body that stalls (no bytes for the body idle timeout).
+	// 408, which the Azure SDKs retry, rather than OperationTimedOut's
+	// 500: the client, not the server, stopped.
+	RequestTimeout: {408, "The request body was not received within the permitted time."},
 }
 
 // Error is a service error: a code, its status and optional detail elements

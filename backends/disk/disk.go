@@ -73,7 +73,10 @@ import (
 	"github.com/blobgw/blobgw/backends"
 )
 
-var _ backends.Backend = (*Store)(nil)
+var (
+	_ backends.Backend     = (*Store)(nil)
+	_ backends.TempSweeper = (*Store)(nil)
+)
 
 // Errors specific to this backend, always returned wrapped with the
 // operation and key ("disk: put k: invalid key"); test with errors.Is.
@@ -717,4 +720,19 @@ func (s *Store) CleanTemp(olderThan time.Duration) (int, error) {
 		return removed, fmt.Errorf("disk: clean temp: %w", err)
 	}
 	return removed, nil
+}
+
+// SweepTemp implements backends.TempSweeper with CleanTemp. A temporary
+// file's modification time is its last write, and a live Put writes each
+// time its body delivers bytes, so olderThan well above the gateway's body
+// idle timeout never removes a Put in flight in another process sharing
+// the root (those of this Store are never removed).
+func (s *Store) SweepTemp(ctx context.Context, olderThan time.Duration) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("disk: sweep temp: %w", err)
+	}
+	if olderThan <= 0 {
+		return 0, fmt.Errorf("disk: sweep temp: olderThan %v must be > 0", olderThan)
+	}
+	return s.CleanTemp(olderThan)
 }

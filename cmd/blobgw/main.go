@@ -53,6 +53,9 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "gc-grace", EnvVars: []string{"BLOBGW_GC_GRACE"}, Usage: "how long replaced bytes stay readable (default 15m)"},
 		&cli.DurationFlag{Name: "gc-interval", EnvVars: []string{"BLOBGW_GC_INTERVAL"}, Usage: "collector pass interval (default 30s)"},
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
+		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408 (default 60s)"},
+		&cli.IntFlag{Name: "max-uploads", EnvVars: []string{"BLOBGW_MAX_UPLOADS"}, Usage: "uploads served at once per replica; more get 503 ServerBusy (default 256)"},
+		&cli.DurationFlag{Name: "block-expiry", EnvVars: []string{"BLOBGW_BLOCK_EXPIRY"}, Usage: "discard uncommitted blocks of a blob this long after its last Put Block (default 168h)"},
 		&cli.BoolFlag{Name: "strict-conditions", EnvVars: []string{"BLOBGW_STRICT_CONDITIONS"}, Usage: "reject condition header combinations the REST docs forbid on writes"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"BLOBGW_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "s3-endpoint", EnvVars: []string{"BLOBGW_S3_ENDPOINT"}, Usage: "s3 backend: endpoint URL (empty: AWS)"},
@@ -102,6 +105,15 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	}
 	if c.IsSet("intent-ttl") {
 		cfg.IntentTTL = c.Duration("intent-ttl")
+	}
+	if c.IsSet("body-idle-timeout") {
+		cfg.BodyIdleTimeout = c.Duration("body-idle-timeout")
+	}
+	if c.IsSet("max-uploads") {
+		cfg.MaxUploads = c.Int("max-uploads")
+	}
+	if c.IsSet("block-expiry") {
+		cfg.BlockExpiry = c.Duration("block-expiry")
 	}
 	if c.IsSet("strict-conditions") {
 		cfg.StrictConditions = c.Bool("strict-conditions")
@@ -212,7 +224,10 @@ func newApp() *cli.App {
 						return err
 					}
 					defer store.Close()
-					n, err := gateway.Collect(c.Context, store, backend, newLogger(cfg.LogLevel))
+					n, err := gateway.CollectPass(c.Context, store, backend, newLogger(cfg.LogLevel), gateway.CollectOptions{
+						TempAge:     gateway.TempSweepAge(cfg.BodyIdleTimeout),
+						BlockExpiry: cfg.BlockExpiry,
+					})
 					fmt.Printf("deleted %d objects\n", n)
 					return err
 				},
@@ -290,7 +305,8 @@ func serve(c *cli.Context) error {
 		return cli.Exit("config: "+err.Error(), 2)
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
-	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts})
+	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
+		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)

@@ -42,6 +42,9 @@ type Config struct {
 	GCInterval       time.Duration `yaml:"gc_interval"`
 	IntentTTL        time.Duration `yaml:"intent_ttl"`
 	StrictConditions bool          `yaml:"strict_conditions"`
+	BodyIdleTimeout  time.Duration `yaml:"body_idle_timeout"`
+	MaxUploads       int           `yaml:"max_uploads"`
+	BlockExpiry      time.Duration `yaml:"block_expiry"`
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
 	S3               S3            `yaml:"s3"`
@@ -72,6 +75,10 @@ func Default() Config {
 		GCInterval: 30 * time.Second,
 		IntentTTL:  24 * time.Hour,
 		LogLevel:   "info",
+
+		BodyIdleTimeout: 60 * time.Second,
+		MaxUploads:      256,
+		BlockExpiry:     7 * 24 * time.Hour,
 	}
 }
 
@@ -165,6 +172,15 @@ func (c *Config) Validate() error {
 	}
 	if c.GCGrace < 0 || c.GCInterval <= 0 || c.IntentTTL <= 0 {
 		return errors.New("gc_grace must be ≥ 0, gc_interval and intent_ttl > 0")
+	}
+	if c.BodyIdleTimeout <= 0 {
+		return errors.New("body_idle_timeout must be > 0")
+	}
+	if c.MaxUploads <= 0 {
+		return errors.New("max_uploads must be > 0")
+	}
+	if c.BlockExpiry <= 0 {
+		return errors.New("block_expiry must be > 0")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"StageBlockConcurrent", testStageBlockConcurrent},
 		{"BlockStats", testBlockStats},
 		{"ContainerDeleteBlocks", testContainerDeleteBlocks},
+		{"BlockExpiry", testBlockExpiry},
 		{"SnapshotPutGet", testSnapshotPutGet},
 		{"SnapshotExists", testSnapshotExists},
 		{"SnapshotNeedsContainer", testSnapshotNeedsContainer},
