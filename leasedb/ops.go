@@ -741,6 +741,10 @@ func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, d
 		if res.Now, err = tx.Now(ctx); err != nil {
 			return err
 		}
+		if delimiter != "" {
+			res.Items, res.Next, err = delimitedPage(ctx, tx, account, container, prefix, delimiter, after, max, inc)
+			return err
+		}
 		cursor := after
 		lastPrefix := ""
 		batch := max + 1
