@@ -216,7 +216,9 @@ type Dialect struct {
 // its key, LIMIT 1) only when its name is no longer past the position, so
 // a step costs at most one seek per table and a plain blob costs one. The
 // entries are then read by key for the names the walk found: at most limit
-// steps, each giving at least one entry.
+// steps, each giving at least one entry. The joins are CROSS JOINs so
+// that SQLite keeps the walk as the outer loop (it would otherwise read
+// the container's snapshots and look each up in the walk).
 func ListDelimited(d Dialect, account, container, prefix, delimiter, after string, limit int, inc leasedb.ListInclude) (string, []any) {
 	var args []any
 	arg := func(v any) string {
@@ -309,14 +311,14 @@ found(m, mb, ms, mk, n) AS (
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
-		FROM found f JOIN blobs ON account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
-		WHERE f.mb = f.m AND NOT (` + rolled("f.m") + `)`)
+		FROM found f CROSS JOIN blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mb = f.m AND NOT (` + rolled("f.m") + `)`)
 	if inc.Snapshots {
 		b.WriteString(`
 	UNION ALL
 	SELECT ` + SnapshotCols + `, ` + fmt.Sprint(KindSnapshot) + `, f.n
-		FROM found f JOIN snapshots ON account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
-		WHERE f.ms = f.m AND NOT (` + rolled("f.m") + `)`)
+		FROM found f CROSS JOIN snapshots WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.ms = f.m AND NOT (` + rolled("f.m") + `)`)
 	}
 	if inc.Uncommitted {
 		// The walk already knows whether the name has a blob row: mb is
