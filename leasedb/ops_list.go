@@ -85,3 +85,7 @@ func rollup(name, prefix, delimiter string) (string, bool) {
 	}
 	return prefix + rest[:i+len(delimiter)], true
 }
+
+// startBefore is the snapshot part of the position that startFrom makes:
+// it sorts before every snapshot id.
+const startBefore = "\x01"

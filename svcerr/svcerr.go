@@ -86,6 +86,10 @@ const (
 	OperationTimedOut                     Code = "OperationTimedOut"
 )
 
+// OperationNotSupportedWithFeatureMissing refuses List Blobs endBefore,
+// which only accounts with Blob Listing with Apache Arrow accept.
+const OperationNotSupportedWithFeatureMissing Code = "OperationNotSupportedWithFeatureMissing"
+
 type entry struct {
 	status int
 	msg    string
@@ -162,6 +166,10 @@ var table = map[Code]entry{
 	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
 	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
 	OperationTimedOut:                     {500, "The operation could not be completed within the permitted time."},
+
+	// List Blobs endBefore: only accounts with Blob Listing with Apache
+	// Arrow accept it.
+	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
 }
 
 // Error is a service error: a code, its status and optional detail elements
