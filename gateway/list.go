@@ -164,6 +164,10 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 		return err
 	}
 	prefix, delimiter, marker := req.query["prefix"], req.query["delimiter"], req.query["marker"]
+	startFrom, err := parseStartFrom(req)
+	if err != nil {
+		return err
+	}
 	if delimiter != "" && include["snapshots"] {
 		return svcerr.Query(svcerr.InvalidQueryParameterValue, "include", req.query["include"], "snapshots cannot be listed with a delimiter")
 	}
@@ -171,7 +175,7 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	// before it; include=uncommittedblobs adds names that have only staged
 	// blocks. Every entry counts toward maxresults.
 	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"]}
-	res, err := s.db.ListBlobsInclude(r.Context(), req.account, req.container, prefix, delimiter, marker, max, inc)
+	res, err := s.db.ListBlobsFrom(r.Context(), req.account, req.container, prefix, delimiter, marker, startFrom, max, inc)
 	if err != nil {
 		return err
 	}

@@ -324,6 +324,15 @@ type Tx interface {
 	// primary key bounded by limit (staged names are found one index probe
 	// each, never by reading every block).
 	ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc ListInclude) ([]ListItem, error)
+	// ListDelimited is ListEntries with a delimiter (not ""), strictly
+	// after the name after: an entry whose name holds delimiter after the
+	// prefix is replaced by one item with Prefix set to the name up to and
+	// including that first delimiter, once per prefix, in the prefix's
+	// place in listing order. Every item counts toward limit. Staged
+	// names (inc.Uncommitted) and snapshots (inc.Snapshots) roll up like
+	// blobs. It reads about what it returns: one seek per prefix skips
+	// every name under it, never the names themselves.
+	ListDelimited(ctx context.Context, account, container, prefix, delimiter, after string, limit int, inc ListInclude) ([]ListItem, error)
 
 	// ClaimAdoptedKey records ref as the blob that adopted the backend key
 	// (AdoptBlob) and reports true. When the key already has a recorded

@@ -724,9 +724,22 @@ func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimite
 // uncommitted names and prefixes alike (contract §9.1), and the marker can
 // resume in the middle of one name's snapshots.
 func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, delimiter, marker string, max int, inc ListInclude) (*ListResult, error) {
+	return d.ListBlobsFrom(ctx, account, container, prefix, delimiter, marker, "", max, inc)
+}
+
+// ListBlobsFrom is ListBlobsInclude with List Blobs' startFrom: when it is
+// not "", the listing starts at the first entry whose name is startFrom or
+// after it (inclusive), or after the marker when that is further on.
+func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, delimiter, marker, startFrom string, max int, inc ListInclude) (*ListResult, error) {
 	after, err := decodeListMarker(marker)
 	if err != nil {
 		return nil, err
+	}
+	if startFrom != "" && after.name < startFrom {
+		// The position right before startFrom's first entry: past its
+		// snapshots up to "\x01", which are none (snapshot ids are
+		// timestamps), so its snapshots, blob or staged entry all follow.
+		after = listPos{name: startFrom, snapshot: startBefore}
 	}
 	res := &ListResult{}
 	err = d.Store.View(ctx, func(tx Tx) error {
@@ -739,6 +752,10 @@ func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, d
 			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		if res.Now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		if delimiter != "" {
+			res.Items, res.Next, err = delimitedPage(ctx, tx, account, container, prefix, delimiter, after, max, inc)
 			return err
 		}
 		cursor := after

@@ -88,6 +88,10 @@ const (
 	RequestTimeout                        Code = "RequestTimeout"
 )
 
+// OperationNotSupportedWithFeatureMissing refuses List Blobs endBefore,
+// which only accounts with Blob Listing with Apache Arrow accept.
+const OperationNotSupportedWithFeatureMissing Code = "OperationNotSupportedWithFeatureMissing"
+
 type entry struct {
 	status int
 	msg    string
@@ -169,6 +173,9 @@ var table = map[Code]entry{
 	// 408, which the Azure SDKs retry, rather than OperationTimedOut's
 	// 500: the client, not the server, stopped.
 	RequestTimeout: {408, "The request body was not received within the permitted time."},
+	// List Blobs endBefore: only accounts with Blob Listing with Apache
+	// Arrow accept it.
+	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
 }
 
 // Error is a service error: a code, its status and optional detail elements

@@ -147,6 +147,68 @@ func TestListEntriesPlan(t *testing.T) {
 	for _, fam := range fams {
 		t.Logf("%s: at most %.2f×limit rows read", fam, worst[fam])
 	}
+	checkDelimitedPlans(t, ctx, s, conn, model)
+	for _, err := range plancase.CheckPages(ctx, s, model) {
+		t.Error(err)
+	}
+}
+
+// checkDelimitedPlans is TestListEntriesPlan for ListDelimited (List
+// Blobs with a delimiter): rows read bounded by the limit, never by the
+// names under the prefixes the page skips, in custom and generic plans.
+// A walk step reads one index entry of blobs and, for the names it lands
+// on, of snapshots and blocks; the entries are then read by key: the
+// bound of ListEntries holds.
+func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *pgx.Conn, model []plancase.Entry) {
+	worst := map[string]float64{}
+	for _, c := range plancase.DelimCases() {
+		q, args := sqlq.ListDelimited(postgres.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+		for _, generic := range []bool{false, true} {
+			mode := "custom"
+			if generic {
+				mode = "generic"
+			}
+			m, err := explainRows(ctx, conn, q, args, generic)
+			if err != nil {
+				t.Fatalf("delimited %s (%s plan): %v", c.Name, mode, err)
+			}
+			bad := false
+			if m.seqScans != nil {
+				t.Errorf("delimited %s (%s plan): sequential scan of %v", c.Name, mode, m.seqScans)
+				bad = true
+			}
+			if m.planRows > planBound(c.Limit) || m.statRows > planBound(c.Limit) {
+				t.Errorf("delimited %s (%s plan): read %d rows by the plan, %d by the statistics; want at most %d",
+					c.Name, mode, m.planRows, m.statRows, planBound(c.Limit))
+				bad = true
+			}
+			if bad {
+				t.Logf("plan of delimited %s (%s):\n%s", c.Name, mode, explainText(ctx, conn, q, args, generic))
+			}
+			inc, _, _ := strings.Cut(c.Name, "/")
+			fam := fmt.Sprintf("%s plan, include %s, limit %d", mode, inc, c.Limit)
+			worst[fam] = max(worst[fam], float64(max(m.planRows, m.statRows))/float64(c.Limit))
+		}
+		var got []leasedb.ListItem
+		if err := s.View(ctx, func(tx leasedb.Tx) error {
+			var err error
+			got, err = tx.ListDelimited(ctx, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+			return err
+		}); err != nil {
+			t.Fatalf("delimited %s: %v", c.Name, err)
+		}
+		if err := plancase.SameDelimEntries(got, c.Want(model)); err != nil {
+			t.Errorf("delimited %s: %v", c.Name, err)
+		}
+	}
+	fams := make([]string, 0, len(worst))
+	for fam := range worst {
+		fams = append(fams, fam)
+	}
+	sort.Strings(fams)
+	for _, fam := range fams {
+		t.Logf("delimited, %s: at most %.2f×limit rows read", fam, worst[fam])
+	}
 }
 
 // planMeasure is what one execution of a query read.

@@ -204,8 +204,80 @@ func TestListEntriesPlan(t *testing.T) {
 		for _, fam := range fams {
 			t.Logf("%s: at most %.2f×limit pages fetched", fam, worst[fam])
 		}
+		checkDelimitedPlans(t, ctx, s, conn, roots, model, phase)
+	}
+	for _, err := range plancase.CheckPages(ctx, s, model) {
+		t.Error(err)
 	}
 }
+
+// checkDelimitedPlans is TestListEntriesPlan for ListDelimited (List
+// Blobs with a delimiter): key range searches only, and pages fetched
+// bounded by the limit, never by the names under the prefixes the page
+// skips.
+func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *sql.Conn, roots map[int64]string, model []plancase.Entry, phase string) {
+	worst := map[string]float64{}
+	for _, c := range plancase.DelimCases() {
+		q, args := sqlq.ListDelimited(sqlite.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+		plan, err := queryPlan(ctx, conn, q, args)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		bad := checkPlan(plan, q)
+		scans, err := bytecodeScans(ctx, conn, q, args, roots)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		bad = append(bad, scans...)
+		pages, err := pagesFetched(ctx, conn, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if pages > delimPageBound(c.Limit) {
+			bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, delimPageBound(c.Limit)))
+		}
+		for _, b := range bad {
+			t.Errorf("delimited %s (%s): %s", c.Name, phase, b)
+		}
+		if bad != nil {
+			t.Logf("plan of delimited %s (%s):\n%s", c.Name, phase, planText(plan))
+		}
+		inc, _, _ := strings.Cut(c.Name, "/")
+		fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.Limit)
+		worst[fam] = max(worst[fam], float64(pages)/float64(c.Limit))
+		if phase != "no statistics" {
+			continue
+		}
+		var got []leasedb.ListItem
+		if err := s.View(ctx, func(tx leasedb.Tx) error {
+			var err error
+			got, err = tx.ListDelimited(ctx, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+			return err
+		}); err != nil {
+			t.Fatalf("delimited %s: %v", c.Name, err)
+		}
+		if err := plancase.SameDelimEntries(got, c.Want(model)); err != nil {
+			t.Errorf("delimited %s: %v", c.Name, err)
+		}
+	}
+	fams := make([]string, 0, len(worst))
+	for fam := range worst {
+		fams = append(fams, fam)
+	}
+	sort.Strings(fams)
+	for _, fam := range fams {
+		t.Logf("delimited, %s: at most %.2f×limit pages fetched", fam, worst[fam])
+	}
+}
+
+// delimPageBound is the most pages one ListDelimited query may fetch. A
+// walk step seeks the blobs key (a descent, three or four pages) and, for
+// the names it lands on, the snapshots and blocks keys; the entries are
+// then read by key, one descent per name (and per name with snapshots):
+// about 10 pages per step with every include, at most limit steps. A
+// prefix costs the same one step however many names it holds: walking the
+// 100,000 names under d/01 fetches thousands of pages.
+func delimPageBound(limit int) int { return 14*limit + 100 }
 
 // planStep is one row of EXPLAIN QUERY PLAN.
 type planStep struct {

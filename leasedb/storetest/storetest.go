@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},
 		{"ListEntries", testListEntries},
+		{"ListDelimited", testListDelimited},
 		{"RoundTripTimes", testTimes},
 		{"RoundTripMetadata", testMetadata},
 		{"RoundTripLeaseSince", testLeaseSince},

@@ -6,6 +6,7 @@
 package plancase
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -222,4 +223,192 @@ func FindCases() []FindCase {
 		{"0050000 <= n < 0050020, account", "", leasedb.TagRange{Key: "n", Lo: "0050000", LoOp: ">=", Hi: "0050020", HiOp: "<"},
 			func(i int) bool { return i >= 50000 && i < 50020 }, Container, FindName(50009), 100, 30},
 	}
+}
+
+// DelimCase is one ListDelimited call.
+type DelimCase struct {
+	Name                     string
+	Prefix, Delimiter, After string
+	Limit                    int
+	Inc                      leasedb.ListInclude
+}
+
+// DelimEntry is one ListDelimited item of the model: an Entry, or a
+// BlobPrefix (Prefix set).
+type DelimEntry struct {
+	Entry
+	Prefix string
+}
+
+// Want returns what ListDelimited must return for c according to model:
+// the entries under the prefix strictly after c.After, those whose name
+// holds the delimiter after the prefix rolled up into one prefix each.
+func (c DelimCase) Want(model []Entry) []DelimEntry {
+	start := sort.Search(len(model), func(i int) bool {
+		return model[i].Name > c.After && model[i].Name >= c.Prefix
+	})
+	var out []DelimEntry
+	for _, e := range model[start:] {
+		if len(out) == c.Limit || !strings.HasPrefix(e.Name, c.Prefix) {
+			break
+		}
+		if (e.Kind == sqlq.KindSnapshot && !c.Inc.Snapshots) || (e.Kind == sqlq.KindStaged && !c.Inc.Uncommitted) {
+			continue
+		}
+		if i := strings.Index(e.Name[len(c.Prefix):], c.Delimiter); i >= 0 {
+			p := e.Name[:len(c.Prefix)+i+len(c.Delimiter)]
+			if len(out) == 0 || out[len(out)-1].Prefix != p {
+				out = append(out, DelimEntry{Prefix: p})
+			}
+			continue
+		}
+		out = append(out, DelimEntry{Entry: e})
+	}
+	return out
+}
+
+// DelimCases: prefixes that each hide 100,000 names or more ("/" from
+// the start), many small prefixes between plain names ("0" under d/01:
+// d/010 holds 10,000 names, d/01110 ten), a delimiter of two characters,
+// staged names that roll up only when listed (".": d/0000004.u), a
+// delimiter no name holds (every entry plain), each from the start, from
+// a cursor right after a prefix or in the middle of one, at limits 1 and
+// 5000.
+func DelimCases() []DelimCase {
+	incs := []struct {
+		label string
+		inc   leasedb.ListInclude
+	}{
+		{"none", leasedb.ListInclude{}},
+		{"snapshots", leasedb.ListInclude{Snapshots: true}},
+		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
+		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
+	}
+	shapes := []struct {
+		label, prefix, delim string
+		cursors              []string // besides the start
+	}{
+		{"slash", "", "/", []string{"d/\U0010FFFF"}},
+		{"zero", "d/01", "0", []string{"d/0150000"}},
+		{"twozeros", "d/0", "00", []string{"d/0100\U0010FFFF"}},
+		{"dot", "d/000", ".", []string{"d/0000004.\U0010FFFF"}},
+		{"absent", "d/01", "|", nil},
+	}
+	var out []DelimCase
+	for _, in := range incs {
+		for _, sh := range shapes {
+			for i, after := range append([]string{""}, sh.cursors...) {
+				for _, limit := range []int{1, 5000} {
+					out = append(out, DelimCase{
+						Name:   fmt.Sprintf("%s/%s/cursor%d/%d", in.label, sh.label, i, limit),
+						Prefix: sh.prefix, Delimiter: sh.delim, After: after, Limit: limit, Inc: in.inc,
+					})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// SameDelimEntries reports how got differs from want.
+func SameDelimEntries(got []leasedb.ListItem, want []DelimEntry) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for i, it := range got {
+		w := want[i]
+		if w.Prefix != "" || it.Prefix != "" {
+			if it.Prefix != w.Prefix {
+				return fmt.Errorf("item %d is prefix %q (blob %v), want prefix %q (%+v)", i, it.Prefix, it.Blob != nil, w.Prefix, w.Entry)
+			}
+			continue
+		}
+		if err := SameEntries(got[i:i+1], []Entry{w.Entry}); err != nil {
+			return fmt.Errorf("item %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+// PageCase is one List Blobs page with a delimiter through
+// DB.ListBlobsInclude.
+type PageCase struct {
+	Prefix, Delimiter, Marker string
+	Max                       int
+	Inc                       leasedb.ListInclude
+}
+
+// PageCases are pages whose prefixes hide many names: the re-query of
+// max+1 rows after each prefix read millions of rows for them.
+func PageCases() []PageCase {
+	both := leasedb.ListInclude{Snapshots: true, Uncommitted: true}
+	return []PageCase{
+		{"", "/", "", 5000, leasedb.ListInclude{}},
+		{"", "/", "", 1000, both},
+		{"d/01", "0", "", 5000, leasedb.ListInclude{}},
+		{"d/01", "0", leasedb.EncodeMarker("d/0150000"), 1000, both},
+		{"d/0", "00", "", 5000, leasedb.ListInclude{Uncommitted: true}},
+	}
+}
+
+// CountingStore counts the rows its transactions' listing calls
+// (ListBlobs, ListEntries, ListDelimited) return: what a List Blobs page
+// made the database find and the driver decode.
+type CountingStore struct {
+	leasedb.Store
+	Rows int
+}
+
+// View implements leasedb.Store.
+func (s *CountingStore) View(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.Store.View(ctx, func(tx leasedb.Tx) error { return fn(countingTx{tx, s}) })
+}
+
+type countingTx struct {
+	leasedb.Tx
+	s *CountingStore
+}
+
+func (t countingTx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
+	out, err := t.Tx.ListBlobs(ctx, account, container, prefix, after, limit)
+	t.s.Rows += len(out)
+	return out, err
+}
+
+func (t countingTx) ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
+	out, err := t.Tx.ListEntries(ctx, account, container, prefix, after, afterSnapshot, limit, inc)
+	t.s.Rows += len(out)
+	return out, err
+}
+
+func (t countingTx) ListDelimited(ctx context.Context, account, container, prefix, delimiter, after string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
+	out, err := t.Tx.ListDelimited(ctx, account, container, prefix, delimiter, after, limit, inc)
+	t.s.Rows += len(out)
+	return out, err
+}
+
+// CheckPages runs PageCases against s: each page must be what the model
+// says, and its listing calls must return at most max+1 rows (the page
+// and one to know that another follows) plus one batch of a name's
+// snapshots.
+func CheckPages(ctx context.Context, s leasedb.Store, model []Entry) []error {
+	var errs []error
+	for _, pc := range PageCases() {
+		cs := &CountingStore{Store: s}
+		db := &leasedb.DB{Store: cs}
+		res, err := db.ListBlobsInclude(ctx, Account, Container, pc.Prefix, pc.Delimiter, pc.Marker, pc.Max, pc.Inc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("page %+v: %v", pc, err))
+			continue
+		}
+		after, _ := leasedb.DecodeMarker(pc.Marker)
+		want := DelimCase{Prefix: pc.Prefix, Delimiter: pc.Delimiter, After: after, Limit: pc.Max, Inc: pc.Inc}.Want(model)
+		if err := SameDelimEntries(res.Items, want); err != nil {
+			errs = append(errs, fmt.Errorf("page %+v: %v", pc, err))
+		}
+		if bound := pc.Max + 1 + 64; cs.Rows > bound {
+			errs = append(errs, fmt.Errorf("page %+v: the listing calls returned %d rows for %d items, want at most %d", pc, cs.Rows, len(res.Items), bound))
+		}
+	}
+	return errs
 }

@@ -184,3 +184,154 @@ func FindTagged(placeholder func(n int) string, account, container string, r lea
 	ORDER BY t.container, t.name LIMIT ` + arg(limit))
 	return b.String(), args
 }
+
+// KindPrefix marks a ListDelimited row that is a BlobPrefix: its name is
+// the prefix, every other column is StagedCols' filler.
+const KindPrefix = 3
+
+// Dialect is what the List Blobs query with a delimiter needs beyond the
+// SQL both drivers share.
+type Dialect struct {
+	// Placeholder is the text of the n-th parameter; it must name n (the
+	// query text does not use them in order).
+	Placeholder func(n int) string
+	// Strpos names the function giving the 1-based character position of
+	// its second argument in its first, 0 when absent: instr (SQLite),
+	// strpos (Postgres).
+	Strpos string
+}
+
+// ListDelimited builds Tx.ListDelimited's query: the List Blobs entries
+// under prefix strictly after the name after (from the prefix when after
+// sorts before it), names that hold delimiter after the prefix rolled up
+// into one KindPrefix row each, at most limit rows. The columns are those
+// of ListEntries.
+//
+// A recursive walk finds the page's names without reading the names under
+// a prefix: each step holds, for every table the listing reads (blobs,
+// and snapshots and blocks as inc asks), the first name of that table past
+// the walk's position; the step's name is the least of them. When that
+// name rolls up into prefix P, the walk moves to P || U+10FFFF, past every
+// name under P, else past the name; a table is probed again (one seek of
+// its key, LIMIT 1) only when its name is no longer past the position, so
+// a step costs at most one seek per table and a plain blob costs one. The
+// entries are then read by key for the names the walk found: at most limit
+// steps, each giving at least one entry. The joins are CROSS JOINs so
+// that SQLite keeps the walk as the outer loop (it would otherwise read
+// the container's snapshots and look each up in the walk).
+func ListDelimited(d Dialect, account, container, prefix, delimiter, after string, limit int, inc leasedb.ListInclude) (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return d.Placeholder(len(args))
+	}
+	end, bounded := PrefixEnd(prefix)
+	plen := utf8.RuneCountInString(prefix)
+	dlen := utf8.RuneCountInString(delimiter)
+
+	type part struct{ col, table, key string }
+	parts := []part{{"mb", "blobs", "name"}}
+	if inc.Snapshots {
+		parts = append(parts, part{"ms", "snapshots", "name"})
+	}
+	if inc.Uncommitted {
+		parts = append(parts, part{"mk", "blocks", "blob"})
+	}
+	// first is the first key of p's table that is past pos (an SQL
+	// expression), within the prefix.
+	first := func(p part, op, pos string) string {
+		s := `(SELECT ` + p.key + ` FROM ` + p.table + ` WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
+			` AND ` + p.key + ` ` + op + ` ` + pos
+		if bounded {
+			s += ` AND ` + p.key + ` < ` + arg(end)
+		}
+		return s + ` ORDER BY ` + p.key + ` LIMIT 1)`
+	}
+	// least is the least non-NULL of the walk row's columns (NULL when
+	// every table is exhausted), written out: SQLite's min() of several
+	// arguments is NULL when one is, and it has no LEAST.
+	least := func(q string) string {
+		m := q + parts[0].col
+		for _, p := range parts[1:] {
+			c := q + p.col
+			m = `(CASE WHEN ` + m + ` IS NULL THEN ` + c + ` WHEN ` + c + ` IS NULL OR ` + m + ` < ` + c + ` THEN ` + m + ` ELSE ` + c + ` END)`
+		}
+		return m
+	}
+	// cut is the 1-based position of the delimiter in m after the prefix
+	// (0 when m holds none there); rolled says m rolls up; rollup is the
+	// prefix m rolls up into.
+	cut := func(m string) string {
+		return d.Strpos + `(substr(` + m + `, ` + fmt.Sprint(plen+1) + `), CAST(` + arg(delimiter) + ` AS TEXT))`
+	}
+	rolled := func(m string) string { return cut(m) + ` > 0` }
+	rollup := func(m string) string {
+		return `substr(` + m + `, 1, ` + cut(m) + ` + ` + fmt.Sprint(plen+dlen-1) + `)`
+	}
+
+	var b strings.Builder
+	b.WriteString(`WITH RECURSIVE walk(`)
+	for _, p := range parts {
+		b.WriteString(p.col + `, `)
+	}
+	b.WriteString(`n) AS (
+	SELECT `)
+	for _, p := range parts {
+		var start string
+		switch {
+		case after < prefix:
+			start = first(p, ">=", arg(prefix))
+		default:
+			start = first(p, ">", arg(after))
+		}
+		b.WriteString(start + `, `)
+	}
+	b.WriteString(`1
+	UNION ALL
+	SELECT `)
+	m := least("w.")
+	pos := `(CASE WHEN ` + rolled(m) + ` THEN ` + rollup(m) + ` || CAST(` + arg("\U0010FFFF") + ` AS TEXT) ELSE ` + m + ` END)`
+	for _, p := range parts {
+		c := `w.` + p.col
+		b.WriteString(`CASE WHEN ` + c + ` IS NULL OR ` + c + ` > ` + pos + ` THEN ` + c + ` ELSE ` + first(p, ">", pos) + ` END, `)
+	}
+	b.WriteString(`w.n + 1 FROM walk w WHERE ` + m + ` IS NOT NULL AND w.n < ` + arg(limit) + `
+),
+found(m, mb, ms, mk, n) AS (
+	SELECT ` + least("") + `, mb, `)
+	col := func(c string) string {
+		for _, p := range parts {
+			if p.col == c {
+				return c
+			}
+		}
+		return `CAST(NULL AS TEXT)`
+	}
+	b.WriteString(col("ms") + `, ` + col("mk") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
+)
+SELECT ` + BlobCols + `, snapshot, kind FROM (
+	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
+		FROM found f CROSS JOIN blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mb = f.m AND NOT (` + rolled("f.m") + `)`)
+	if inc.Snapshots {
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + SnapshotCols + `, ` + fmt.Sprint(KindSnapshot) + `, f.n
+		FROM found f CROSS JOIN snapshots WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.ms = f.m AND NOT (` + rolled("f.m") + `)`)
+	}
+	if inc.Uncommitted {
+		// The walk already knows whether the name has a blob row: mb is
+		// the first blob name not before it.
+		b.WriteString(`
+	UNION ALL
+	SELECT CAST(` + arg(account) + ` AS TEXT), CAST(` + arg(container) + ` AS TEXT), f.m, ` + StagedCols + `, '', ` + fmt.Sprint(KindStaged) + `, f.n
+		FROM found f WHERE f.mk = f.m AND (f.mb IS NULL OR f.mb <> f.m) AND NOT (` + rolled("f.m") + `)`)
+	}
+	b.WriteString(`
+	UNION ALL
+	SELECT CAST(` + arg(account) + ` AS TEXT), CAST(` + arg(container) + ` AS TEXT), ` + rollup("f.m") + `, ` + StagedCols + `, '', ` + fmt.Sprint(KindPrefix) + `, f.n
+		FROM found f WHERE ` + rolled("f.m") + `
+) AS entries ORDER BY n, kind, snapshot LIMIT ` + arg(limit))
+	return b.String(), args
+}

@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// dialect is Postgres's for the queries sqlq builds.
+var dialect = sqlq.Dialect{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }, Strpos: "strpos"}
+
+// ListDelimited implements leasedb.Tx: one query, a recursive walk that
+// seeks past each prefix (see sqlq.ListDelimited), then the entries of
+// the names it found, read by key.
+func (t *tx) ListDelimited(ctx context.Context, account, container, prefix, delimiter, after string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
+	if err := checkText(account, container, prefix, delimiter, after); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || delimiter == "" {
+		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: limit %d, delimiter %q", account, container, limit, delimiter)
+	}
+	q, args := sqlq.ListDelimited(dialect, account, container, prefix, delimiter, after, limit, inc)
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	var kinds []*int
+	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
+		k := new(int)
+		kinds = append(kinds, k)
+		return []any{&b.Snapshot, k}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, ctxErr(ctx, err))
+	}
+	return delimitedItems(bs, kinds), nil
+}
+
+// delimitedItems turns ListDelimited's rows into items.
+func delimitedItems(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
+	out := make([]leasedb.ListItem, len(bs))
+	for i, b := range bs {
+		switch *kinds[i] {
+		case sqlq.KindPrefix:
+			out[i] = leasedb.ListItem{Prefix: b.Name}
+		default:
+			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
+		}
+	}
+	return out
+}
