@@ -158,6 +158,8 @@ func TestInvalidUTF8Refused(t *testing.T) {
 				{"List Containers marker", "GET", "?comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
 				{"List Blobs prefix", "GET", "edge?restype=container&comp=list&prefix=%ff", "", nil, 400, "InvalidQueryParameterValue"},
 				{"List Blobs marker", "GET", "edge?restype=container&comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+				{"List Blobs prefix with NUL", "GET", "edge?restype=container&comp=list&prefix=a%00b", "", nil, 400, "InvalidQueryParameterValue"},
+				{"List Blobs delimiter NUL", "GET", "edge?restype=container&comp=list&delimiter=%00", "", nil, 400, "InvalidQueryParameterValue"},
 				{"List Blobs delimiter", "GET", "edge?restype=container&comp=list&delimiter=%ff", "", nil, 400, "InvalidQueryParameterValue"},
 				{"List Blobs startFrom", "GET", "edge?restype=container&comp=list&startFrom=%ff", "", nil, 400, "InvalidQueryParameterValue"},
 				{"Find Blobs where", "GET", "?comp=blobs&where=%22t%22%3D%27%ff%27", "", nil, 400, "InvalidQueryParameterValue"},
@@ -230,6 +232,8 @@ func TestParseQuery(t *testing.T) {
 		{"prefix=%ff", nil},
 		{"%ff=1", nil},
 		{"prefix=caf%C3%A9", map[string]string{"prefix": "café"}},
+		{"prefix=a%00b", nil},
+		{"%00=1", nil},
 	}
 	for _, tc := range tests {
 		// Many runs: map order must not matter.

@@ -18,8 +18,9 @@ import (
 //   - one name given twice, in any case, with different values
 //     ("comp=list&Comp=acl" would pick List Blobs or Get Container ACL by
 //     map order); identical repeats are one parameter;
-//   - a name or value that is not UTF-8 after decoding: no store keeps
-//     such a prefix, marker or filter, and nothing Azure names is spelled so.
+//   - a name or value that is not UTF-8 after decoding, or holds a NUL:
+//     no store keeps such a prefix, marker or filter (names cannot hold
+//     NUL), and nothing Azure names is spelled so.
 //
 // The names are checked in sorted order so the error names the same
 // parameter every time.
@@ -39,15 +40,19 @@ func parseQuery(rawQuery string) (map[string]string, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !utf8.ValidString(k) {
+		if !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
 			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, strings.ToValidUTF8(k, "\uFFFD"), "",
-				"the parameter name is not valid UTF-8")
+				"the parameter name is not valid UTF-8 or holds a NUL")
 		}
 		lk := strings.ToLower(k)
 		for _, v := range vals[k] {
 			if !utf8.ValidString(v) {
 				return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, k, strings.ToValidUTF8(v, "\uFFFD"),
 					"the value is not valid UTF-8")
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, k, strings.ReplaceAll(v, "\x00", "\\0"),
+					"the value holds a NUL character")
 			}
 			if prev, dup := out[lk]; dup && prev != v {
 				return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, k, v,
