@@ -3,7 +3,6 @@ package gateway
 import (
 	"net"
 	"net/http"
-	"strings"
 
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/svcerr"
@@ -29,7 +28,7 @@ func (s *Server) authorize(r *http.Request, req *request) error {
 }
 
 func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]string) error {
-	op, ok := sasOperation(r, req)
+	op, ok := req.op.sasOperation()
 	if !ok {
 		return svcerr.New(svcerr.AuthorizationPermissionMismatch)
 	}
@@ -73,115 +72,11 @@ func clientIP(r *http.Request) net.IP {
 	return net.ParseIP(host)
 }
 
-// sasOperation maps a request to the operation whose permission a SAS must
-// grant (mirrors route).
-func sasOperation(r *http.Request, req *request) (auth.Operation, bool) {
-	restype, comp := req.query["restype"], req.query["comp"]
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	put, del := r.Method == http.MethodPut, r.Method == http.MethodDelete
-	isBreak := strings.EqualFold(r.Header.Get("x-ms-lease-action"), "break")
-	if restype == "account" && comp == "properties" {
-		return auth.OpAccountInfo, get
-	}
-	switch {
-	case req.container == "":
-		switch {
-		case comp == "list" && get:
-			return auth.OpListContainers, true
-		case comp == "blobs" && get:
-			return auth.OpFindBlobsService, true
-		case restype == "service" && comp == "properties":
-			if put {
-				return auth.OpSetServiceProperties, true
-			}
-			return auth.OpGetServiceProperties, get
-		}
-	case req.blob == "":
-		switch comp {
-		case "":
-			switch {
-			case put:
-				return auth.OpCreateContainer, true
-			case get:
-				return auth.OpGetContainer, true
-			case del:
-				return auth.OpDeleteContainer, true
-			}
-		case "metadata":
-			if put {
-				return auth.OpSetContainerMetadata, true
-			}
-			return auth.OpGetContainer, get
-		case "acl":
-			return auth.OpContainerACL, true
-		case "list":
-			return auth.OpListBlobs, get
-		case "blobs":
-			return auth.OpFindBlobsContainer, get
-		case "lease":
-			if isBreak {
-				return auth.OpBreakContainerLease, put
-			}
-			return auth.OpLeaseContainer, put
-		}
-	default:
-		switch comp {
-		case "":
-			switch {
-			case put:
-				return auth.OpOverwriteBlob, true
-			case get:
-				return auth.OpReadBlob, true
-			case del:
-				return auth.OpDeleteBlob, true
-			}
-		case "metadata", "properties":
-			if put {
-				return auth.OpWriteBlobProps, true
-			}
-			return auth.OpReadBlob, get
-		case "block":
-			return auth.OpPutBlock, put
-		case "blocklist":
-			if put {
-				return auth.OpOverwriteBlob, true
-			}
-			return auth.OpReadBlob, get
-		case "appendblock":
-			return auth.OpAppendBlock, put
-		case "lease":
-			if isBreak {
-				return auth.OpBreakBlobLease, put
-			}
-			return auth.OpLeaseBlob, put
-		case "snapshot":
-			return auth.OpSnapshotBlob, put
-		case "copy":
-			// Abort Copy Blob: write permission on the destination.
-			return auth.OpOverwriteBlob, put
-		case "tags":
-			return auth.OpBlobTags, true
-		case "tier":
-			return auth.OpWriteBlobProps, put
-		case "seal":
-			// Append Blob Seal: "a SAS that has write permissions".
-			return auth.OpOverwriteBlob, put
-		}
-	}
-	return 0, false
-}
-
-// publicRead reports whether an anonymous request is a read the container's
-// public access level allows: "blob" opens blob reads, "container" also
-// container properties and listing.
+// publicRead reports whether an anonymous request is an operation the
+// container's public access level allows: "blob" opens blob reads,
+// "container" also container properties and listing.
 func (s *Server) publicRead(r *http.Request, req *request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead || req.container == "" {
-		return false
-	}
-	comp := req.query["comp"]
-	blobRead := req.blob != "" && (comp == "" || comp == "metadata" || comp == "blocklist")
-	containerRead := req.blob == "" && req.query["restype"] == "container" && (comp == "" || comp == "metadata" || comp == "list")
-	if !blobRead && !containerRead {
+	if req.op.public == notPublic {
 		return false
 	}
 	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, "")
@@ -192,7 +87,7 @@ func (s *Server) publicRead(r *http.Request, req *request) bool {
 	case "container":
 		return true
 	case "blob":
-		return blobRead
+		return req.op.public == publicBlob
 	}
 	return false
 }

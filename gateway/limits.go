@@ -100,20 +100,11 @@ func (l uploadLimiter) acquire() (release func(), err error) {
 
 // isUpload reports whether the routed request is an operation that reads
 // a body or a copy source into the backend: Put Blob, Put Blob From URL,
-// Copy Blob, Put Block (From URL) and Append Block (From URL). Put Block
-// List's body is a small XML document and is not counted.
+// Copy Blob, Put Block (From URL) and Append Block (From URL), marked
+// upload in the operation table (router.go). Put Block List's body is a
+// small XML document and is not counted.
 func isUpload(r *http.Request, req *request) bool {
-	if r.Method != http.MethodPut || req.blob == "" {
-		return false
-	}
-	switch req.query["comp"] {
-	case "":
-		_, snap := req.query["snapshot"]
-		return !snap
-	case "block", "appendblock":
-		return true
-	}
-	return false
+	return req.op.upload
 }
 
 // outOfFiles reports whether err is the process or the system running out

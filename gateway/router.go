@@ -2,168 +2,338 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 
+	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-type handler func(w http.ResponseWriter, r *http.Request, req *request) error
+// operation is one Blob REST operation: how a request names it (method,
+// what the path addresses, restype, comp, discriminating headers), the
+// handler that serves it, the permission a SAS must grant for it, and
+// whether a container's public access level lets an anonymous caller do
+// it. A request is resolved to its operation once, before authorization,
+// so routing, SAS checks and anonymous reads never decode it differently.
+type operation struct {
+	// name is Azure's REST operation name (Put Blob: "PutBlob"): what logs
+	// and metrics report.
+	name string
 
-// route picks the operation from method + restype + comp + discriminating
-// headers (contract §1.3).
-func (s *Server) route(r *http.Request, req *request) (handler, error) {
-	restype, comp := req.query["restype"], req.query["comp"]
-	m := r.Method
-	get := m == http.MethodGet || m == http.MethodHead
-	if restype == "account" && comp == "properties" && get {
-		return s.getAccountInfo, nil
-	}
+	on      target
+	methods methods
+	// restype, when set, must be the request's restype= exactly.
+	restype string
+	// comp must be the request's comp= ("" when it has none); exactly, or
+	// in any case when compAnyCase.
+	comp        string
+	compAnyCase bool
+	// headers must be present (with the given value, in any case, when
+	// one is set).
+	headers []headerIs
+
+	handle func(s *Server, w http.ResponseWriter, r *http.Request, req *request) error
+	// sas is the permission a SAS must grant; noSAS: no SAS grants it.
+	sas   auth.Operation
+	noSAS bool
+	// public says which container public access level lets an anonymous
+	// caller do it.
+	public publicAccess
+	// upload: it reads a body or a copy source into the backend, and so
+	// takes an upload slot (limits.go).
+	upload bool
+	// missing, when set, names the feature the gateway lacks: the
+	// operation is answered 501 NotImplemented (refuse.go).
+	missing string
+}
+
+// target is what a request's path addresses.
+type target uint8
+
+const (
+	anyTarget       target = iota
+	serviceTarget          // /account
+	containerTarget        // /account/container
+	blobTarget             // /account/container/blob
+	snapshotTarget         // /account/container/blob?snapshot=...
+)
+
+func targetOf(req *request) target {
 	switch {
 	case req.container == "":
-		switch {
-		case comp == "list" && m == http.MethodGet:
-			return s.listContainers, nil
-		case comp == "blobs" && m == http.MethodGet:
-			return s.findBlobs, nil
-		case restype == "service" && comp == "properties" && get:
-			return s.getServiceProperties, nil
-		case restype == "service" && comp == "properties" && m == http.MethodPut:
-			return s.setServiceProperties, nil
-		}
+		return serviceTarget
 	case req.blob == "":
-		if restype != "container" {
-			break
-		}
-		switch comp {
-		case "":
-			switch {
-			case m == http.MethodPut:
-				return s.createContainer, nil
-			case get:
-				return s.getContainerProperties, nil
-			case m == http.MethodDelete:
-				return s.deleteContainer, nil
-			}
-		case "metadata":
-			switch {
-			case get:
-				return s.getContainerProperties, nil
-			case m == http.MethodPut:
-				return s.setContainerMetadata, nil
-			}
-		case "acl":
-			switch {
-			case get:
-				return s.getContainerACL, nil
-			case m == http.MethodPut:
-				return s.setContainerACL, nil
-			}
-		case "list":
-			if m == http.MethodGet {
-				return s.listBlobs, nil
-			}
-		case "blobs":
-			if m == http.MethodGet {
-				return s.findBlobs, nil
-			}
-		case "lease":
-			if m == http.MethodPut {
-				return s.leaseContainer, nil
-			}
-		default:
-			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
-		}
-	default:
-		if snap, ok := req.query["snapshot"]; ok {
-			// Snapshots are read-only: reads and delete only (lease
-			// refuses them with its own error).
-			switch {
-			case comp == "lease":
-			case (comp == "" || comp == "metadata") && get:
-				return s.getSnapshot, nil
-			case comp == "" && m == http.MethodDelete:
-				return s.deleteSnapshot, nil
-			default:
-				return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", snap, "snapshots are read-only")
-			}
-		}
-		switch comp {
-		case "":
-			switch {
-			case m == http.MethodPut:
-				if r.Header.Get("x-ms-copy-source") != "" {
-					if r.Header.Get("x-ms-blob-type") != "" {
-						return s.putBlobFromURL, nil
-					}
-					return s.copyBlob, nil
-				}
-				return s.putBlob, nil
-			case get:
-				return s.getBlob, nil
-			case m == http.MethodDelete:
-				return s.deleteBlob, nil
-			}
-		case "metadata":
-			switch {
-			case get:
-				return s.getBlob, nil
-			case m == http.MethodPut:
-				return s.setBlobMetadata, nil
-			}
-		case "properties":
-			if m == http.MethodPut {
-				return s.setBlobProperties, nil
-			}
-		case "lease":
-			if m == http.MethodPut {
-				return s.leaseBlob, nil
-			}
-		case "block":
-			if m == http.MethodPut {
-				if r.Header.Get("x-ms-copy-source") != "" {
-					return s.putBlockFromURL, nil
-				}
-				return s.putBlock, nil
-			}
-		case "blocklist":
-			switch {
-			case m == http.MethodPut:
-				return s.putBlockList, nil
-			case get:
-				return s.getBlockList, nil
-			}
-		case "appendblock":
-			if m == http.MethodPut {
-				if r.Header.Get("x-ms-copy-source") != "" {
-					return s.appendBlockFromURL, nil
-				}
-				return s.appendBlock, nil
-			}
-		case "tags":
-			switch {
-			case m == http.MethodGet:
-				return s.getBlobTags, nil
-			case m == http.MethodPut:
-				return s.setBlobTags, nil
-			}
-		case "tier":
-			if m == http.MethodPut {
-				return s.setBlobTier, nil
-			}
-		case "copy":
-			if m == http.MethodPut {
-				return s.abortCopy, nil
-			}
-		case "snapshot":
-			if m == http.MethodPut {
-				return s.createSnapshot, nil
-			}
-		case "seal":
-			if m == http.MethodPut {
-				return s.sealBlob, nil
-			}
-		default:
-			return nil, svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		return containerTarget
+	}
+	if _, ok := req.query["snapshot"]; ok {
+		return snapshotTarget
+	}
+	return blobTarget
+}
+
+// methods is a set of HTTP methods.
+type methods uint8
+
+const (
+	mGet methods = 1 << iota
+	mHead
+	mPut
+	mDelete
+	mOther // any other method (POST, PATCH, ...)
+
+	mRead     = mGet | mHead
+	anyMethod = mGet | mHead | mPut | mDelete | mOther
+)
+
+func methodOf(m string) methods {
+	switch m {
+	case http.MethodGet:
+		return mGet
+	case http.MethodHead:
+		return mHead
+	case http.MethodPut:
+		return mPut
+	case http.MethodDelete:
+		return mDelete
+	}
+	return mOther
+}
+
+// publicAccess is the least container public access level that opens an
+// operation to anonymous callers: "blob" opens blob reads, "container"
+// also container properties and listing.
+type publicAccess uint8
+
+const (
+	notPublic       publicAccess = iota
+	publicBlob                   // at level "blob" or "container"
+	publicContainer              // at level "container" only
+)
+
+// headerIs asks for a request header: present (value "") or equal, in
+// any case, to value.
+type headerIs struct{ name, value string }
+
+var (
+	hCopySource = headerIs{"x-ms-copy-source", ""}
+	hBlobType   = headerIs{"x-ms-blob-type", ""}
+	hLeaseBreak = headerIs{"x-ms-lease-action", "break"}
+)
+
+// operations are tried in order; the first that matches is the request's
+// operation, so a row that asks for a header comes before the same row
+// without it. A request none matches is refused by noOperation.
+var operations = []operation{
+	// Get Account Information answers at any path.
+	{name: "GetAccountInformation", on: anyTarget, methods: mRead, restype: "account", comp: "properties",
+		handle: (*Server).getAccountInfo, sas: auth.OpAccountInfo},
+
+	// The service: /account.
+	{name: "ListContainers", on: serviceTarget, methods: mGet, comp: "list",
+		handle: (*Server).listContainers, sas: auth.OpListContainers},
+	{name: "FindBlobsByTags", on: serviceTarget, methods: mGet, comp: "blobs",
+		handle: (*Server).findBlobs, sas: auth.OpFindBlobsService},
+	{name: "GetBlobServiceProperties", on: serviceTarget, methods: mRead, restype: "service", comp: "properties",
+		handle: (*Server).getServiceProperties, sas: auth.OpGetServiceProperties},
+	{name: "SetBlobServiceProperties", on: serviceTarget, methods: mPut, restype: "service", comp: "properties",
+		handle: (*Server).setServiceProperties, sas: auth.OpSetServiceProperties},
+
+	// Containers: /account/container?restype=container.
+	{name: "CreateContainer", on: containerTarget, methods: mPut, restype: "container",
+		handle: (*Server).createContainer, sas: auth.OpCreateContainer},
+	{name: "GetContainerProperties", on: containerTarget, methods: mRead, restype: "container",
+		handle: (*Server).getContainerProperties, sas: auth.OpGetContainer, public: publicContainer},
+	{name: "DeleteContainer", on: containerTarget, methods: mDelete, restype: "container",
+		handle: (*Server).deleteContainer, sas: auth.OpDeleteContainer},
+	{name: "GetContainerMetadata", on: containerTarget, methods: mRead, restype: "container", comp: "metadata",
+		handle: (*Server).getContainerProperties, sas: auth.OpGetContainer, public: publicContainer},
+	{name: "SetContainerMetadata", on: containerTarget, methods: mPut, restype: "container", comp: "metadata",
+		handle: (*Server).setContainerMetadata, sas: auth.OpSetContainerMetadata},
+	{name: "GetContainerACL", on: containerTarget, methods: mRead, restype: "container", comp: "acl",
+		handle: (*Server).getContainerACL, sas: auth.OpContainerACL},
+	{name: "SetContainerACL", on: containerTarget, methods: mPut, restype: "container", comp: "acl",
+		handle: (*Server).setContainerACL, sas: auth.OpContainerACL},
+	{name: "ListBlobs", on: containerTarget, methods: mGet, restype: "container", comp: "list",
+		handle: (*Server).listBlobs, sas: auth.OpListBlobs, public: publicContainer},
+	{name: "FindBlobsByTagsInContainer", on: containerTarget, methods: mGet, restype: "container", comp: "blobs",
+		handle: (*Server).findBlobs, sas: auth.OpFindBlobsContainer},
+	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease", headers: []headerIs{hLeaseBreak},
+		handle: (*Server).leaseContainer, sas: auth.OpBreakContainerLease},
+	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease",
+		handle: (*Server).leaseContainer, sas: auth.OpLeaseContainer},
+
+	// Snapshots are read-only: reads and delete (Lease Blob refuses them
+	// with its own error).
+	{name: "GetBlob", on: snapshotTarget, methods: mGet,
+		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobProperties", on: snapshotTarget, methods: mHead,
+		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobMetadata", on: snapshotTarget, methods: mRead, comp: "metadata",
+		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "DeleteBlob", on: snapshotTarget, methods: mDelete,
+		handle: (*Server).deleteSnapshot, sas: auth.OpDeleteBlob},
+	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease", headers: []headerIs{hLeaseBreak},
+		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
+	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease",
+		handle: (*Server).leaseBlob, sas: auth.OpLeaseBlob},
+
+	// Blobs: /account/container/blob. Put Blob From URL, Copy Blob and Put
+	// Blob all write the blob: a SAS needs write (or create, for a blob
+	// that does not exist yet; authz.go).
+	{name: "PutBlobFromURL", on: blobTarget, methods: mPut, headers: []headerIs{hCopySource, hBlobType},
+		handle: (*Server).putBlobFromURL, sas: auth.OpOverwriteBlob, upload: true},
+	{name: "CopyBlob", on: blobTarget, methods: mPut, headers: []headerIs{hCopySource},
+		handle: (*Server).copyBlob, sas: auth.OpOverwriteBlob, upload: true},
+	{name: "PutBlob", on: blobTarget, methods: mPut,
+		handle: (*Server).putBlob, sas: auth.OpOverwriteBlob, upload: true},
+	{name: "GetBlob", on: blobTarget, methods: mGet,
+		handle: (*Server).getBlob, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobProperties", on: blobTarget, methods: mHead,
+		handle: (*Server).getBlob, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "DeleteBlob", on: blobTarget, methods: mDelete,
+		handle: (*Server).deleteBlob, sas: auth.OpDeleteBlob},
+	{name: "GetBlobMetadata", on: blobTarget, methods: mRead, comp: "metadata",
+		handle: (*Server).getBlob, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "SetBlobMetadata", on: blobTarget, methods: mPut, comp: "metadata",
+		handle: (*Server).setBlobMetadata, sas: auth.OpWriteBlobProps},
+	{name: "SetBlobProperties", on: blobTarget, methods: mPut, comp: "properties",
+		handle: (*Server).setBlobProperties, sas: auth.OpWriteBlobProps},
+	{name: "LeaseBlob", on: blobTarget, methods: mPut, comp: "lease", headers: []headerIs{hLeaseBreak},
+		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
+	{name: "LeaseBlob", on: blobTarget, methods: mPut, comp: "lease",
+		handle: (*Server).leaseBlob, sas: auth.OpLeaseBlob},
+	{name: "PutBlockFromURL", on: blobTarget, methods: mPut, comp: "block", headers: []headerIs{hCopySource},
+		handle: (*Server).putBlockFromURL, sas: auth.OpPutBlock, upload: true},
+	{name: "PutBlock", on: blobTarget, methods: mPut, comp: "block",
+		handle: (*Server).putBlock, sas: auth.OpPutBlock, upload: true},
+	{name: "PutBlockList", on: blobTarget, methods: mPut, comp: "blocklist",
+		handle: (*Server).putBlockList, sas: auth.OpOverwriteBlob},
+	{name: "GetBlockList", on: blobTarget, methods: mRead, comp: "blocklist",
+		handle: (*Server).getBlockList, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "AppendBlockFromURL", on: blobTarget, methods: mPut, comp: "appendblock", headers: []headerIs{hCopySource},
+		handle: (*Server).appendBlockFromURL, sas: auth.OpAppendBlock, upload: true},
+	{name: "AppendBlock", on: blobTarget, methods: mPut, comp: "appendblock",
+		handle: (*Server).appendBlock, sas: auth.OpAppendBlock, upload: true},
+	{name: "GetBlobTags", on: blobTarget, methods: mGet, comp: "tags",
+		handle: (*Server).getBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTags", on: blobTarget, methods: mPut, comp: "tags",
+		handle: (*Server).setBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTier", on: blobTarget, methods: mPut, comp: "tier",
+		handle: (*Server).setBlobTier, sas: auth.OpWriteBlobProps},
+	// Abort Copy Blob: write permission on the destination.
+	{name: "AbortCopyBlob", on: blobTarget, methods: mPut, comp: "copy",
+		handle: (*Server).abortCopy, sas: auth.OpOverwriteBlob},
+	{name: "SnapshotBlob", on: blobTarget, methods: mPut, comp: "snapshot",
+		handle: (*Server).createSnapshot, sas: auth.OpSnapshotBlob},
+	// Append Blob Seal: "a SAS that has write permissions".
+	{name: "AppendBlobSeal", on: blobTarget, methods: mPut, comp: "seal",
+		handle: (*Server).sealBlob, sas: auth.OpOverwriteBlob},
+
+	// Operations the gateway does not have yet, at any path and with any
+	// method. Azure spells some comps in mixed case
+	// (immutabilityPolicies), so they match in any case. No SAS grants
+	// them and they are never public, so only an account key learns they
+	// are missing.
+	missingOp("PutPage", "page", "Put Page (page blobs)"),
+	missingOp("GetPageRanges", "pagelist", "Get Page Ranges (page blobs)"),
+	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
+	missingOp("BlobBatch", "batch", "Blob Batch"),
+	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
+	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
+	missingOp("Undelete", "undelete", "Undelete Blob / Restore Container (soft delete)"),
+	missingOp("SetBlobExpiry", "expiry", "Set Blob Expiry"),
+	missingOp("QueryBlobContents", "query", "Query Blob Contents"),
+	missingOp("GetUserDelegationKey", "userdelegationkey", "Get User Delegation Key"),
+	missingOp("GetBlobServiceStats", "stats", "Get Blob Service Stats"),
+	missingOp("RenameContainer", "rename", "Rename Container"),
+}
+
+func missingOp(name, comp, what string) operation {
+	return operation{name: name, on: anyTarget, methods: anyMethod, comp: comp, compAnyCase: true,
+		handle: (*Server).notImplemented, noSAS: true, missing: what}
+}
+
+// notImplemented answers an operation the gateway does not have.
+func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request, req *request) error {
+	return req.op.notImplementedErr()
+}
+
+func (o *operation) notImplementedErr() error {
+	return svcerr.Newf(svcerr.NotImplemented, "%s is not implemented by this gateway.", o.missing)
+}
+
+func (o *operation) matches(t target, m methods, r *http.Request, req *request) bool {
+	if o.on != anyTarget && o.on != t || o.methods&m == 0 {
+		return false
+	}
+	if o.restype != "" && req.query["restype"] != o.restype {
+		return false
+	}
+	if comp := req.query["comp"]; comp != o.comp && !(o.compAnyCase && strings.EqualFold(comp, o.comp)) {
+		return false
+	}
+	for _, h := range o.headers {
+		v := r.Header.Get(h.name)
+		if v == "" || h.value != "" && !strings.EqualFold(v, h.value) {
+			return false
 		}
 	}
-	return nil, svcerr.New(svcerr.UnsupportedHttpVerb)
+	return true
+}
+
+// resolve names the request's operation, or refuses a request that names
+// none, whatever its credential.
+func resolve(r *http.Request, req *request) (*operation, error) {
+	t, m := targetOf(req), methodOf(r.Method)
+	for i := range operations {
+		if o := &operations[i]; o.matches(t, m, r, req) {
+			return o, nil
+		}
+	}
+	return nil, noOperation(t, req)
+}
+
+// noOperation is the answer to a request no operation matches: a write to
+// a snapshot or an unknown comp is 400 InvalidQueryParameterValue; a known
+// one with another method (or a container path without
+// restype=container) is 405 UnsupportedHttpVerb.
+func noOperation(t target, req *request) error {
+	comp := req.query["comp"]
+	switch t {
+	case snapshotTarget:
+		if comp != "lease" {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots are read-only")
+		}
+	case containerTarget:
+		if req.query["restype"] == "container" && !knownComp(t, comp) {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		}
+	case blobTarget:
+		if !knownComp(t, comp) {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		}
+	}
+	return svcerr.New(svcerr.UnsupportedHttpVerb)
+}
+
+// knownComp reports whether some operation on t has this comp.
+func knownComp(t target, comp string) bool {
+	for i := range operations {
+		if operations[i].on == t && operations[i].comp == comp {
+			return true
+		}
+	}
+	return false
+}
+
+// sasOperation is the permission a SAS must grant for o.
+func (o *operation) sasOperation() (auth.Operation, bool) {
+	return o.sas, !o.noSAS
+}
+
+// opName is the resolved operation's name, "" before or without one.
+func (q *request) opName() string {
+	if q.op == nil {
+		return ""
+	}
+	return q.op.name
 }

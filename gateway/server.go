@@ -116,6 +116,7 @@ type request struct {
 	container string
 	blob      string
 	query     map[string]string // lowercased keys, first value
+	op        *operation        // resolved before authorization (router.go)
 	start     time.Time
 	// How the caller was authorized: a SAS (response header overrides
 	// apply), a create-only SAS (the commit refuses existing blobs), or an
@@ -167,7 +168,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.log.Debug("request", "request_id", req.id, "method", r.Method, "uri", r.RequestURI,
-			"status", rw.status, "duration", time.Since(req.start))
+			"operation", req.opName(), "status", rw.status, "duration", time.Since(req.start))
 	}()
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
@@ -191,6 +192,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if _, ok := s.accounts.Lookup(req.account); !ok {
 		return svcerr.New(svcerr.ResourceNotFound)
 	}
+	// One decoding of the operation for routing, SAS and anonymous
+	// access alike: a request that names none is refused the same way
+	// whatever its credential.
+	if req.op, err = resolve(r, req); err != nil {
+		return err
+	}
 	if err := s.authorize(r, req); err != nil {
 		return err
 	}
@@ -203,10 +210,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if v := r.Header.Get("x-ms-structured-body"); v != "" && r.Method == http.MethodPut {
 		return svcerr.Header(svcerr.UnsupportedHeader, "x-ms-structured-body", v)
 	}
-	h, err := s.route(r, req)
-	if err != nil {
-		return err
-	}
 	if isUpload(r, req) {
 		release, err := s.uploads.acquire()
 		if err != nil {
@@ -214,7 +217,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 		}
 		defer release()
 	}
-	return h(w, r, req)
+	return req.op.handle(s, w, r, req)
 }
 
 var versionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
