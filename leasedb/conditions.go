@@ -1,6 +1,7 @@
 package leasedb
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -185,11 +186,22 @@ func EvalRead(c Conditions, r Resource) error {
 }
 
 // ErrNotModified is the read outcome 304 Not Modified (x-ms-error-code:
-// ConditionNotMet, no body).
-var ErrNotModified = &svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}
+// ConditionNotMet, no body). It is its own type, not a *svcerr.Error:
+// svcerr.Error matches any error of the same code through errors.Is, so a
+// *svcerr.Error here would make every 412 ConditionNotMet a 304. It unwraps
+// to its ConditionNotMet for svcerr.As and svcerr.HasCode.
+var ErrNotModified error = &notModified{svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}}
 
-// IsNotModified reports whether err is the 304 outcome.
-func IsNotModified(err error) bool { return err == ErrNotModified }
+type notModified struct{ err svcerr.Error }
+
+func (e *notModified) Error() string { return e.err.Error() }
+
+// Unwrap gives the ConditionNotMet a 304 carries in x-ms-error-code; a
+// fresh copy, so a caller that edits it cannot change ErrNotModified.
+func (e *notModified) Unwrap() error { c := e.err; return &c }
+
+// IsNotModified reports whether err is (or wraps) the 304 outcome.
+func IsNotModified(err error) bool { return errors.Is(err, ErrNotModified) }
 
 // ValidateWrite applies the documented header-combination rule for writes
 // (contract §3.4): at most one of the four headers, except the pairs

@@ -1,6 +1,8 @@
 package leasedb
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -158,5 +160,42 @@ func TestValidateWrite(t *testing.T) {
 				t.Fatalf("code = %v", err)
 			}
 		})
+	}
+}
+
+// errors.Is(err, ErrNotModified) holds for the 304 outcome only, not for
+// every ConditionNotMet (svcerr.Error matches errors of its code).
+func TestErrNotModifiedIs(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"ErrNotModified", ErrNotModified, true},
+		{"wrapped", fmt.Errorf("get blob: %w", ErrNotModified), true},
+		{"ConditionNotMet", svcerr.New(svcerr.ConditionNotMet), false},
+		{"wrapped ConditionNotMet", fmt.Errorf("x: %w", svcerr.New(svcerr.ConditionNotMet)), false},
+		{"same code and message", &svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}, false},
+		{"EvalRead 412", EvalRead(Conditions{IfMatch: []string{"0x1"}}, Resource{Exists: true, ETag: `"0x2"`}), false},
+		{"EvalRead 304", EvalRead(Conditions{IfNoneMatch: []string{"*"}}, Resource{Exists: true, ETag: `"0x2"`}), true},
+		{"BlobNotFound", svcerr.New(svcerr.BlobNotFound), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errors.Is(tt.err, ErrNotModified); got != tt.want {
+				t.Errorf("errors.Is(%v, ErrNotModified) = %v, want %v", tt.err, got, tt.want)
+			}
+			if got := IsNotModified(tt.err); got != tt.want {
+				t.Errorf("IsNotModified(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	// The 304 still carries ConditionNotMet for x-ms-error-code.
+	if !svcerr.HasCode(ErrNotModified, svcerr.ConditionNotMet) {
+		t.Errorf("ErrNotModified has no ConditionNotMet code")
+	}
+	if !errors.Is(ErrNotModified, svcerr.New(svcerr.ConditionNotMet)) {
+		t.Errorf("ErrNotModified does not match ConditionNotMet")
 	}
 }
