@@ -49,7 +49,7 @@ func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}

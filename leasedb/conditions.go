@@ -2,7 +2,6 @@ package leasedb
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -29,59 +28,6 @@ func (c Conditions) Any() bool {
 	return len(c.IfMatch) > 0 || len(c.IfNoneMatch) > 0 || c.HadIMS || c.HadIUS
 }
 
-// ParseConditions reads If-Match, If-None-Match, If-Modified-Since and
-// If-Unmodified-Since. Unparsable dates are ignored, as Azure does (contract
-// §3.1); a repeated date header is 400 InvalidHeaderValue (§3.3).
-func ParseConditions(h http.Header) (Conditions, error) {
-	var c Conditions
-	c.IfMatch = splitETags(h.Values("If-Match"))
-	c.IfNoneMatch = splitETags(h.Values("If-None-Match"))
-	for _, d := range []struct {
-		name string
-		t    *time.Time
-		had  *bool
-	}{
-		{"If-Modified-Since", &c.IfModifiedSince, &c.HadIMS},
-		{"If-Unmodified-Since", &c.IfUnmodifiedSince, &c.HadIUS},
-	} {
-		vals := h.Values(d.name)
-		if len(vals) > 1 {
-			return c, svcerr.Header(svcerr.InvalidHeaderValue, d.name, strings.Join(vals, ","))
-		}
-		if len(vals) == 1 {
-			if t, err := http.ParseTime(strings.TrimSpace(vals[0])); err == nil {
-				*d.t, *d.had = t.UTC(), true
-			}
-		}
-	}
-	if vals := h.Values("x-ms-if-tags"); len(vals) > 0 {
-		if len(vals) > 1 {
-			return c, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-if-tags", strings.Join(vals, ","))
-		}
-		e, err := ParseTagCondition(vals[0])
-		if err != nil {
-			return c, &svcerr.Error{Code: svcerr.InvalidHeaderValue, Message: "x-ms-if-tags: " + err.Error(),
-				Details: [][2]string{{"HeaderName", "x-ms-if-tags"}, {"HeaderValue", vals[0]}}}
-		}
-		c.IfTags = e
-	}
-	return c, nil
-}
-
-func splitETags(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			if p == "" {
-				continue
-			}
-			out = append(out, unquote(p))
-		}
-	}
-	return out
-}
-
 // unquote strips one pair of surrounding double quotes (and a W/ prefix,
 // which Azure ETags never carry but proxies sometimes add).
 func unquote(s string) string {
@@ -91,6 +37,10 @@ func unquote(s string) string {
 	}
 	return s
 }
+
+// UnquoteETag is an ETag as the conditional headers compare it: without
+// its surrounding quotes (and W/ prefix).
+func UnquoteETag(s string) string { return unquote(s) }
 
 // ETagMatches compares a stored (quoted) ETag with a header value.
 func ETagMatches(stored, value string) bool {

@@ -3,40 +3,11 @@ package leasedb
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
-
-func TestParseConditions(t *testing.T) {
-	h := http.Header{}
-	h.Set("If-Match", `"0x8D1", 0x8D2`)
-	h.Set("If-None-Match", `*`)
-	h.Set("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT")
-	h.Set("If-Unmodified-Since", "null")
-	c, err := ParseConditions(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.IfMatch) != 2 || c.IfMatch[0] != "0x8D1" || c.IfMatch[1] != "0x8D2" {
-		t.Errorf("IfMatch = %q", c.IfMatch)
-	}
-	if len(c.IfNoneMatch) != 1 || c.IfNoneMatch[0] != "*" {
-		t.Errorf("IfNoneMatch = %q", c.IfNoneMatch)
-	}
-	if !c.HadIMS || !c.IfModifiedSince.Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) {
-		t.Errorf("IMS = %v %v", c.HadIMS, c.IfModifiedSince)
-	}
-	if c.HadIUS {
-		t.Errorf("unparsable If-Unmodified-Since must be ignored")
-	}
-	h.Add("If-Modified-Since", "Tue, 02 Jan 2024 00:00:00 GMT")
-	if _, err := ParseConditions(h); !svcerr.HasCode(err, svcerr.InvalidHeaderValue) {
-		t.Errorf("repeated If-Modified-Since: err = %v", err)
-	}
-}
 
 func TestEvalRead(t *testing.T) {
 	lm := time.Date(2024, 1, 1, 12, 0, 0, 500_000_000, time.UTC)
