@@ -257,7 +257,7 @@ func (s *Server) getBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	tagCond, err := ifTagsConditions(r.Header)
+	tagCond, err := ifTagsOnly.parse(r.Header)
 	if err != nil {
 		return err
 	}

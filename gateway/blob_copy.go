@@ -103,16 +103,6 @@ type copySource struct {
 
 func (c *copySource) Close() error { return c.body.Close() }
 
-// sourceHeaders maps the x-ms-source-if-* headers to the headers a read of
-// the source would carry.
-var sourceHeaders = [][2]string{
-	{"x-ms-source-if-match", "If-Match"},
-	{"x-ms-source-if-none-match", "If-None-Match"},
-	{"x-ms-source-if-modified-since", "If-Modified-Since"},
-	{"x-ms-source-if-unmodified-since", "If-Unmodified-Since"},
-	{"x-ms-source-if-tags", "X-Ms-If-Tags"},
-}
-
 // parseCopySpec reads x-ms-copy-source, the source conditions and, where
 // the operation takes one, x-ms-source-range.
 func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
@@ -123,22 +113,15 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	}
 	spec.u = u
 	spec.fwd = http.Header{}
-	for _, m := range sourceHeaders {
-		if vs := r.Header.Values(m[0]); len(vs) > 0 {
-			spec.fwd[http.CanonicalHeaderKey(m[1])] = vs
+	// The x-ms-source-if-* headers become the headers a read of the
+	// source carries.
+	std := standardConditions.names()
+	for i, name := range sourceConditions.names() {
+		if vs := r.Header.Values(name); len(vs) > 0 {
+			spec.fwd[http.CanonicalHeaderKey(std[i])] = vs
 		}
 	}
-	if spec.cond, err = leasedb.ParseConditions(spec.fwd); err != nil {
-		// Name the header the client sent, not its mapped spelling.
-		if e, ok := svcerr.As(err); ok {
-			for i, d := range e.Details {
-				for _, m := range sourceHeaders {
-					if d[0] == "HeaderName" && strings.EqualFold(d[1], m[1]) {
-						e.Details[i][1] = m[0]
-					}
-				}
-			}
-		}
+	if spec.cond, err = sourceConditions.parse(r.Header); err != nil {
 		return nil, err
 	}
 	if op == opPutBlockFromURL || op == opAppendFromURL {

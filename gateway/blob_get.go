@@ -22,7 +22,7 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // Range. Replaced objects outlive the grace period, so a read that started
 // before an overwrite finishes on the old bytes.
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}

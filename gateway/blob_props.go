@@ -9,7 +9,7 @@ import (
 
 // writeConds parses the conditions and lease id every blob write carries.
 func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return cond, "", err
 	}

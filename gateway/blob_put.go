@@ -50,7 +50,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}

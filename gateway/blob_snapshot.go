@@ -57,7 +57,7 @@ func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, req *req
 	if r.Header.Get("x-ms-delete-snapshots") != "" {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-delete-snapshots", r.Header.Get("x-ms-delete-snapshots"))
 	}
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}

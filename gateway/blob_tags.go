@@ -66,36 +66,6 @@ func parseTierHeader(h http.Header, blobType string) (string, error) {
 	return tier, nil
 }
 
-// ifTagsConditions parses only x-ms-if-tags: the one condition Set Blob
-// Tier and Get Block List accept (contract §3.2).
-func ifTagsConditions(h http.Header) (leasedb.Conditions, error) {
-	only := http.Header{}
-	if vs := h.Values("x-ms-if-tags"); len(vs) > 0 {
-		only["X-Ms-If-Tags"] = vs
-	}
-	return leasedb.ParseConditions(only)
-}
-
-// tagOpConditions parses the conditions of Get/Set Blob Tags: x-ms-if-tags,
-// and the standard conditions in their x-ms-blob-if-* spelling (newer SDKs
-// send them there, since the plain If-* headers of a tag request are
-// about the tags).
-func tagOpConditions(h http.Header) (leasedb.Conditions, error) {
-	mapped := http.Header{}
-	for std, alt := range map[string]string{
-		"If-Match":            "x-ms-blob-if-match",
-		"If-None-Match":       "x-ms-blob-if-none-match",
-		"If-Modified-Since":   "x-ms-blob-if-modified-since",
-		"If-Unmodified-Since": "x-ms-blob-if-unmodified-since",
-		"X-Ms-If-Tags":        "x-ms-if-tags",
-	} {
-		if vs := h.Values(alt); len(vs) > 0 {
-			mapped[std] = vs
-		}
-	}
-	return leasedb.ParseConditions(mapped)
-}
-
 // writeTierTagHeaders adds the tier and tag count to Get Blob / Get Blob
 // Properties: block blobs always report a tier (Hot, inferred, when none
 // was set); x-ms-tag-count only when the blob has tags.
@@ -161,7 +131,7 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	cond, err := tagOpConditions(r.Header)
+	cond, err := blobTagConditions.parse(r.Header)
 	if err != nil {
 		return err
 	}
@@ -214,7 +184,7 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	cond, err := tagOpConditions(r.Header)
+	cond, err := blobTagConditions.parse(r.Header)
 	if err != nil {
 		return err
 	}
@@ -245,7 +215,7 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	cond, err := ifTagsConditions(r.Header)
+	cond, err := ifTagsOnly.parse(r.Header)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (s *Server) getContainerProperties(w http.ResponseWriter, r *http.Request, 
 // the date conditions only; If-Match/If-None-Match are 400
 // ConditionHeadersNotSupported (contract §3.2).
 func containerConditions(r *http.Request, allowIUS bool) (leasedb.Conditions, error) {
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return cond, err
 	}

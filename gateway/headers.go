@@ -112,19 +112,6 @@ func decodeMD5(v string) ([]byte, error) {
 	return b, nil
 }
 
-// leaseIDHeader reads and normalizes x-ms-lease-id.
-func leaseIDHeader(h http.Header) (string, error) {
-	v := h.Get("x-ms-lease-id")
-	if v == "" {
-		return "", nil
-	}
-	id, ok := leasedb.NormalizeLeaseID(v)
-	if !ok {
-		return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-lease-id", v)
-	}
-	return id, nil
-}
-
 func httpTime(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
 func setETagLM(h http.Header, etag string, lm time.Time) {

@@ -13,8 +13,8 @@ import (
 // request (contract §5.2).
 func parseLease(r *http.Request) (leasedb.LeaseRequest, error) {
 	h := r.Header
-	return leasedb.ParseLeaseRequest(h.Get("x-ms-lease-action"), h.Get("x-ms-lease-id"),
-		h.Get("x-ms-proposed-lease-id"), h.Get("x-ms-lease-duration"), h.Get("x-ms-lease-break-period"))
+	return parseLeaseRequest(h.Get(hdrLeaseAction), h.Get(hdrLeaseID),
+		h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), h.Get(hdrLeaseBreakPeriod))
 }
 
 // leaseStatus is the success status per action (contract §1.3): the SDKs
@@ -49,7 +49,7 @@ func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
-	cond, err := leasedb.ParseConditions(r.Header)
+	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func parsePutLease(r *http.Request, preq *leasedb.PutBlobRequest) error {
 			return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-lease-id", "")
 		}
 	case leasedb.PutLeaseAcquire:
-		lr, err := leasedb.ParseLeaseRequest("acquire", "", h.Get("x-ms-proposed-lease-id"), h.Get("x-ms-lease-duration"), "")
+		lr, err := parseLeaseRequest(string(leasedb.LeaseAcquire), "", h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), "")
 		if err != nil {
 			return err
 		}

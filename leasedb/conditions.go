@@ -1,7 +1,7 @@
 package leasedb
 
 import (
-	"net/http"
+	"errors"
 	"strings"
 	"time"
 
@@ -28,59 +28,6 @@ func (c Conditions) Any() bool {
 	return len(c.IfMatch) > 0 || len(c.IfNoneMatch) > 0 || c.HadIMS || c.HadIUS
 }
 
-// ParseConditions reads If-Match, If-None-Match, If-Modified-Since and
-// If-Unmodified-Since. Unparsable dates are ignored, as Azure does (contract
-// §3.1); a repeated date header is 400 InvalidHeaderValue (§3.3).
-func ParseConditions(h http.Header) (Conditions, error) {
-	var c Conditions
-	c.IfMatch = splitETags(h.Values("If-Match"))
-	c.IfNoneMatch = splitETags(h.Values("If-None-Match"))
-	for _, d := range []struct {
-		name string
-		t    *time.Time
-		had  *bool
-	}{
-		{"If-Modified-Since", &c.IfModifiedSince, &c.HadIMS},
-		{"If-Unmodified-Since", &c.IfUnmodifiedSince, &c.HadIUS},
-	} {
-		vals := h.Values(d.name)
-		if len(vals) > 1 {
-			return c, svcerr.Header(svcerr.InvalidHeaderValue, d.name, strings.Join(vals, ","))
-		}
-		if len(vals) == 1 {
-			if t, err := http.ParseTime(strings.TrimSpace(vals[0])); err == nil {
-				*d.t, *d.had = t.UTC(), true
-			}
-		}
-	}
-	if vals := h.Values("x-ms-if-tags"); len(vals) > 0 {
-		if len(vals) > 1 {
-			return c, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-if-tags", strings.Join(vals, ","))
-		}
-		e, err := ParseTagCondition(vals[0])
-		if err != nil {
-			return c, &svcerr.Error{Code: svcerr.InvalidHeaderValue, Message: "x-ms-if-tags: " + err.Error(),
-				Details: [][2]string{{"HeaderName", "x-ms-if-tags"}, {"HeaderValue", vals[0]}}}
-		}
-		c.IfTags = e
-	}
-	return c, nil
-}
-
-func splitETags(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			if p == "" {
-				continue
-			}
-			out = append(out, unquote(p))
-		}
-	}
-	return out
-}
-
 // unquote strips one pair of surrounding double quotes (and a W/ prefix,
 // which Azure ETags never carry but proxies sometimes add).
 func unquote(s string) string {
@@ -90,6 +37,10 @@ func unquote(s string) string {
 	}
 	return s
 }
+
+// UnquoteETag is an ETag as the conditional headers compare it: without
+// its surrounding quotes (and W/ prefix).
+func UnquoteETag(s string) string { return unquote(s) }
 
 // ETagMatches compares a stored (quoted) ETag with a header value.
 func ETagMatches(stored, value string) bool {
@@ -185,11 +136,22 @@ func EvalRead(c Conditions, r Resource) error {
 }
 
 // ErrNotModified is the read outcome 304 Not Modified (x-ms-error-code:
-// ConditionNotMet, no body).
-var ErrNotModified = &svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}
+// ConditionNotMet, no body). It is its own type, not a *svcerr.Error:
+// svcerr.Error matches any error of the same code through errors.Is, so a
+// *svcerr.Error here would make every 412 ConditionNotMet a 304. It unwraps
+// to its ConditionNotMet for svcerr.As and svcerr.HasCode.
+var ErrNotModified error = &notModified{svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}}
 
-// IsNotModified reports whether err is the 304 outcome.
-func IsNotModified(err error) bool { return err == ErrNotModified }
+type notModified struct{ err svcerr.Error }
+
+func (e *notModified) Error() string { return e.err.Error() }
+
+// Unwrap gives the ConditionNotMet a 304 carries in x-ms-error-code; a
+// fresh copy, so a caller that edits it cannot change ErrNotModified.
+func (e *notModified) Unwrap() error { c := e.err; return &c }
+
+// IsNotModified reports whether err is (or wraps) the 304 outcome.
+func IsNotModified(err error) bool { return errors.Is(err, ErrNotModified) }
 
 // ValidateWrite applies the documented header-combination rule for writes
 // (contract §3.4): at most one of the four headers, except the pairs

@@ -1,40 +1,13 @@
 package leasedb
 
 import (
-	"net/http"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
-
-func TestParseConditions(t *testing.T) {
-	h := http.Header{}
-	h.Set("If-Match", `"0x8D1", 0x8D2`)
-	h.Set("If-None-Match", `*`)
-	h.Set("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT")
-	h.Set("If-Unmodified-Since", "null")
-	c, err := ParseConditions(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.IfMatch) != 2 || c.IfMatch[0] != "0x8D1" || c.IfMatch[1] != "0x8D2" {
-		t.Errorf("IfMatch = %q", c.IfMatch)
-	}
-	if len(c.IfNoneMatch) != 1 || c.IfNoneMatch[0] != "*" {
-		t.Errorf("IfNoneMatch = %q", c.IfNoneMatch)
-	}
-	if !c.HadIMS || !c.IfModifiedSince.Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) {
-		t.Errorf("IMS = %v %v", c.HadIMS, c.IfModifiedSince)
-	}
-	if c.HadIUS {
-		t.Errorf("unparsable If-Unmodified-Since must be ignored")
-	}
-	h.Add("If-Modified-Since", "Tue, 02 Jan 2024 00:00:00 GMT")
-	if _, err := ParseConditions(h); !svcerr.HasCode(err, svcerr.InvalidHeaderValue) {
-		t.Errorf("repeated If-Modified-Since: err = %v", err)
-	}
-}
 
 func TestEvalRead(t *testing.T) {
 	lm := time.Date(2024, 1, 1, 12, 0, 0, 500_000_000, time.UTC)
@@ -158,5 +131,42 @@ func TestValidateWrite(t *testing.T) {
 				t.Fatalf("code = %v", err)
 			}
 		})
+	}
+}
+
+// errors.Is(err, ErrNotModified) holds for the 304 outcome only, not for
+// every ConditionNotMet (svcerr.Error matches errors of its code).
+func TestErrNotModifiedIs(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"ErrNotModified", ErrNotModified, true},
+		{"wrapped", fmt.Errorf("get blob: %w", ErrNotModified), true},
+		{"ConditionNotMet", svcerr.New(svcerr.ConditionNotMet), false},
+		{"wrapped ConditionNotMet", fmt.Errorf("x: %w", svcerr.New(svcerr.ConditionNotMet)), false},
+		{"same code and message", &svcerr.Error{Code: svcerr.ConditionNotMet, Message: "not modified"}, false},
+		{"EvalRead 412", EvalRead(Conditions{IfMatch: []string{"0x1"}}, Resource{Exists: true, ETag: `"0x2"`}), false},
+		{"EvalRead 304", EvalRead(Conditions{IfNoneMatch: []string{"*"}}, Resource{Exists: true, ETag: `"0x2"`}), true},
+		{"BlobNotFound", svcerr.New(svcerr.BlobNotFound), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errors.Is(tt.err, ErrNotModified); got != tt.want {
+				t.Errorf("errors.Is(%v, ErrNotModified) = %v, want %v", tt.err, got, tt.want)
+			}
+			if got := IsNotModified(tt.err); got != tt.want {
+				t.Errorf("IsNotModified(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	// The 304 still carries ConditionNotMet for x-ms-error-code.
+	if !svcerr.HasCode(ErrNotModified, svcerr.ConditionNotMet) {
+		t.Errorf("ErrNotModified has no ConditionNotMet code")
+	}
+	if !errors.Is(ErrNotModified, svcerr.New(svcerr.ConditionNotMet)) {
+		t.Errorf("ErrNotModified does not match ConditionNotMet")
 	}
 }

@@ -20,7 +20,6 @@ package leasedb
 // as they are until an operation rewrites them.
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,15 +41,6 @@ const (
 // active reports whether the state locks the resource (x-ms-lease-status
 // "locked"): writes then need the lease id.
 func (s LeaseState) active() bool { return s == LeaseLeased || s == LeaseBreaking }
-
-// Header names of the lease request (contract §5.2).
-const (
-	hdrLeaseAction      = "x-ms-lease-action"
-	hdrLeaseID          = "x-ms-lease-id"
-	hdrProposedLeaseID  = "x-ms-proposed-lease-id"
-	hdrLeaseDuration    = "x-ms-lease-duration"
-	hdrLeaseBreakPeriod = "x-ms-lease-break-period"
-)
 
 // infinite reports whether a stored leased row is an infinite lease. Every
 // other duration, including a corrupt 0, is treated as fixed, so a row
@@ -144,144 +134,9 @@ type LeaseResult struct {
 	BreakTime int
 }
 
-// ParseLeaseRequest validates the raw header values of a lease request
-// (contract §5.2); "" means the header was absent. Failures are 400
-// MissingRequiredHeader or InvalidHeaderValue naming the header.
-//
-// Decisions [INF]:
-//   - An empty header value counts as absent.
-//   - The action is matched case-insensitively.
-//   - Each header is parsed only for the actions that use it (x-ms-lease-id:
-//     renew, change, release; x-ms-proposed-lease-id: acquire, change;
-//     x-ms-lease-duration: acquire; x-ms-lease-break-period: break) and is
-//     ignored, whatever its value, on the other actions.
-//   - Checks run in the order action, x-ms-lease-id, x-ms-proposed-lease-id,
-//     x-ms-lease-duration, x-ms-lease-break-period; the first failure wins.
-//   - x-ms-lease-break-period must be 0..60; an explicit "-1" is rejected (the
-//     SDKs omit the header to break naturally).
-//   - Integers are parsed with strconv.Atoi (optional sign, no spaces).
-func ParseLeaseRequest(action, leaseID, proposedID, duration, breakPeriod string) (LeaseRequest, error) {
-	if action == "" {
-		return LeaseRequest{}, svcerr.Header(svcerr.MissingRequiredHeader, hdrLeaseAction, "")
-	}
-	req := LeaseRequest{Action: LeaseAction(strings.ToLower(action)), BreakPeriod: -1}
-	switch req.Action {
-	case LeaseAcquire, LeaseRenew, LeaseChange, LeaseRelease, LeaseBreak:
-	default:
-		return LeaseRequest{}, svcerr.Header(svcerr.InvalidHeaderValue, hdrLeaseAction, action)
-	}
-
-	var err error
-	switch req.Action {
-	case LeaseRenew, LeaseChange, LeaseRelease:
-		if req.ID, err = parseLeaseIDHeader(hdrLeaseID, leaseID, true); err != nil {
-			return LeaseRequest{}, err
-		}
-	}
-	switch req.Action {
-	case LeaseAcquire, LeaseChange:
-		required := req.Action == LeaseChange
-		if req.ProposedID, err = parseLeaseIDHeader(hdrProposedLeaseID, proposedID, required); err != nil {
-			return LeaseRequest{}, err
-		}
-	}
-	switch req.Action {
-	case LeaseAcquire:
-		if duration == "" {
-			return LeaseRequest{}, svcerr.Header(svcerr.MissingRequiredHeader, hdrLeaseDuration, "")
-		}
-		d, err := strconv.Atoi(duration)
-		if err != nil || !validLeaseDuration(d) {
-			return LeaseRequest{}, svcerr.Header(svcerr.InvalidHeaderValue, hdrLeaseDuration, duration)
-		}
-		req.Duration = d
-	case LeaseBreak:
-		if breakPeriod != "" {
-			p, err := strconv.Atoi(breakPeriod)
-			if err != nil || p < 0 || p > 60 {
-				return LeaseRequest{}, svcerr.Header(svcerr.InvalidHeaderValue, hdrLeaseBreakPeriod, breakPeriod)
-			}
-			req.BreakPeriod = p
-		}
-	}
-	return req, nil
-}
-
-func validLeaseDuration(d int) bool { return d == -1 || (d >= 15 && d <= 60) }
-
-func parseLeaseIDHeader(name, value string, required bool) (string, error) {
-	if value == "" {
-		if required {
-			return "", svcerr.Header(svcerr.MissingRequiredHeader, name, "")
-		}
-		return "", nil
-	}
-	id, ok := NormalizeLeaseID(value)
-	if !ok {
-		return "", svcerr.Header(svcerr.InvalidHeaderValue, name, value)
-	}
-	return id, nil
-}
-
-// NormalizeLeaseID parses a lease id in any of the .NET Guid text forms the
-// service accepts and returns it lowercase and hyphenated
-// (ca761232-ed42-11ce-bacd-00aa0057b223):
-//
-//	N  ca761232ed4211cebacd00aa0057b223
-//	D  ca761232-ed42-11ce-bacd-00aa0057b223
-//	B  {ca761232-ed42-11ce-bacd-00aa0057b223}
-//	P  (ca761232-ed42-11ce-bacd-00aa0057b223)
-//
-// Hex digits are case-insensitive and surrounding spaces are ignored, as
-// .NET's Guid.Parse does. Decision [INF]: the rarely used X form
-// ({0x...,0x...,{0x..,...}}) and "urn:uuid:" are not accepted; no SDK sends
-// them.
-func NormalizeLeaseID(s string) (string, bool) {
-	s = strings.TrimSpace(s)
-	switch {
-	case len(s) == 32:
-		return hexGUID(s)
-	case len(s) == 36:
-		return hyphenatedGUID(s)
-	case len(s) == 38 && (s[0] == '{' && s[37] == '}' || s[0] == '(' && s[37] == ')'):
-		return hyphenatedGUID(s[1:37])
-	}
-	return "", false
-}
-
-// hyphenatedGUID parses the 8-4-4-4-12 form.
-func hyphenatedGUID(s string) (string, bool) {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return "", false
-	}
-	return hexGUID(s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:])
-}
-
-// hexGUID formats 32 hex digits as a lowercase hyphenated GUID.
-func hexGUID(s string) (string, bool) {
-	if len(s) != 32 {
-		return "", false
-	}
-	var b [36]byte
-	j := 0
-	for i := 0; i < 32; i++ {
-		if i == 8 || i == 12 || i == 16 || i == 20 {
-			b[j] = '-'
-			j++
-		}
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
-		case 'A' <= c && c <= 'F':
-			c += 'a' - 'A'
-		default:
-			return "", false
-		}
-		b[j] = c
-		j++
-	}
-	return string(b[:]), true
-}
+// ValidLeaseDuration reports whether d is an acquire duration the service
+// takes: -1 (infinite) or 15..60 seconds.
+func ValidLeaseDuration(d int) bool { return d == -1 || (d >= 15 && d <= 60) }
 
 // sameLeaseID compares two normalized lease ids; an empty id matches nothing.
 func sameLeaseID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
@@ -291,7 +146,7 @@ func sameLeaseID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 // acquire has no proposed id (the caller generates a random v4 GUID). It
 // returns the columns to store and the response values, or a 409
 // *svcerr.Error with the code of the §5.3 cell; on error the returned Lease
-// is l unchanged. req must come from ParseLeaseRequest (a Duration outside
+// is l unchanged. req must be a validated request (a Duration outside
 // -1/15..60 on acquire is reported as 400 InvalidHeaderValue).
 //
 // Timing: a fixed lease gets Expires = now + Duration seconds, an infinite
@@ -336,8 +191,8 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 
 	switch req.Action {
 	case LeaseAcquire:
-		if !validLeaseDuration(req.Duration) {
-			return l, LeaseResult{}, svcerr.Header(svcerr.InvalidHeaderValue, hdrLeaseDuration, strconv.Itoa(req.Duration))
+		if !ValidLeaseDuration(req.Duration) {
+			return l, LeaseResult{}, svcerr.Newf(svcerr.InvalidHeaderValue, "The lease duration %d is not -1 or 15 to 60 seconds.", req.Duration)
 		}
 		proposedIsCurrent := sameLeaseID(req.ProposedID, l.ID)
 		switch eff {
@@ -458,7 +313,7 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 		}
 		return nl, LeaseResult{BreakTime: secondsUntil(now, breakAt)}, nil
 	}
-	return l, LeaseResult{}, svcerr.Header(svcerr.InvalidHeaderValue, hdrLeaseAction, string(req.Action))
+	return l, LeaseResult{}, svcerr.Newf(svcerr.InvalidHeaderValue, "Unknown lease action %q.", req.Action)
 }
 
 func earlier(a, b time.Time) time.Time {

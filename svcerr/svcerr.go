@@ -7,7 +7,6 @@ package svcerr
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Code is a Blob service error code as sent in x-ms-error-code.
@@ -212,7 +211,7 @@ func Status(code Code) int {
 	if e, ok := table[code]; ok {
 		return e.status
 	}
-	return http.StatusInternalServerError
+	return 500 // Internal Server Error; no net/http here, leasedb imports this package
 }
 
 // Known reports whether code is in the table.
