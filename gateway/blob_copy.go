@@ -914,7 +914,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if err := parsePutLease(r, &preq); err != nil {
 		return err
 	}
-	if err := s.db.PrecheckCopy(ctx, preq); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return err
 	}
 
@@ -1081,7 +1081,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if err := parsePutLease(r, &preq); err != nil {
 		return err
 	}
-	if err := s.db.PrecheckCopy(ctx, preq); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return targetCond(err)
 	}
 

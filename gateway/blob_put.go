@@ -72,7 +72,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.
-	if err := s.db.Precheck(ctx, preq.Ref, leaseID, cond, leasedb.CreateWrite); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return err
 	}
 

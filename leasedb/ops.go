@@ -308,15 +308,6 @@ type PutBlobRequest struct {
 	CopyInfo *CopyInfo
 }
 
-// checkCreateOnly refuses a create-only caller's write over an existing
-// blob.
-func checkCreateOnly(createOnly bool, old *Blob) error {
-	if createOnly && old != nil {
-		return svcerr.New(svcerr.AuthorizationPermissionMismatch)
-	}
-	return nil
-}
-
 // Put-and-release actions accepted on writes.
 const (
 	PutLeaseRelease        = "release"
@@ -338,6 +329,25 @@ func applyPutLease(lease Lease, req PutBlobRequest, now time.Time) (Lease, Lease
 	return lease, LeaseResult{}, nil
 }
 
+// Precheck runs the rule of Put Blob, Put Blob From URL and Copy Blob
+// (checkPutBlob) against the unlocked row: the write path's step 2, so a
+// request that will certainly fail is refused before any byte is read or
+// any source is opened. The commit runs the rule again under the lock.
+func (d *DB) Precheck(ctx context.Context, req PutBlobRequest) error {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return err
+	}
+	// The create-only refusal is left to the commit: applied here it would
+	// come before the lease and the conditions and change the answer of a
+	// request that fails both ways (a create-only SAS upload with
+	// If-None-Match: * over an existing blob is 409 BlobAlreadyExists).
+	req.CreateOnly = false
+	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
+		_, err := checkPutBlob(b, req, now)
+		return err
+	})
+}
+
 // PutBlob commits a new version of a blob (contract §3.10 order: lease,
 // conditions, create-only). The intents of the new extents are taken (a
 // commit whose intent the collector claimed fails), the row swings to the
@@ -350,24 +360,8 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 	}
 	var out *Blob
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
-		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
-			return err
-		}
-		lease := Lease{}
-		if old != nil {
-			var err error
-			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if req.LeaseID != "" {
-			// Put Blob with a lease id on a blob that does not exist
-			// (contract §5.4).
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
-			return err
-		}
-		if err := checkCopyTarget(req, old, now); err != nil {
+		lease, err := checkPutBlob(old, req, now)
+		if err != nil {
 			return err
 		}
 		lease, res, err := applyPutLease(lease, req, now)
@@ -456,14 +450,8 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(b *Blob) error) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+		lease, err := checkUpdate(b, leaseID, cond, now)
 		if err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err
 		}
 		if err := fn(b); err != nil {
@@ -511,13 +499,7 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		return err
 	}
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if _, err := checkUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		snapshots, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
@@ -810,26 +792,6 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 		return nil, err
 	}
 	return res, nil
-}
-
-// Precheck evaluates container existence, the write lease check and the
-// write conditions against the unlocked row: the write path's step 2, so a
-// request that will certainly fail is refused before any byte is read. The
-// commit re-checks everything under the lock.
-func (d *DB) Precheck(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, kind WriteKind) error {
-	if err := d.checkWrite(cond); err != nil {
-		return err
-	}
-	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b != nil {
-			if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if leaseID != "" && kind == CreateWrite {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		return EvalWrite(cond, blobResource(b), kind)
-	})
 }
 
 // AddIntent records an upload intent for key, collectable after ttl unless

@@ -69,22 +69,6 @@ func errIntentLost() error {
 	return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
 }
 
-// checkBlockTarget: Put Block needs no existing blob, but an existing one
-// must be a block blob and its lease is enforced (contract §7.2).
-func checkBlockTarget(b *Blob, leaseID string, now time.Time) error {
-	if b == nil {
-		if leaseID != "" {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		return nil
-	}
-	if b.Type != "BlockBlob" {
-		return svcerr.New(svcerr.InvalidBlobType)
-	}
-	_, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
-	return err
-}
-
 // BlockListKind is where Put Block List looks a block id up.
 type BlockListKind int
 
@@ -135,22 +119,8 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 	}
 	var out *Blob
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
-		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
-			return err
-		}
-		lease := Lease{}
-		if old != nil {
-			if old.Type != "BlockBlob" {
-				return svcerr.New(svcerr.InvalidBlobType)
-			}
-			var err error
-			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if req.LeaseID != "" {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
+		lease, err := checkCommitBlocks(old, req, now)
+		if err != nil {
 			return err
 		}
 		lease, res, err := applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now)
@@ -162,57 +132,16 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 		if err != nil {
 			return err
 		}
-		stagedByID := make(map[string]Block, len(staged))
-		for _, b := range staged {
-			stagedByID[b.ID] = b
+		extents, err := resolveBlocks(req.Blocks, staged, old)
+		if err != nil {
+			return err
 		}
-		committed := map[string]Extent{}
-		if old != nil {
-			for _, e := range old.Extents {
-				if e.BlockID != "" {
-					committed[e.BlockID] = e
-				}
-			}
-		}
-		extents := make([]Extent, 0, len(req.Blocks))
 		var size int64
-		for _, r := range req.Blocks {
-			var e Extent
-			found := false
-			if r.Kind == BlockUncommitted || r.Kind == BlockLatest {
-				if b, ok := stagedByID[r.ID]; ok {
-					e, found = Extent{Key: b.Key, Size: b.Size, BlockID: b.ID}, true
-				}
-			}
-			if !found && (r.Kind == BlockCommitted || r.Kind == BlockLatest) {
-				e, found = committed[r.ID]
-			}
-			if !found {
-				return svcerr.New(svcerr.InvalidBlockList)
-			}
-			extents = append(extents, e)
+		for _, e := range extents {
 			size += e.Size
 		}
 		// Collect what the new blob no longer references.
-		keep := make(map[string]bool, len(extents))
-		for _, e := range extents {
-			keep[e.Key] = true
-		}
-		var dropStaged, dropOld []string
-		for _, b := range staged {
-			if !keep[b.Key] {
-				dropStaged = append(dropStaged, b.Key)
-			}
-		}
-		if old != nil {
-			seen := map[string]bool{}
-			for _, e := range old.Extents {
-				if !keep[e.Key] && !seen[e.Key] {
-					seen[e.Key] = true
-					dropOld = append(dropOld, e.Key)
-				}
-			}
-		}
+		dropStaged, dropOld := blocksLeft(extents, staged, old)
 		if err := tx.DeleteBlocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name); err != nil {
 			return err
 		}
@@ -331,37 +260,9 @@ type AppendRequest struct {
 // certainly fail (contract §7.5, §3.9).
 func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) error {
 	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		return checkAppend(b, req, n, now)
+		_, err := checkAppend(b, req, n, now)
+		return err
 	})
-}
-
-// checkAppend applies the order of contract §3.10 to an append of n bytes.
-func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
-	if b == nil {
-		return req.Cond.missingBlob()
-	}
-	if _, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now); err != nil {
-		return err
-	}
-	if err := EvalWrite(req.Cond, blobResource(b), UpdateWrite); err != nil {
-		return err
-	}
-	if b.Type != "AppendBlob" {
-		return svcerr.New(svcerr.InvalidBlobType)
-	}
-	if b.Sealed {
-		return svcerr.New(svcerr.BlobIsSealed)
-	}
-	if req.AppendPos >= 0 && req.AppendPos != b.Size {
-		return svcerr.New(svcerr.AppendPositionConditionNotMet)
-	}
-	if req.MaxSize >= 0 && b.Size+n > req.MaxSize {
-		return svcerr.New(svcerr.MaxBlobSizeConditionNotMet)
-	}
-	if b.BlockCount >= MaxAppendBlocks {
-		return svcerr.New(svcerr.BlockCountExceedsLimit)
-	}
-	return nil
 }
 
 // AppendBlock appends one staged object at the current end, atomically under
@@ -377,10 +278,7 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 	var out *Blob
 	var offset int64
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		if err := checkAppend(b, req, req.Extent.Size, now); err != nil {
-			return err
-		}
-		lease, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now)
+		lease, err := checkAppend(b, req, req.Extent.Size, now)
 		if err != nil {
 			return err
 		}

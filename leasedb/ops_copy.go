@@ -53,29 +53,6 @@ func checkCopyTarget(req PutBlobRequest, old *Blob, now time.Time) error {
 	return nil
 }
 
-// PrecheckCopy is Precheck for a copy destination: the write lease check and
-// conditions of a create-kind write, plus the CopyTarget rules, against the
-// unlocked row. PutBlob re-checks everything under the lock.
-func (d *DB) PrecheckCopy(ctx context.Context, req PutBlobRequest) error {
-	if err := d.Precheck(ctx, req.Ref, req.LeaseID, req.Cond, CreateWrite); err != nil {
-		return err
-	}
-	if req.Copy == (CopyTarget{}) {
-		return nil
-	}
-	return d.Store.View(ctx, func(tx Tx) error {
-		b, err := tx.Blob(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		return checkCopyTarget(req, b, now)
-	})
-}
-
 // ErrSourceGone: a same-name copy source's extents are no longer referenced
 // when the destination commits (the source was overwritten or deleted in
 // between); the caller copies the bytes instead.
