@@ -22,6 +22,16 @@ var (
 	ifNoneStar = Conditions{IfNoneMatch: []string{"*"}}
 )
 
+// checkRuleLease fails unless a rule answered want ("" = allowed) and,
+// when allowed, left wantLease.
+func checkRuleLease(t *testing.T, got Lease, err error, want svcerr.Code, wantLease Lease) {
+	t.Helper()
+	checkCode(t, err, want)
+	if err == nil && !sameLease(got, wantLease) {
+		t.Fatalf("lease = %+v, want %+v", got, wantLease)
+	}
+}
+
 func TestCheckPutBlob(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -63,10 +73,7 @@ func TestCheckPutBlob(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := checkPutBlob(tt.old, tt.req, t0)
-			checkCode(t, err, tt.want)
-			if err == nil && !sameLease(got, tt.wantLease) {
-				t.Fatalf("lease = %+v, want %+v", got, tt.wantLease)
-			}
+			checkRuleLease(t, got, err, tt.want, tt.wantLease)
 		})
 	}
 }
@@ -95,10 +102,7 @@ func TestCheckCommitBlocks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := checkCommitBlocks(tt.old, tt.req, t0)
-			checkCode(t, err, tt.want)
-			if err == nil && !sameLease(got, tt.wantLease) {
-				t.Fatalf("lease = %+v, want %+v", got, tt.wantLease)
-			}
+			checkRuleLease(t, got, err, tt.want, tt.wantLease)
 		})
 	}
 }
@@ -127,10 +131,7 @@ func TestCheckUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := checkUpdate(tt.b, tt.leaseID, tt.cond, t0)
-			checkCode(t, err, tt.want)
-			if err == nil && !sameLease(got, tt.wantLease) {
-				t.Fatalf("lease = %+v, want %+v", got, tt.wantLease)
-			}
+			checkRuleLease(t, got, err, tt.want, tt.wantLease)
 		})
 	}
 }
@@ -168,10 +169,7 @@ func TestCheckAppend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := checkAppend(tt.b, tt.req, tt.n, t0)
-			checkCode(t, err, tt.want)
-			if err == nil && !sameLease(got, tt.wantLease) {
-				t.Fatalf("lease = %+v, want %+v", got, tt.wantLease)
-			}
+			checkRuleLease(t, got, err, tt.want, tt.wantLease)
 		})
 	}
 }
