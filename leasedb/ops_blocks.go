@@ -86,97 +86,63 @@ type BlockRef struct {
 
 // CommitBlocksRequest is Put Block List.
 type CommitBlocksRequest struct {
-	Ref      BlobRef
-	Blocks   []BlockRef
-	Props    Props
-	Metadata map[string]string
-	LeaseID  string
-	Cond     Conditions
-	// Tags and AccessTier as in PutBlobRequest.
-	Tags       map[string]string
-	AccessTier string
-
-	LeaseAction string
-	Acquire     LeaseRequest
-	NewLeaseID  string
-	CreateOnly  bool
+	Ref    BlobRef
+	Blocks []BlockRef
+	BlobContent
+	LeaseID    string
+	Cond       Conditions
+	CreateOnly bool // as in PutBlobRequest
+	PutLease
 }
 
-// CommitBlocks is Put Block List (contract §7.3), one transaction under the
-// blob lock: lease, conditions, create-only; every id resolved (Committed:
-// the current committed list; Uncommitted: staged; Latest: staged, else
-// committed) or 400 InvalidBlockList with nothing changed. The blob becomes
+// CommitBlocks is Put Block List, one transaction under the blob lock: the
+// rule checkCommitBlocks, then every id resolved (resolveBlocks) or 400
+// InvalidBlockList with nothing changed. The blob becomes
 // the ordered extents of the resolved blocks (no bytes copied); every
 // staged block is dropped; objects no longer referenced are collected
 // (staged ones at once, previously committed ones after the grace period).
 func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, LeaseResult, error) {
-	var leaseRes LeaseResult
 	if err := d.checkWrite(req.Cond); err != nil {
-		return nil, leaseRes, err
+		return nil, LeaseResult{}, err
 	}
 	if len(req.Blocks) > MaxCommittedBlocks {
-		return nil, leaseRes, svcerr.New(svcerr.BlockListTooLong)
+		return nil, LeaseResult{}, svcerr.New(svcerr.BlockListTooLong)
 	}
-	var out *Blob
-	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
-		lease, err := checkCommitBlocks(old, req, now)
-		if err != nil {
-			return err
-		}
-		lease, res, err := applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now)
-		if err != nil {
-			return err
-		}
-		leaseRes = res
+	rule := func(old *Blob, now time.Time) (Lease, error) { return checkCommitBlocks(old, req, now) }
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
 		staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		extents, err := resolveBlocks(req.Blocks, staged, old)
 		if err != nil {
-			return err
-		}
-		var size int64
-		for _, e := range extents {
-			size += e.Size
+			return nil, err
 		}
 		// Collect what the new blob no longer references.
 		dropStaged, dropOld := blocksLeft(extents, staged, old)
 		if err := tx.DeleteBlocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.AddGC(ctx, dropStaged, now); err != nil {
-			return err
+			return nil, err
 		}
 		// Snapshots keep the extents they share with the old version.
 		snaps, err := snapshotsOf(ctx, tx, req.Ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dropOld = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
 		if err := release(ctx, tx, dropOld, now.Add(d.Grace)); err != nil {
-			return err
+			return nil, err
 		}
 		etag, err := tx.NextETag(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b := &Blob{
-			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
-			Type: "BlockBlob", ETag: etag, Created: now, LastModified: now, Size: size,
-			Props: req.Props, Metadata: req.Metadata, Extents: extents, BlockCount: len(extents), Lease: lease,
-			Tags: req.Tags, AccessTier: req.AccessTier,
-		}
-		if old != nil {
-			b.Created = old.Created
-		}
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		out = b
-		return nil
+		b := newRow(req.Ref, "BlockBlob", req.BlobContent, extents, lease, etag, now, old)
+		b.BlockCount = len(extents)
+		return b, nil
 	})
-	return out, leaseRes, err
 }
 
 // BlockList is Get Block List's answer.
@@ -250,10 +216,7 @@ type AppendRequest struct {
 	AppendPos int64 // -1 when absent
 	MaxSize   int64 // -1 when absent
 
-	// Put-and-release extension, as on PutBlobRequest.
-	LeaseAction string
-	Acquire     LeaseRequest
-	NewLeaseID  string
+	PutLease
 }
 
 // PrecheckAppend refuses, before any byte is read, an append that will
@@ -282,7 +245,7 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 		if err != nil {
 			return err
 		}
-		if lease, leaseRes, err = applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now); err != nil {
+		if lease, leaseRes, err = applyPutLease(lease, req.PutLease, now); err != nil {
 			return err
 		}
 		ok, err := tx.TakeIntent(ctx, req.Extent.Key)

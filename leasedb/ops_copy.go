@@ -33,6 +33,15 @@ type CopyTarget struct {
 	// 412 InfiniteLeaseDurationRequired (async Copy Blob, versions
 	// ≥ 2012-02-12). Copy Blob From URL (x-ms-requires-sync) does not set it.
 	InfiniteLeaseOnly bool
+
+	// What the new row records of the copy. BlockCount is the committed
+	// block count of a copied append blob; Sealed seals it (a copy of a
+	// sealed append blob, or x-ms-seal-blob); both apply to append blobs
+	// only. Info is the copy that wrote the row (Completed is set to the
+	// commit time).
+	BlockCount int
+	Sealed     bool
+	Info       *CopyInfo
 }
 
 // checkCopyTarget applies req.Copy against the locked current row, after the
