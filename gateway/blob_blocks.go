@@ -202,22 +202,18 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
-	if err := parsePutLease(r, &preq); err != nil {
+	creq := leasedb.CommitBlocksRequest{Ref: req.ref(), Blocks: blocks, BlobContent: leasedb.BlobContent{Props: props, Metadata: meta},
+		LeaseID: leaseID, Cond: cond, CreateOnly: req.createOnly}
+	if creq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return err
 	}
-	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
+	if creq.Tags, err = parseTagsHeader(r.Header); err != nil {
 		return err
 	}
-	if preq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
+	if creq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
 		return err
 	}
-	b, leaseRes, err := s.db.CommitBlocks(r.Context(), leasedb.CommitBlocksRequest{
-		Ref: req.ref(), Blocks: blocks, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond,
-		LeaseAction: preq.LeaseAction, Acquire: preq.Acquire, NewLeaseID: preq.NewLeaseID,
-		Tags: preq.Tags, AccessTier: preq.AccessTier,
-		CreateOnly: req.createOnly,
-	})
+	b, leaseRes, err := s.db.CommitBlocks(r.Context(), creq)
 	if err != nil {
 		return err
 	}
@@ -225,7 +221,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	setETagLM(h, b.ETag, b.LastModified)
 	h.Set("Content-MD5", b64(sum[:]))
 	h.Set("x-ms-request-server-encrypted", "true")
-	if preq.LeaseAction == leasedb.PutLeaseAcquire {
+	if creq.LeaseAction == leasedb.PutLeaseAcquire {
 		h.Set("x-ms-lease-id", leaseRes.ID)
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -314,11 +310,9 @@ func parseAppendRequest(r *http.Request, req *request) (leasedb.AppendRequest, e
 	if areq.MaxSize, err = int64Header(r.Header, "x-ms-blob-condition-maxsize"); err != nil {
 		return areq, err
 	}
-	preq := leasedb.PutBlobRequest{LeaseID: leaseID}
-	if err := parsePutLease(r, &preq); err != nil {
+	if areq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return areq, err
 	}
-	areq.LeaseAction, areq.Acquire, areq.NewLeaseID = preq.LeaseAction, preq.Acquire, preq.NewLeaseID
 	return areq, nil
 }
 

@@ -894,10 +894,10 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	if err := parsePutLease(r, &preq); err != nil {
+	if preq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return err
 	}
-	if err := s.db.PrecheckCopy(ctx, preq); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return err
 	}
 
@@ -927,12 +927,12 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		preq.Tags = src.tags
 	}
 	if preq.Type == "AppendBlob" {
-		preq.BlockCount = src.blockCount
+		preq.Copy.BlockCount = src.blockCount
 		// A sealed source makes a sealed copy, unless x-ms-seal-blob
 		// says otherwise (it may also seal the copy of an open one).
-		preq.Sealed = src.sealed
+		preq.Copy.Sealed = src.sealed
 		if v := r.Header.Get("x-ms-seal-blob"); v != "" {
-			if preq.Sealed, err = strconv.ParseBool(v); err != nil {
+			if preq.Copy.Sealed, err = strconv.ParseBool(v); err != nil {
 				return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-seal-blob", v)
 			}
 		}
@@ -956,7 +956,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		shared.Extents = src.extents
 		shared.Copy.SharedExtents = true
 		shared.Copy.Source = src.ref
-		shared.CopyInfo = record(src.size)
+		shared.Copy.Info = record(src.size)
 		sum = src.props.ContentMD5
 		if err := checkSourceMD5(r.Header, sum); err != nil {
 			return err
@@ -977,9 +977,9 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		sum = digest
 		preq.Extents = extentsOf(ext)
 		if preq.Type == "AppendBlob" && src.remote && ext.Size > 0 {
-			preq.BlockCount = 1
+			preq.Copy.BlockCount = 1
 		}
-		preq.CopyInfo = record(ext.Size)
+		preq.Copy.Info = record(ext.Size)
 		err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
 			b, leaseRes, err = s.db.PutBlob(ctx, preq)
 			return err
@@ -1050,7 +1050,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return err
 	}
-	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: "BlockBlob", Metadata: meta, LeaseID: leaseID, Cond: cond, CreateOnly: req.createOnly}
+	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: "BlockBlob", BlobContent: leasedb.BlobContent{Metadata: meta}, LeaseID: leaseID, Cond: cond, CreateOnly: req.createOnly}
 	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
 		return err
 	}
@@ -1061,10 +1061,10 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if preq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
 		return err
 	}
-	if err := parsePutLease(r, &preq); err != nil {
+	if preq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return err
 	}
-	if err := s.db.PrecheckCopy(ctx, preq); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return targetCond(err)
 	}
 

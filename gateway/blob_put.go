@@ -58,21 +58,21 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: blobType, Props: props, Metadata: meta, LeaseID: leaseID, Cond: cond}
+	preq := leasedb.PutBlobRequest{Ref: req.ref(), Type: blobType, BlobContent: leasedb.BlobContent{Props: props, Metadata: meta}, LeaseID: leaseID, Cond: cond}
 	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
 		return err
 	}
 	if preq.AccessTier, err = parseTierHeader(r.Header, blobType); err != nil {
 		return err
 	}
-	if err := parsePutLease(r, &preq); err != nil {
+	if preq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return err
 	}
 	preq.CreateOnly = req.createOnly
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.
-	if err := s.db.Precheck(ctx, preq.Ref, leaseID, cond, leasedb.CreateWrite); err != nil {
+	if err := s.db.Precheck(ctx, preq); err != nil {
 		return err
 	}
 

@@ -83,29 +83,31 @@ func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *req
 }
 
 // parsePutLease reads blobgw's put-and-release extension on a write:
-// x-ms-lease-action release | acquire | acquire-release. Without the header
-// the write behaves exactly as Azure's.
-func parsePutLease(r *http.Request, preq *leasedb.PutBlobRequest) error {
+// x-ms-lease-action release | acquire | acquire-release; leaseID is the
+// write's x-ms-lease-id. Without the header the write behaves exactly as
+// Azure's.
+func parsePutLease(r *http.Request, leaseID string) (leasedb.PutLease, error) {
+	var pl leasedb.PutLease
 	h := r.Header
 	action := h.Get("x-ms-lease-action")
 	switch action {
 	case "":
-		return nil
+		return pl, nil
 	case leasedb.PutLeaseRelease:
-		if preq.LeaseID == "" {
-			return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-lease-id", "")
+		if leaseID == "" {
+			return pl, svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-lease-id", "")
 		}
 	case leasedb.PutLeaseAcquire:
 		lr, err := parseLeaseRequest(string(leasedb.LeaseAcquire), "", h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), "")
 		if err != nil {
-			return err
+			return pl, err
 		}
-		preq.Acquire = lr
-		preq.NewLeaseID = uuid.NewString()
+		pl.Acquire = lr
+		pl.NewLeaseID = uuid.NewString()
 	case leasedb.PutLeaseAcquireRelease:
 	default:
-		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-lease-action", action)
+		return pl, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-lease-action", action)
 	}
-	preq.LeaseAction = action
-	return nil
+	pl.LeaseAction = action
+	return pl, nil
 }

@@ -270,51 +270,68 @@ func (d *DB) checkWrite(cond Conditions) error {
 	return nil
 }
 
-// PutBlobRequest is the metadata half of Put Blob: the bytes are already
-// durable in the backend under the keys in Extents, each recorded as an
-// upload intent.
+// PutBlobRequest is the metadata half of Put Blob, Put Blob From URL and
+// Copy Blob: the bytes are already durable in the backend under the keys
+// in Extents, each recorded as an upload intent (or, for a copy that
+// shares them, referenced by the source: Copy.SharedExtents).
 type PutBlobRequest struct {
-	Ref      BlobRef
-	Type     string
-	Props    Props
-	Metadata map[string]string
-	Extents  []Extent
-	LeaseID  string
-	Cond     Conditions
-	// Tags (x-ms-tags) and AccessTier (x-ms-access-tier, canonical or "")
-	// replace the old blob's: an overwrite is a new blob.
-	Tags       map[string]string
-	AccessTier string
-	// LeaseAction is blobgw's put-and-release extension ("" for plain
-	// Azure behaviour): "release" writes then releases the lease named by
-	// LeaseID; "acquire" writes then acquires with Acquire (proposed id,
-	// duration); "acquire-release" writes under the usual lease check and
-	// leaves no lease. All in the commit transaction.
-	LeaseAction string
-	Acquire     LeaseRequest
-	NewLeaseID  string
+	Ref     BlobRef
+	Type    string
+	Extents []Extent
+	BlobContent
+	LeaseID string
+	Cond    Conditions
 	// CreateOnly: the caller may only create (a SAS with c but not w); an
 	// existing blob is 403 AuthorizationPermissionMismatch (contract §2.4).
 	CreateOnly bool
-	// Copy Blob destination rules (ops_copy.go); BlockCount is the
-	// committed block count of a copied append blob.
-	Copy       CopyTarget
-	BlockCount int
-	// Sealed seals the new row (a copy of a sealed append blob, or
-	// x-ms-seal-blob on Copy Blob); append blobs only.
-	Sealed bool
-	// CopyInfo is recorded on the new row by Copy Blob (Completed is set
-	// to the commit time); nil for every other write.
-	CopyInfo *CopyInfo
+	PutLease
+	// Copy is what sets a Copy Blob destination apart (ops_copy.go); zero
+	// for Put Blob and Put Blob From URL.
+	Copy CopyTarget
 }
 
-// checkCreateOnly refuses a create-only caller's write over an existing
-// blob.
-func checkCreateOnly(createOnly bool, old *Blob) error {
-	if createOnly && old != nil {
-		return svcerr.New(svcerr.AuthorizationPermissionMismatch)
+// BlobContent is what a write that replaces the whole blob (Put Blob, Put
+// Blob From URL, Copy Blob, Put Block List) sets on the new row besides
+// its bytes: an overwrite is a new blob, and nothing of the old one's
+// properties, metadata, tags (x-ms-tags) or tier (x-ms-access-tier,
+// canonical or "") survives.
+type BlobContent struct {
+	Props      Props
+	Metadata   map[string]string
+	Tags       map[string]string
+	AccessTier string
+}
+
+// newRow is the row a whole-blob write commits: the content, the extents
+// in order, a new ETag and Last-Modified, and the creation time of the
+// blob it replaces (old, nil when there is none).
+func newRow(ref BlobRef, typ string, c BlobContent, extents []Extent, lease Lease, etag string, now time.Time, old *Blob) *Blob {
+	var size int64
+	for _, e := range extents {
+		size += e.Size
 	}
-	return nil
+	b := &Blob{
+		Account: ref.Account, Container: ref.Container, Name: ref.Name,
+		Type: typ, ETag: etag, Created: now, LastModified: now, Size: size,
+		Props: c.Props, Metadata: c.Metadata, Extents: extents, Lease: lease,
+		Tags: c.Tags, AccessTier: c.AccessTier,
+	}
+	if old != nil {
+		b.Created = old.Created
+	}
+	return b
+}
+
+// PutLease is blobgw's put-and-release extension on a write (zero for
+// plain Azure behaviour): LeaseAction "release" writes then releases the
+// lease named by the request's lease id; "acquire" writes then acquires
+// with Acquire (proposed id, duration), NewLeaseID being the id when none
+// is proposed; "acquire-release" writes under the usual lease check and
+// leaves no lease. All in the commit transaction.
+type PutLease struct {
+	LeaseAction string
+	Acquire     LeaseRequest
+	NewLeaseID  string
 }
 
 // Put-and-release actions accepted on writes.
@@ -326,7 +343,7 @@ const (
 
 // applyPutLease applies a put-and-release action to the lease that the
 // write's lease check left.
-func applyPutLease(lease Lease, req PutBlobRequest, now time.Time) (Lease, LeaseResult, error) {
+func applyPutLease(lease Lease, req PutLease, now time.Time) (Lease, LeaseResult, error) {
 	switch req.LeaseAction {
 	case PutLeaseRelease, PutLeaseAcquireRelease:
 		return Lease{}, LeaseResult{}, nil
@@ -338,100 +355,112 @@ func applyPutLease(lease Lease, req PutBlobRequest, now time.Time) (Lease, Lease
 	return lease, LeaseResult{}, nil
 }
 
-// PutBlob commits a new version of a blob (contract §3.10 order: lease,
-// conditions, create-only). The intents of the new extents are taken (a
-// commit whose intent the collector claimed fails), the row swings to the
-// new extents with a new ETag, and the replaced extents are queued for
-// collection after the grace period. An active lease is kept (§5.5).
-func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResult, error) {
-	var leaseRes LeaseResult
+// Precheck runs the rule of Put Blob, Put Blob From URL and Copy Blob
+// (checkPutBlob) against the unlocked row: the write path's step 2, so a
+// request that will certainly fail is refused before any byte is read or
+// any source is opened. The commit runs the rule again under the lock.
+func (d *DB) Precheck(ctx context.Context, req PutBlobRequest) error {
 	if err := d.checkWrite(req.Cond); err != nil {
-		return nil, leaseRes, err
+		return err
 	}
-	var out *Blob
-	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
-		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
-			return err
-		}
-		lease := Lease{}
-		if old != nil {
-			var err error
-			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if req.LeaseID != "" {
-			// Put Blob with a lease id on a blob that does not exist
-			// (contract §5.4).
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
-			return err
-		}
-		if err := checkCopyTarget(req, old, now); err != nil {
-			return err
-		}
-		lease, res, err := applyPutLease(lease, req, now)
-		if err != nil {
-			return err
-		}
-		leaseRes = res
+	// The create-only refusal is left to the commit: applied here it would
+	// come before the lease and the conditions and change the answer of a
+	// request that fails both ways (a create-only SAS upload with
+	// If-None-Match: * over an existing blob is 409 BlobAlreadyExists).
+	req.CreateOnly = false
+	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
+		_, err := checkPutBlob(b, req, now)
+		return err
+	})
+}
+
+// PutBlob commits a new version of a blob (Put Blob, Put Blob From URL,
+// Copy Blob) under the rule checkPutBlob. The intents of the new extents
+// are taken (a commit whose intent the collector claimed fails), the row
+// swings to the new extents with a new ETag, and the replaced extents are
+// queued for collection after the grace period. An active lease is kept
+// when the request names it.
+func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResult, error) {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return nil, LeaseResult{}, err
+	}
+	rule := func(old *Blob, now time.Time) (Lease, error) { return checkPutBlob(old, req, now) }
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
 		var snaps []*Blob
+		var err error
 		if old != nil || req.Copy.SharedExtents {
 			if snaps, err = snapshotsOf(ctx, tx, req.Ref); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if req.Copy.SharedExtents {
 			if err := shareExtents(ctx, tx, req, old, snaps); err != nil {
-				return err
+				return nil, err
 			}
 		} else {
 			for _, e := range req.Extents {
 				ok, err := tx.TakeIntent(ctx, e.Key)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if !ok {
-					return errIntentLost()
+					return nil, errIntentLost()
 				}
 			}
 		}
 		etag, err := tx.NextETag(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var size int64
-		for _, e := range req.Extents {
-			size += e.Size
-		}
-		b := &Blob{
-			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
-			Type: req.Type, ETag: etag, Created: now, LastModified: now, Size: size,
-			Props: req.Props, Metadata: req.Metadata, Extents: req.Extents, Lease: lease,
-			Tags: req.Tags, AccessTier: req.AccessTier, BlockCount: req.BlockCount,
-			Sealed: req.Sealed && req.Type == "AppendBlob",
-		}
-		if req.CopyInfo != nil {
-			ci := *req.CopyInfo
+		b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
+		b.BlockCount = req.Copy.BlockCount
+		b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
+		if req.Copy.Info != nil {
+			ci := *req.Copy.Info
 			ci.Completed = now
 			b.Copy = &ci
 		}
 		if old != nil {
-			b.Created = old.Created
 			// The new row may share extents with the old one (a restore
 			// from a snapshot that shares them too): those stay.
 			if err := release(ctx, tx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// Put Blob discards every uncommitted block (contract §7.1).
 		if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+}
+
+// replaceBlob is the shared shape of the writes that replace the whole
+// blob (PutBlob, CommitBlocks), in one transaction under the blob lock:
+// the write kind's rule, then the put-and-release action on the lease the
+// rule left, then commit, which does the write kind's bookkeeping and
+// returns the new row (holding that lease) for replaceBlob to store.
+func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, now time.Time) (Lease, error), pl PutLease,
+	commit func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)) (*Blob, LeaseResult, error) {
+	var out *Blob
+	var leaseRes LeaseResult
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, old *Blob) error {
+		lease, err := rule(old, now)
+		if err != nil {
+			return err
+		}
+		lease, res, err := applyPutLease(lease, pl, now)
+		if err != nil {
+			return err
+		}
+		b, err := commit(tx, now, old, lease)
+		if err != nil {
 			return err
 		}
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}
-		out = b
+		out, leaseRes = b, res
 		return nil
 	})
 	return out, leaseRes, err
@@ -456,14 +485,8 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(b *Blob) error) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+		lease, err := checkUpdate(b, leaseID, cond, now)
 		if err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err
 		}
 		if err := fn(b); err != nil {
@@ -511,13 +534,7 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		return err
 	}
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if _, err := checkUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		snapshots, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
@@ -810,26 +827,6 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 		return nil, err
 	}
 	return res, nil
-}
-
-// Precheck evaluates container existence, the write lease check and the
-// write conditions against the unlocked row: the write path's step 2, so a
-// request that will certainly fail is refused before any byte is read. The
-// commit re-checks everything under the lock.
-func (d *DB) Precheck(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, kind WriteKind) error {
-	if err := d.checkWrite(cond); err != nil {
-		return err
-	}
-	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b != nil {
-			if _, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if leaseID != "" && kind == CreateWrite {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		return EvalWrite(cond, blobResource(b), kind)
-	})
 }
 
 // AddIntent records an upload intent for key, collectable after ttl unless

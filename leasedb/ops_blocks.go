@@ -69,22 +69,6 @@ func errIntentLost() error {
 	return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
 }
 
-// checkBlockTarget: Put Block needs no existing blob, but an existing one
-// must be a block blob and its lease is enforced (contract §7.2).
-func checkBlockTarget(b *Blob, leaseID string, now time.Time) error {
-	if b == nil {
-		if leaseID != "" {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		return nil
-	}
-	if b.Type != "BlockBlob" {
-		return svcerr.New(svcerr.InvalidBlobType)
-	}
-	_, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
-	return err
-}
-
 // BlockListKind is where Put Block List looks a block id up.
 type BlockListKind int
 
@@ -102,152 +86,63 @@ type BlockRef struct {
 
 // CommitBlocksRequest is Put Block List.
 type CommitBlocksRequest struct {
-	Ref      BlobRef
-	Blocks   []BlockRef
-	Props    Props
-	Metadata map[string]string
-	LeaseID  string
-	Cond     Conditions
-	// Tags and AccessTier as in PutBlobRequest.
-	Tags       map[string]string
-	AccessTier string
-
-	LeaseAction string
-	Acquire     LeaseRequest
-	NewLeaseID  string
-	CreateOnly  bool
+	Ref    BlobRef
+	Blocks []BlockRef
+	BlobContent
+	LeaseID    string
+	Cond       Conditions
+	CreateOnly bool // as in PutBlobRequest
+	PutLease
 }
 
-// CommitBlocks is Put Block List (contract §7.3), one transaction under the
-// blob lock: lease, conditions, create-only; every id resolved (Committed:
-// the current committed list; Uncommitted: staged; Latest: staged, else
-// committed) or 400 InvalidBlockList with nothing changed. The blob becomes
+// CommitBlocks is Put Block List, one transaction under the blob lock: the
+// rule checkCommitBlocks, then every id resolved (resolveBlocks) or 400
+// InvalidBlockList with nothing changed. The blob becomes
 // the ordered extents of the resolved blocks (no bytes copied); every
 // staged block is dropped; objects no longer referenced are collected
 // (staged ones at once, previously committed ones after the grace period).
 func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, LeaseResult, error) {
-	var leaseRes LeaseResult
 	if err := d.checkWrite(req.Cond); err != nil {
-		return nil, leaseRes, err
+		return nil, LeaseResult{}, err
 	}
 	if len(req.Blocks) > MaxCommittedBlocks {
-		return nil, leaseRes, svcerr.New(svcerr.BlockListTooLong)
+		return nil, LeaseResult{}, svcerr.New(svcerr.BlockListTooLong)
 	}
-	var out *Blob
-	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, old *Blob) error {
-		if err := checkCreateOnly(req.CreateOnly, old); err != nil {
-			return err
-		}
-		lease := Lease{}
-		if old != nil {
-			if old.Type != "BlockBlob" {
-				return svcerr.New(svcerr.InvalidBlobType)
-			}
-			var err error
-			if lease, err = CheckWriteLease(old.Lease, req.LeaseID, BlobTarget, now); err != nil {
-				return err
-			}
-		} else if req.LeaseID != "" {
-			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
-		}
-		if err := EvalWrite(req.Cond, blobResource(old), CreateWrite); err != nil {
-			return err
-		}
-		lease, res, err := applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now)
-		if err != nil {
-			return err
-		}
-		leaseRes = res
+	rule := func(old *Blob, now time.Time) (Lease, error) { return checkCommitBlocks(old, req, now) }
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
 		staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		stagedByID := make(map[string]Block, len(staged))
-		for _, b := range staged {
-			stagedByID[b.ID] = b
-		}
-		committed := map[string]Extent{}
-		if old != nil {
-			for _, e := range old.Extents {
-				if e.BlockID != "" {
-					committed[e.BlockID] = e
-				}
-			}
-		}
-		extents := make([]Extent, 0, len(req.Blocks))
-		var size int64
-		for _, r := range req.Blocks {
-			var e Extent
-			found := false
-			if r.Kind == BlockUncommitted || r.Kind == BlockLatest {
-				if b, ok := stagedByID[r.ID]; ok {
-					e, found = Extent{Key: b.Key, Size: b.Size, BlockID: b.ID}, true
-				}
-			}
-			if !found && (r.Kind == BlockCommitted || r.Kind == BlockLatest) {
-				e, found = committed[r.ID]
-			}
-			if !found {
-				return svcerr.New(svcerr.InvalidBlockList)
-			}
-			extents = append(extents, e)
-			size += e.Size
+		extents, err := resolveBlocks(req.Blocks, staged, old)
+		if err != nil {
+			return nil, err
 		}
 		// Collect what the new blob no longer references.
-		keep := make(map[string]bool, len(extents))
-		for _, e := range extents {
-			keep[e.Key] = true
-		}
-		var dropStaged, dropOld []string
-		for _, b := range staged {
-			if !keep[b.Key] {
-				dropStaged = append(dropStaged, b.Key)
-			}
-		}
-		if old != nil {
-			seen := map[string]bool{}
-			for _, e := range old.Extents {
-				if !keep[e.Key] && !seen[e.Key] {
-					seen[e.Key] = true
-					dropOld = append(dropOld, e.Key)
-				}
-			}
-		}
+		dropStaged, dropOld := blocksLeft(extents, staged, old)
 		if err := tx.DeleteBlocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.AddGC(ctx, dropStaged, now); err != nil {
-			return err
+			return nil, err
 		}
 		// Snapshots keep the extents they share with the old version.
 		snaps, err := snapshotsOf(ctx, tx, req.Ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dropOld = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
 		if err := release(ctx, tx, dropOld, now.Add(d.Grace)); err != nil {
-			return err
+			return nil, err
 		}
 		etag, err := tx.NextETag(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b := &Blob{
-			Account: req.Ref.Account, Container: req.Ref.Container, Name: req.Ref.Name,
-			Type: "BlockBlob", ETag: etag, Created: now, LastModified: now, Size: size,
-			Props: req.Props, Metadata: req.Metadata, Extents: extents, BlockCount: len(extents), Lease: lease,
-			Tags: req.Tags, AccessTier: req.AccessTier,
-		}
-		if old != nil {
-			b.Created = old.Created
-		}
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		out = b
-		return nil
+		b := newRow(req.Ref, "BlockBlob", req.BlobContent, extents, lease, etag, now, old)
+		b.BlockCount = len(extents)
+		return b, nil
 	})
-	return out, leaseRes, err
 }
 
 // BlockList is Get Block List's answer.
@@ -321,47 +216,16 @@ type AppendRequest struct {
 	AppendPos int64 // -1 when absent
 	MaxSize   int64 // -1 when absent
 
-	// Put-and-release extension, as on PutBlobRequest.
-	LeaseAction string
-	Acquire     LeaseRequest
-	NewLeaseID  string
+	PutLease
 }
 
 // PrecheckAppend refuses, before any byte is read, an append that will
 // certainly fail (contract §7.5, §3.9).
 func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) error {
 	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		return checkAppend(b, req, n, now)
+		_, err := checkAppend(b, req, n, now)
+		return err
 	})
-}
-
-// checkAppend applies the order of contract §3.10 to an append of n bytes.
-func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) error {
-	if b == nil {
-		return req.Cond.missingBlob()
-	}
-	if _, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now); err != nil {
-		return err
-	}
-	if err := EvalWrite(req.Cond, blobResource(b), UpdateWrite); err != nil {
-		return err
-	}
-	if b.Type != "AppendBlob" {
-		return svcerr.New(svcerr.InvalidBlobType)
-	}
-	if b.Sealed {
-		return svcerr.New(svcerr.BlobIsSealed)
-	}
-	if req.AppendPos >= 0 && req.AppendPos != b.Size {
-		return svcerr.New(svcerr.AppendPositionConditionNotMet)
-	}
-	if req.MaxSize >= 0 && b.Size+n > req.MaxSize {
-		return svcerr.New(svcerr.MaxBlobSizeConditionNotMet)
-	}
-	if b.BlockCount >= MaxAppendBlocks {
-		return svcerr.New(svcerr.BlockCountExceedsLimit)
-	}
-	return nil
 }
 
 // AppendBlock appends one staged object at the current end, atomically under
@@ -377,14 +241,11 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 	var out *Blob
 	var offset int64
 	err := d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		if err := checkAppend(b, req, req.Extent.Size, now); err != nil {
-			return err
-		}
-		lease, err := CheckWriteLease(b.Lease, req.LeaseID, BlobTarget, now)
+		lease, err := checkAppend(b, req, req.Extent.Size, now)
 		if err != nil {
 			return err
 		}
-		if lease, leaseRes, err = applyPutLease(lease, PutBlobRequest{LeaseAction: req.LeaseAction, Acquire: req.Acquire, NewLeaseID: req.NewLeaseID}, now); err != nil {
+		if lease, leaseRes, err = applyPutLease(lease, req.PutLease, now); err != nil {
 			return err
 		}
 		ok, err := tx.TakeIntent(ctx, req.Extent.Key)

@@ -33,6 +33,15 @@ type CopyTarget struct {
 	// 412 InfiniteLeaseDurationRequired (async Copy Blob, versions
 	// ≥ 2012-02-12). Copy Blob From URL (x-ms-requires-sync) does not set it.
 	InfiniteLeaseOnly bool
+
+	// What the new row records of the copy. BlockCount is the committed
+	// block count of a copied append blob; Sealed seals it (a copy of a
+	// sealed append blob, or x-ms-seal-blob); both apply to append blobs
+	// only. Info is the copy that wrote the row (Completed is set to the
+	// commit time).
+	BlockCount int
+	Sealed     bool
+	Info       *CopyInfo
 }
 
 // checkCopyTarget applies req.Copy against the locked current row, after the
@@ -51,29 +60,6 @@ func checkCopyTarget(req PutBlobRequest, old *Blob, now time.Time) error {
 		return svcerr.New(svcerr.InvalidBlobType)
 	}
 	return nil
-}
-
-// PrecheckCopy is Precheck for a copy destination: the write lease check and
-// conditions of a create-kind write, plus the CopyTarget rules, against the
-// unlocked row. PutBlob re-checks everything under the lock.
-func (d *DB) PrecheckCopy(ctx context.Context, req PutBlobRequest) error {
-	if err := d.Precheck(ctx, req.Ref, req.LeaseID, req.Cond, CreateWrite); err != nil {
-		return err
-	}
-	if req.Copy == (CopyTarget{}) {
-		return nil
-	}
-	return d.Store.View(ctx, func(tx Tx) error {
-		b, err := tx.Blob(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		return checkCopyTarget(req, b, now)
-	})
 }
 
 // ErrSourceGone: a same-name copy source's extents are no longer referenced
