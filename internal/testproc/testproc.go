@@ -224,6 +224,34 @@ func (sh *Shared[S]) Get(start func() (S, error)) (srv S, err error, unmanaged b
 	return sh.srv, sh.err, unmanaged
 }
 
+// Harness names a harness in Server's messages.
+type Harness struct {
+	Pkg          string // "pgtest"
+	What         string // "PostgreSQL"
+	NotInstalled error  // what start returns (wrapped) when the binary is missing
+	Install      string // how to install it
+}
+
+// Server is Get for a test. When the binary is missing it fails t if CI
+// is set (InCI) and skips t otherwise; any other start-up failure fails t.
+func (sh *Shared[S]) Server(t testing.TB, h Harness, start func() (S, error)) S {
+	t.Helper()
+	srv, err, unmanaged := sh.Get(start)
+	if unmanaged {
+		t.Logf("%s: started a shared %s server without %s.Main; call %s.Main(m) from TestMain so it is stopped when the tests end", h.Pkg, h.What, h.Pkg, h.Pkg)
+	}
+	if err != nil {
+		if errors.Is(err, h.NotInstalled) {
+			if InCI() {
+				t.Fatalf("%v (CI is set: %s tests must run; %s)", err, h.What, h.Install)
+			}
+			t.Skipf("%v; skipping (%s; with CI=true this fails)", err, h.Install)
+		}
+		t.Fatalf("%v", err)
+	}
+	return srv
+}
+
 // Managed records that a TestMain stops the shared server.
 func (sh *Shared[S]) Managed() {
 	sh.mu.Lock()

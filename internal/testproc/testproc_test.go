@@ -3,6 +3,7 @@ package testproc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,5 +202,27 @@ func TestShared(t *testing.T) {
 	}
 	if err := failed.Stop(func(*int) error { t.Fatal("stop called for a server that never started"); return nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSharedServerSkipsWithoutBinary(t *testing.T) {
+	errMissing := errors.New("fake: binary not found")
+	h := Harness{Pkg: "fake", What: "Fake", NotInstalled: errMissing, Install: "install fake"}
+	var sh Shared[*int]
+	sh.Managed()
+	t.Setenv("CI", "")
+	skipped := false
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		sh.Server(t, h, func() (*int, error) { return nil, fmt.Errorf("start: %w", errMissing) })
+		t.Error("Server returned although the binary is missing")
+	})
+	if !skipped {
+		t.Fatal("a missing binary outside CI did not skip the test")
+	}
+	var ok Shared[*int]
+	v := 3
+	if got := ok.Server(t, h, func() (*int, error) { return &v, nil }); got != &v {
+		t.Fatalf("Server = %v", got)
 	}
 }

@@ -396,20 +396,8 @@ var shared testproc.Shared[*Server]
 // skips t otherwise; any other start-up failure fails t.
 func SharedServer(t testing.TB) *Server {
 	t.Helper()
-	srv, err, unmanaged := shared.Get(StartServer)
-	if unmanaged {
-		t.Logf("pgtest: started a shared PostgreSQL server without pgtest.Main; call pgtest.Main(m) from TestMain so it is stopped when the tests end")
-	}
-	if err != nil {
-		if errors.Is(err, ErrNotInstalled) {
-			if testproc.InCI() {
-				t.Fatalf("%v (CI is set: PostgreSQL tests must run; install the PostgreSQL server or set PGTEST_BINDIR)", err)
-			}
-			t.Skipf("%v; skipping (install the PostgreSQL server or set PGTEST_BINDIR; with CI=true this fails)", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	return srv
+	return shared.Server(t, testproc.Harness{Pkg: "pgtest", What: "PostgreSQL", NotInstalled: ErrNotInstalled,
+		Install: "install the PostgreSQL server or set PGTEST_BINDIR"}, StartServer)
 }
 
 // Start returns the DSN of a fresh, empty database on the shared server,

@@ -398,20 +398,8 @@ var shared testproc.Shared[*Server]
 // t otherwise; any other start-up failure fails t.
 func SharedServer(t testing.TB) *Server {
 	t.Helper()
-	srv, err, unmanaged := shared.Get(StartServer)
-	if unmanaged {
-		t.Logf("miniotest: started a shared MinIO server without miniotest.Main; call miniotest.Main(m) from TestMain so it is stopped when the tests end")
-	}
-	if err != nil {
-		if errors.Is(err, ErrNotInstalled) {
-			if testproc.InCI() {
-				t.Fatalf("%v (CI is set: MinIO tests must run; go install github.com/minio/minio@latest or set MINIOTEST_BIN)", err)
-			}
-			t.Skipf("%v; skipping (go install github.com/minio/minio@latest or set MINIOTEST_BIN; with CI=true this fails)", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	return srv
+	return shared.Server(t, testproc.Harness{Pkg: "miniotest", What: "MinIO", NotInstalled: ErrNotInstalled,
+		Install: "go install github.com/minio/minio@latest or set MINIOTEST_BIN"}, StartServer)
 }
 
 // NewBucket returns a Config for a fresh, empty bucket on the shared server,
