@@ -54,18 +54,6 @@ type Backend interface {
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 }
 
-// TempSweeper is the optional ability of a backend that stages uploads in
-// temporary storage of its own (the disk backend's root/tmp), which a
-// crash mid-upload leaves behind where no upload intent names it. The
-// collector calls SweepTemp on every pass: it removes temporary data last
-// written more than olderThan ago (such data can never be committed) and
-// reports how many items it removed. olderThan must exceed the longest a
-// live upload goes without writing, in this process and in any other
-// sharing the storage.
-type TempSweeper interface {
-	SweepTemp(ctx context.Context, olderThan time.Duration) (int, error)
-}
-
 // ValidKey reports whether key is acceptable to every backend: 1..512 bytes
 // of [a-zA-Z0-9/_.-], no leading or trailing '/', no empty, "." or ".."
 // segment, no segment longer than 255 bytes (a file name on disk). The gateway generates keys; this guards against misuse.

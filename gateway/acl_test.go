@@ -187,18 +187,7 @@ func TestSetContainerACLValidation(t *testing.T) {
 	}
 	put := func(body string, hdr map[string]string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPut, b.serviceURL(0)+"val?restype=container&comp=acl", strings.NewReader(body))
-		req.ContentLength = int64(len(body))
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		b.sign(t, req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := b.do(t, http.MethodPut, "val?restype=container&comp=acl", body, hdr)
 		return resp
 	}
 	ident := func(id, start, expiry, perm string) string {
@@ -229,8 +218,8 @@ func TestSetContainerACLValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		resp := put(tt.body, nil)
-		if resp.StatusCode != tt.status || resp.Header.Get("x-ms-error-code") != tt.code {
-			t.Errorf("%s: %d %s, want %d %s", tt.name, resp.StatusCode, resp.Header.Get("x-ms-error-code"), tt.status, tt.code)
+		if d := statusDiff(resp, tt.status, tt.code); d != "" {
+			t.Errorf("%s: %s", tt.name, d)
 		}
 	}
 
@@ -239,23 +228,13 @@ func TestSetContainerACLValidation(t *testing.T) {
 	if resp := put(doc(ident("t", "2024-01-01T00:00Z", "2099-01-01T00:00:00.1234567Z", "rl")), nil); resp.StatusCode != 200 {
 		t.Fatalf("set: %d", resp.StatusCode)
 	}
-	req, _ := http.NewRequest(http.MethodGet, b.serviceURL(0)+"val?restype=container&comp=acl", nil)
-	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := b.do(t, http.MethodGet, "val?restype=container&comp=acl", "", nil)
 	want := `<SignedIdentifiers><SignedIdentifier><Id>t</Id><AccessPolicy><Start>2024-01-01T00:00:00.0000000Z</Start>` +
 		`<Expiry>2099-01-01T00:00:00.1234567Z</Expiry><Permission>rl</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`
 	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
 		t.Fatalf("Get Container ACL: %d %s", resp.StatusCode, body)
 	}
-	if resp := put("", map[string]string{"x-ms-lease-id": "0f8fad5b-d9cb-469f-a165-70867728950e"}); resp.StatusCode != 412 ||
-		resp.Header.Get("x-ms-error-code") != "LeaseNotPresentWithContainerOperation" {
-		t.Fatalf("lease id on an unleased container: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-	}
+	wantStatus(t, put("", map[string]string{"x-ms-lease-id": "0f8fad5b-d9cb-469f-a165-70867728950e"}), 412, "LeaseNotPresentWithContainerOperation", "lease id on an unleased container")
 	// ETag conditions are not supported on containers; date conditions are.
 	if resp := put("", map[string]string{"If-Match": "*"}); resp.StatusCode != 400 {
 		t.Fatalf("If-Match on Set Container ACL: %d", resp.StatusCode)

@@ -183,8 +183,8 @@ func cannotVerify(status int, format string, args ...any) *svcerr.Error {
 // the bucket (blobgw import s3): those back one blob name only (migration
 // 0006), so a copy of them copies the bytes.
 func (s *Server) anyAdopted(extents []leasedb.Extent) bool {
-	a, ok := s.backend.(interface{ IsAdopted(key string) bool })
-	if !ok {
+	a := backends.FeaturesOf(s.backend).AdoptedKeys
+	if a == nil {
 		return false
 	}
 	for _, e := range extents {

@@ -159,9 +159,7 @@ func TestBlockListSemantics(t *testing.T) {
 		etag := *bl.ETag
 		// Recommit with Uncommitted refs that were cleared: 400, nothing changes.
 		resp := b.rawBlockList(t, "blocks/x", `<BlockList><Uncommitted>`+blockID(3)+`</Uncommitted></BlockList>`)
-		if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidBlockList" {
-			t.Fatalf("recommit uncommitted: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
+		wantStatus(t, resp, 400, "InvalidBlockList", "recommit uncommitted")
 		// Committed refs re-commit without staging, repeats allowed.
 		resp = b.rawBlockList(t, "blocks/x", `<BlockList><Committed>`+blockID(1)+`</Committed><Committed>`+blockID(1)+`</Committed><Committed>`+blockID(3)+`</Committed></BlockList>`)
 		if resp.StatusCode != 201 {
@@ -170,7 +168,10 @@ func TestBlockListSemantics(t *testing.T) {
 		if got := string(download(t, b.client, "blocks", "x")); got != "one,one,three," {
 			t.Fatalf("after committed recommit: %q", got)
 		}
-		p, _ := bc.GetProperties(ctx, nil)
+		p, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
 		if *p.ETag == etag {
 			t.Fatal("Put Block List must change the ETag")
 		}
@@ -191,9 +192,7 @@ func TestBlockListSemantics(t *testing.T) {
 			t.Fatalf("after refused commit: %q", got)
 		}
 		// Malformed XML, bad block ids, mixed id lengths.
-		if resp := b.rawBlockList(t, "blocks/x", `<BlockList><Latest>`); resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidXmlDocument" {
-			t.Fatalf("malformed xml: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
+		wantStatus(t, b.rawBlockList(t, "blocks/x", `<BlockList><Latest>`), 400, "InvalidXmlDocument", "malformed xml")
 		_, err = bc.StageBlock(ctx, "not base64!", nopSeeker("x"), nil)
 		wantErr(t, err, 400, "InvalidBlockId")
 		_, err = bc.StageBlock(ctx, base64.StdEncoding.EncodeToString(make([]byte, 65)), nopSeeker("x"), nil)
@@ -234,14 +233,7 @@ func TestBlockListSemantics(t *testing.T) {
 // rawBlockList sends a hand-written Put Block List body.
 func (b *bundle) rawBlockList(t *testing.T, path, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("PUT", b.serviceURL(0)+path+"?comp=blocklist", strings.NewReader(body))
-	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := b.do(t, "PUT", path+"?comp=blocklist", body, nil)
 	return resp
 }
 
@@ -315,7 +307,10 @@ func TestAppendRace(t *testing.T) {
 		if got != want.String() || len(offsets) < target {
 			t.Fatalf("append blob: %d blocks accepted, content matches=%v", len(offsets), got == want.String())
 		}
-		p, _ := b.client.ServiceClient().NewContainerClient("app").NewAppendBlobClient("log").GetProperties(ctx, nil)
+		p, err := b.client.ServiceClient().NewContainerClient("app").NewAppendBlobClient("log").GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
 		if int(*p.BlobCommittedBlockCount) != len(offsets) {
 			t.Fatalf("committed block count %d, want %d", *p.BlobCommittedBlockCount, len(offsets))
 		}

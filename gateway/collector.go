@@ -39,15 +39,9 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 	}
 }
 
-// batchDeleter is the optional capability of backends that delete many
-// objects per request (S3's DeleteObjects).
-type batchDeleter interface {
-	DeleteMany(ctx context.Context, keys []string) error
-}
-
 // deleteObjects deletes keys and returns the ones known to be gone.
 func deleteObjects(ctx context.Context, backend backends.Backend, keys []string, log *slog.Logger) []string {
-	if bd, ok := backend.(batchDeleter); ok {
+	if bd := backends.FeaturesOf(backend).BatchDeleter; bd != nil {
 		if err := bd.DeleteMany(ctx, keys); err != nil {
 			log.Warn("collector: delete batch", "keys", len(keys), "err", err)
 			return nil

@@ -62,7 +62,7 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if ts, ok := backend.(backends.TempSweeper); ok && o.TempAge > 0 && ctx.Err() == nil {
+	if ts := backends.FeaturesOf(backend).TempSweeper; ts != nil && o.TempAge > 0 && ctx.Err() == nil {
 		removed, err := ts.SweepTemp(ctx, o.TempAge)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sweep temp: %w", err))

@@ -71,8 +71,8 @@ var corsHeaderNames = []string{
 // ones must be absent) and the status and error code.
 func checkCORSHeaders(t *testing.T, what string, resp *http.Response, status int, code string, want map[string]string) {
 	t.Helper()
-	if resp.StatusCode != status || resp.Header.Get("x-ms-error-code") != code {
-		t.Errorf("%s: %d %s, want %d %s", what, resp.StatusCode, resp.Header.Get("x-ms-error-code"), status, code)
+	if d := statusDiff(resp, status, code); d != "" {
+		t.Errorf("%s: %s", what, d)
 	}
 	for _, h := range corsHeaderNames {
 		got := strings.Join(resp.Header.Values(h), ", ")
@@ -169,14 +169,8 @@ func TestCORSPreflight(t *testing.T) {
 		map[string]string{"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET", "Access-Control-Max-Age": "60", "Vary": "Origin"})
 
 	// An empty Cors element removes every rule, at once in this process.
-	req, _ := http.NewRequest(http.MethodPut, b.serviceURL(0)+"?restype=service&comp=properties",
-		strings.NewReader(`<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors /></StorageServiceProperties>`))
-	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := b.do(t, http.MethodPut, "?restype=service&comp=properties",
+		`<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors /></StorageServiceProperties>`, nil)
 	if resp.StatusCode != 202 {
 		t.Fatalf("clearing CORS: %d", resp.StatusCode)
 	}
@@ -186,21 +180,14 @@ func TestCORSPreflight(t *testing.T) {
 // corsDo sends a Shared Key request with an Origin header.
 func corsDo(t *testing.T, b *bundle, method, path, origin string, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(method, b.serviceURL(0)+path, strings.NewReader(body))
-	req.ContentLength = int64(len(body))
+	hdr := map[string]string{}
 	if method == http.MethodPut && !strings.Contains(path, "?") {
-		req.Header.Set("x-ms-blob-type", "BlockBlob")
+		hdr["x-ms-blob-type"] = "BlockBlob"
 	}
 	if origin != "" {
-		req.Header.Set("Origin", origin)
+		hdr["Origin"] = origin
 	}
-	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := b.do(t, method, path, body, hdr)
 	return resp
 }
 

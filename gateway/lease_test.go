@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -171,7 +169,10 @@ func TestContainerLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		cc := b.client.ServiceClient().NewContainerClient("leased")
-		before, _ := cc.GetProperties(ctx, nil)
+		before, err := cc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
 		idA := uuid.NewString()
 		lc, err := lease.NewContainerClient(cc, &lease.ContainerClientOptions{LeaseID: to.Ptr(idA)})
 		if err != nil {
@@ -181,7 +182,10 @@ func TestContainerLease(t *testing.T) {
 		if err != nil || *acq.LeaseID != idA || *acq.ETag != *before.ETag {
 			t.Fatalf("acquire: %v", err)
 		}
-		p, _ := cc.GetProperties(ctx, nil)
+		p, err := cc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
 		if *p.LeaseState != lease.StateTypeLeased || *p.LeaseDuration != lease.DurationTypeInfinite {
 			t.Fatalf("container lease state %v", *p.LeaseState)
 		}
@@ -346,7 +350,10 @@ func TestLeaseRealExpiry(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(16 * time.Second)
-			p, _ := blockClient(b.client, "expiry", "a").GetProperties(ctx, nil)
+			p, err := blockClient(b.client, "expiry", "a").GetProperties(ctx, nil)
+			if err != nil {
+				t.Fatalf("Get Properties: %v", err)
+			}
 			if *p.LeaseState != lease.StateTypeExpired || *p.LeaseStatus != lease.StatusTypeUnlocked {
 				t.Fatalf("after 16 s: %v %v", *p.LeaseState, *p.LeaseStatus)
 			}
@@ -354,7 +361,7 @@ func TestLeaseRealExpiry(t *testing.T) {
 			if _, err := blobLease(t, blockClient(b.client, "expiry", "a"), idB).AcquireLease(ctx, 15, nil); err != nil {
 				t.Fatal(err)
 			}
-			_, err := blockClient(b.client, "expiry", "a").Upload(ctx, nopSeeker("old holder"), &blockblob.UploadOptions{AccessConditions: withLease(idA)})
+			_, err = blockClient(b.client, "expiry", "a").Upload(ctx, nopSeeker("old holder"), &blockblob.UploadOptions{AccessConditions: withLease(idA)})
 			wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")
 			// C7: a write without id clears the expired lease; renew A then fails.
 			if _, err := blockClient(b.client, "expiry", "b").Upload(ctx, nopSeeker("anyone"), nil); err != nil {
@@ -375,18 +382,11 @@ func TestPutAndRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		put := func(body string, hdr map[string]string) *http.Response {
-			req, _ := http.NewRequest("PUT", b.serviceURL(0)+"par/x", bytes.NewReader([]byte(body)))
-			req.Header.Set("x-ms-blob-type", "BlockBlob")
+			h := map[string]string{"x-ms-blob-type": "BlockBlob"}
 			for k, v := range hdr {
-				req.Header.Set(k, v)
+				h[k] = v
 			}
-			b.sign(t, req)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			resp, _ := b.do(t, "PUT", "par/x", body, h)
 			return resp
 		}
 		state := func() lease.StateType {
@@ -403,9 +403,7 @@ func TestPutAndRelease(t *testing.T) {
 			t.Fatalf("put+acquire: %d %q %v", resp.StatusCode, resp.Header.Get("x-ms-lease-id"), state())
 		}
 		// Others are locked out; acquire-release without the id too.
-		if resp := put("intruder", nil); resp.StatusCode != 412 || resp.Header.Get("x-ms-error-code") != "LeaseIdMissing" {
-			t.Fatalf("intruder: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
+		wantStatus(t, put("intruder", nil), 412, "LeaseIdMissing", "intruder")
 		if resp := put("intruder", map[string]string{"x-ms-lease-action": "acquire-release"}); resp.StatusCode != 412 {
 			t.Fatalf("acquire-release on a leased blob without id: %d", resp.StatusCode)
 		}
@@ -421,12 +419,8 @@ func TestPutAndRelease(t *testing.T) {
 			t.Fatalf("acquire-release: %d %v", resp.StatusCode, state())
 		}
 		// Bad input.
-		if resp := put("x", map[string]string{"x-ms-lease-action": "release"}); resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "MissingRequiredHeader" {
-			t.Fatalf("release without id: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
-		if resp := put("x", map[string]string{"x-ms-lease-action": "steal"}); resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidHeaderValue" {
-			t.Fatalf("bad action: %d", resp.StatusCode)
-		}
+		wantStatus(t, put("x", map[string]string{"x-ms-lease-action": "release"}), 400, "MissingRequiredHeader", "release without id")
+		wantStatus(t, put("x", map[string]string{"x-ms-lease-action": "steal"}), 400, "InvalidHeaderValue", "bad action")
 		if resp := put("x", map[string]string{"x-ms-lease-action": "acquire", "x-ms-lease-duration": "5"}); resp.StatusCode != 400 {
 			t.Fatalf("bad duration: %d", resp.StatusCode)
 		}
@@ -448,16 +442,7 @@ func TestAppendPutAndRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendRaw := func(body string, hdr map[string]string) *http.Response {
-		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"apr/log?comp=appendblock", bytes.NewReader([]byte(body)))
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		b.sign(t, req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := b.do(t, "PUT", "apr/log?comp=appendblock", body, hdr)
 		return resp
 	}
 	id := uuid.NewString()
@@ -465,13 +450,14 @@ func TestAppendPutAndRelease(t *testing.T) {
 	if resp.StatusCode != 201 || resp.Header.Get("x-ms-lease-id") != id {
 		t.Fatalf("append+acquire: %d %q", resp.StatusCode, resp.Header.Get("x-ms-lease-id"))
 	}
-	if resp := appendRaw("intruder;", nil); resp.StatusCode != 412 || resp.Header.Get("x-ms-error-code") != "LeaseIdMissing" {
-		t.Fatalf("append without id on a leased blob: %d", resp.StatusCode)
-	}
+	wantStatus(t, appendRaw("intruder;", nil), 412, "LeaseIdMissing", "append without id on a leased blob")
 	if resp := appendRaw("b;", map[string]string{"x-ms-lease-action": "release", "x-ms-lease-id": id}); resp.StatusCode != 201 {
 		t.Fatalf("append+release: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
 	}
-	p, _ := ab.GetProperties(ctx, nil)
+	p, err := ab.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatalf("Get Properties: %v", err)
+	}
 	if *p.LeaseState != lease.StateTypeAvailable {
 		t.Fatalf("after append+release: %v", *p.LeaseState)
 	}

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/xml"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,14 +37,7 @@ func TestListStartFrom(t *testing.T) {
 			}
 			get := func(query string) (int, string, listPage) {
 				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, b.serviceURL(0)+"sfrom?restype=container&comp=list&"+query, nil)
-				b.sign(t, req)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				body, _ := io.ReadAll(resp.Body)
+				resp, body := b.do(t, http.MethodGet, "sfrom?restype=container&comp=list&"+query, "", nil)
 				if resp.StatusCode != http.StatusOK {
 					return resp.StatusCode, resp.Header.Get("x-ms-error-code"), listPage{}
 				}
@@ -58,7 +50,7 @@ func TestListStartFrom(t *testing.T) {
 					} `xml:"Blobs"`
 					NextMarker string `xml:"NextMarker"`
 				}
-				if err := xml.Unmarshal(body, &doc); err != nil {
+				if err := xml.Unmarshal([]byte(body), &doc); err != nil {
 					t.Fatalf("%s: %v\n%s", query, err, body)
 				}
 				var p listPage

@@ -24,6 +24,7 @@ import (
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -32,22 +33,20 @@ import (
 func TestMain(m *testing.M) {
 	pgtest.Managed()
 	miniotest.Managed()
-	code := m.Run()
-	for _, stop := range []func() error{pgtest.StopShared, miniotest.StopShared} {
-		if err := stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
+	testproc.Main(m, pgtest.StopShared, miniotest.StopShared)
 }
 
 // storeKinds are the metadata store and byte backend pairs every
 // end-to-end test runs against ("store+backend"; a bare store name means
 // the disk backend).
 var storeKinds = []string{"sqlite+disk", "postgres+disk", "sqlite+s3", "postgres+s3"}
+
+// forEachStore runs fn as one subtest per storeKinds entry.
+func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { fn(t, kind) })
+	}
+}
 
 // bundle is one gateway (or several sharing a store and data directory)
 // driven by the real Azure SDK.
@@ -226,6 +225,56 @@ func wantErr(t *testing.T, err error, status int, code string) {
 	}
 	if code != "" && codeOf(err) != code {
 		t.Fatalf("want code %s, got %s (status %d)", code, codeOf(err), statusOf(err))
+	}
+}
+
+// do sends a hand-built request signed with the dev key, for inputs the
+// SDK will not produce; path is relative to the account URL and already
+// escaped. It reads and closes the response body and returns it.
+func (b *bundle) do(t *testing.T, method, path, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, b.serviceURL(0)+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	b.sign(t, req)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("%s %s: reading the response: %v", method, path, err)
+	}
+	return resp, string(got)
+}
+
+// statusDiff compares a raw response with the status and x-ms-error-code
+// wanted (code "" wants no error code): "" when they match, else what
+// differs.
+func statusDiff(resp *http.Response, status int, code string) string {
+	got := resp.Header.Get("x-ms-error-code")
+	if resp.StatusCode == status && got == code {
+		return ""
+	}
+	what := "response"
+	if resp.Request != nil {
+		what = resp.Request.Method + " " + resp.Request.URL.RequestURI()
+	}
+	return fmt.Sprintf("%s: %d %s, want %d %s", what, resp.StatusCode, got, status, code)
+}
+
+// wantStatus fails t unless resp has status and x-ms-error-code code
+// (code "" wants none); what says which step of the test it was.
+func wantStatus(t *testing.T, resp *http.Response, status int, code, what string) {
+	t.Helper()
+	if d := statusDiff(resp, status, code); d != "" {
+		t.Fatalf("%s: %s", what, d)
 	}
 }
 

@@ -35,9 +35,7 @@ func TestSharedKeyWhitespaceTampering(t *testing.T) {
 		return resp
 	}
 	resp := put("a b", "a      b")
-	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("x-ms-error-code") != "AuthenticationFailed" {
-		t.Fatalf("tampered whitespace: %d %s, want 403 AuthenticationFailed", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-	}
+	wantStatus(t, resp, http.StatusForbidden, "AuthenticationFailed", "tampered whitespace")
 	if _, err := blockClient(b.client, "wspace", "m").GetProperties(ctx, nil); statusOf(err) != http.StatusNotFound {
 		t.Fatalf("a refused Put Blob left a blob (err %v)", err)
 	}

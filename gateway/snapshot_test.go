@@ -69,7 +69,10 @@ func TestSnapshots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur, _ := bc.GetProperties(ctx, nil)
+		cur, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
 		if *sr2.ETag == *cur.ETag || *sr2.Snapshot == snap1 {
 			t.Fatal("a snapshot with metadata needs its own ETag and a new id")
 		}

@@ -177,17 +177,8 @@ func TestAccessTier(t *testing.T) {
 			t.Fatalf("append blob reports tier %q", *ap.AccessTier)
 		}
 		// (The SDK refuses Set Blob Tier on an append blob client-side.)
-		req, _ := http.NewRequest(http.MethodPut, b.serviceURL(0)+"tiers/log?comp=tier", nil)
-		req.Header.Set("x-ms-access-tier", "Cool")
-		b.sign(t, req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 409 || resp.Header.Get("x-ms-error-code") != "InvalidBlobType" {
-			t.Fatalf("Set Blob Tier on an append blob: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
+		resp, _ := b.do(t, http.MethodPut, "tiers/log?comp=tier", "", map[string]string{"x-ms-access-tier": "Cool"})
+		wantStatus(t, resp, 409, "InvalidBlobType", "Set Blob Tier on an append blob")
 
 		// Listing reports the tiers.
 		tiers := map[string]string{}
@@ -462,17 +453,8 @@ func TestIfTags(t *testing.T) {
 			_, err = bc.SetMetadata(ctx, nil, &blob.SetMetadataOptions{AccessConditions: ifTags(bad)})
 			wantErr(t, err, 400, "InvalidHeaderValue")
 		}
-		req, _ := http.NewRequest(http.MethodHead, b.serviceURL(0)+"cond/b", nil)
-		req.Header.Set("x-ms-if-tags", `"state" = `)
-		b.sign(t, req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidHeaderValue" {
-			t.Fatalf("raw bad x-ms-if-tags: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
-		}
+		resp, _ := b.do(t, http.MethodHead, "cond/b", "", map[string]string{"x-ms-if-tags": `"state" = `})
+		wantStatus(t, resp, 400, "InvalidHeaderValue", "raw bad x-ms-if-tags")
 	})
 }
 

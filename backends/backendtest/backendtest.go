@@ -2,7 +2,9 @@
 // pass. It turns the doc comments of backends.Backend into tests: atomic,
 // durable-on-success Put that never overwrites and never leaves a partial
 // object, streaming with bounded memory, ranged reads, idempotent Delete,
-// ErrNotFound and ErrExists, prefix listing, and key validation.
+// ErrNotFound and ErrExists, prefix listing, and key validation; then, under
+// Features, one sub-suite per optional ability the backend declares
+// (backends.FeaturesOf: batch delete, adopted keys, temp sweep).
 //
 // A backend's tests call Run with a constructor returning a fresh, empty
 // backend (one per subtest):
@@ -48,6 +50,7 @@ type config struct {
 	skipDeleteWhileReading bool
 	largeSize              int64
 	afterFailedPut         func(t *testing.T, b backends.Backend)
+	adoptedObject          func(t *testing.T, b backends.Backend, data []byte) string
 }
 
 // SkipDeleteWhileReading skips the subtest requiring that a reader opened
@@ -106,6 +109,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) backends.Backend, opts ...O
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
 	}
+	t.Run("Features", s.runFeatures)
 }
 
 type suite struct {

@@ -137,7 +137,11 @@ type Store struct {
 	bufPool sync.Pool // *[]byte of len partSize
 }
 
-var _ backends.Backend = (*Store)(nil)
+var (
+	_ backends.Backend      = (*Store)(nil)
+	_ backends.BatchDeleter = (*Store)(nil)
+	_ backends.AdoptedKeys  = (*Store)(nil)
+)
 
 // New returns a Store for cfg. It validates cfg and builds the client but
 // does not contact the server.

@@ -51,8 +51,24 @@ func TestConformance(t *testing.T) {
 		func(t *testing.T) backends.Backend { return newStore(t, smallParts(t)) },
 		backendtest.AfterFailedPut(func(t *testing.T, b backends.Backend) {
 			checkNoUploads(t, b.(*s3.Store))
-		}))
+		}),
+		backendtest.AdoptedObject(putForeignObject))
 }
+
+// putForeignObject writes data as an object of the bucket that the Store
+// did not write (what blobgw import s3 adopts) and returns its adopted key.
+// The name is no valid key, so List never sees it even without a prefix.
+func putForeignObject(t *testing.T, b backends.Backend, data []byte) string {
+	t.Helper()
+	s := b.(*s3.Store)
+	name := fmt.Sprintf("adopt me/object %d.bin", foreignObjects.Add(1))
+	if _, err := s.Client().PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String(name), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	return s3.AdoptedKey(name)
+}
+
+var foreignObjects atomic.Int64
 
 // checkNoUploads asserts that no multipart upload is pending in the bucket.
 func checkNoUploads(t *testing.T, s *s3.Store) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -30,6 +29,7 @@ import (
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -39,16 +39,7 @@ import (
 func TestMain(m *testing.M) {
 	pgtest.Managed()
 	miniotest.Managed()
-	code := m.Run()
-	for _, stop := range []func() error{pgtest.StopShared, miniotest.StopShared} {
-		if err := stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
+	testproc.Main(m, pgtest.StopShared, miniotest.StopShared)
 }
 
 // leaseEnv is one gateway on a fresh metadata store, driven by the Azure

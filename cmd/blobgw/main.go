@@ -292,9 +292,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
-	if d, ok := backend.(*disk.Store); ok {
+	if ts := backends.FeaturesOf(backend).TempSweeper; ts != nil {
 		// Temp files of uploads that a crash interrupted.
-		if n, err := d.CleanTemp(time.Hour); err != nil {
+		if n, err := ts.SweepTemp(ctx, time.Hour); err != nil {
 			log.Warn("cleaning stale temp files", "err", err)
 		} else if n > 0 {
 			log.Info("removed stale temp files", "count", n)

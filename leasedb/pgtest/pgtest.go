@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -44,6 +43,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blobgw/blobgw/internal/testproc"
 )
 
 // ErrNotInstalled is returned by StartServer when initdb or postgres cannot
@@ -56,8 +57,7 @@ const dirPrefix = "blobgw-pgtest-"
 type Server struct {
 	dir  string // temporary root: data/, the socket, the log
 	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the postgres process has exited
+	proc *testproc.Proc // nil until postgres runs
 
 	admin *pgxpool.Pool // connected to the "postgres" database
 	seq   atomic.Int64
@@ -88,16 +88,11 @@ func binaries() (initdb, postgres string, err error) {
 	dirs = append(dirs, installed...)
 	for _, d := range dirs {
 		i, p := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
-		if isExec(i) && isExec(p) {
+		if testproc.IsExec(i) && testproc.IsExec(p) {
 			return i, p, nil
 		}
 	}
 	return "", "", ErrNotInstalled
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // runAs says which user the server runs as: initdb refuses root, so as
@@ -140,8 +135,8 @@ func StartServer() (*Server, error) {
 		// under a directory only root can enter).
 		base = "/tmp"
 	}
-	dir, err := os.MkdirTemp(base, dirPrefix)
-	if err != nil {
+	dir, err := testproc.MkdirOwned(base, dirPrefix)
+	if dir == "" {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	s := &Server{dir: dir}
@@ -151,7 +146,7 @@ func StartServer() (*Server, error) {
 			s.Stop()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	if cred != nil {
@@ -168,9 +163,9 @@ func StartServer() (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := testproc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 		retry, err := s.start(postgres, cred, port)
 		if err == nil {
@@ -225,19 +220,14 @@ func (s *Server) prepare(cmd *exec.Cmd, cred *syscall.Credential) {
 	}
 	cmd.Env = env
 	// The kernel applies the parent-death signal after the user switch (Go
-	// sets it after setuid), so it survives Credential.
+	// sets it after setuid), so it survives Credential. (testproc.Start
+	// sets the same signal again for postgres itself.)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
 }
 
 // start runs postgres on port and waits until it accepts connections.
 // retry reports whether another port may help (the port was taken).
 func (s *Server) start(postgres string, cred *syscall.Credential, port int) (retry bool, err error) {
-	logPath := filepath.Join(s.dir, "postgres.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return false, fmt.Errorf("pgtest: %w", err)
-	}
-	defer logf.Close() // the child has its own descriptor
 	cmd := exec.Command(postgres,
 		"-D", filepath.Join(s.dir, "data"),
 		"-k", s.dir,
@@ -250,64 +240,39 @@ func (s *Server) start(postgres string, cred *syscall.Credential, port int) (ret
 		"-c", "log_min_messages=warning",
 	)
 	s.prepare(cmd, cred)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(cmd, filepath.Join(s.dir, "postgres.log"), syscall.SIGQUIT)
+	if err != nil {
 		return false, fmt.Errorf("pgtest: start postgres: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done, s.port = cmd, done, port
+	s.proc, s.port = proc, port
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-done:
-			log, _ := os.ReadFile(logPath)
-			s.cmd, s.done = nil, nil
-			taken := bytes.Contains(log, []byte("could not bind")) || bytes.Contains(log, []byte("already in use")) ||
-				bytes.Contains(log, []byte("could not create any TCP/IP sockets"))
-			return taken, fmt.Errorf("pgtest: postgres exited during start-up (%v):\n%s", cmd.ProcessState, tail(log))
-		default:
-		}
+	err = proc.WaitReady(time.Now().Add(60*time.Second), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		pool, err := pgxpool.New(ctx, s.DSN("postgres"))
-		if err == nil {
-			err = pool.Ping(ctx)
-			if err == nil {
-				cancel()
-				s.admin = pool
-				return false, nil
-			}
+		if err != nil {
+			return err
+		}
+		if err := pool.Ping(ctx); err != nil {
 			pool.Close()
+			return err
 		}
-		cancel()
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
-			return false, fmt.Errorf("pgtest: postgres not ready after 60s: %v\n%s", err, tail(log))
-		}
-		time.Sleep(50 * time.Millisecond)
+		s.admin = pool
+		return nil
+	})
+	var exited *testproc.Exited
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &exited):
+		s.proc = nil
+		log := exited.Log
+		taken := bytes.Contains(log, []byte("could not bind")) || bytes.Contains(log, []byte("already in use")) ||
+			bytes.Contains(log, []byte("could not create any TCP/IP sockets"))
+		return taken, fmt.Errorf("pgtest: postgres exited during start-up (%v):\n%s", exited.State, testproc.Tail(log))
+	default:
+		return false, fmt.Errorf("pgtest: postgres not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
 	}
-}
-
-func tail(b []byte) []byte {
-	if len(b) > 4000 {
-		return b[len(b)-4000:]
-	}
-	return b
-}
-
-// freePort asks the kernel for a free port. Another process may take it
-// before postgres binds it; StartServer then retries with a new one.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // DSN returns the URL of database on this server (superuser postgres, no
@@ -379,8 +344,13 @@ func (s *Server) Stop() error {
 		if s.admin != nil {
 			s.admin.Close()
 		}
-		if s.cmd != nil {
-			s.stopErr = stopProcess(s.cmd.Process, s.done)
+		if s.proc != nil {
+			// SIGINT is a fast shutdown, SIGQUIT an immediate one;
+			// SIGKILL is the last resort.
+			if err := s.proc.Stop("postgres", testproc.Step{Sig: syscall.SIGINT, Wait: 30 * time.Second},
+				testproc.Step{Sig: syscall.SIGQUIT, Wait: 10 * time.Second}, testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second}); err != nil {
+				s.stopErr = fmt.Errorf("pgtest: %w", err)
+			}
 		}
 		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
 			s.stopErr = fmt.Errorf("pgtest: remove %s: %w", s.dir, err)
@@ -389,55 +359,27 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// stopProcess asks postgres to shut down: SIGINT is a fast shutdown, SIGQUIT
-// an immediate one; SIGKILL is the last resort.
-func stopProcess(p *os.Process, done <-chan struct{}) error {
-	for _, step := range []struct {
-		sig  os.Signal
-		wait time.Duration
-	}{{syscall.SIGINT, 30 * time.Second}, {syscall.SIGQUIT, 10 * time.Second}, {syscall.SIGKILL, 10 * time.Second}} {
-		if err := p.Signal(step.sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("pgtest: signal postgres (pid %d): %w", p.Pid, err)
-		}
-		select {
-		case <-done:
-			return nil
-		case <-time.After(step.wait):
-		}
-	}
-	return fmt.Errorf("pgtest: postgres (pid %d) did not exit", p.Pid)
-}
-
 // sweepStale removes directories of servers whose test binary died without
 // stopping them (killed by a timeout, say). A leftover postgres is stopped
 // only if its command line names that directory, so nothing else is touched.
 func sweepStale() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	bases := []string{os.TempDir()}
 	if os.TempDir() != "/tmp" {
-		more, _ := filepath.Glob(filepath.Join("/tmp", dirPrefix+"*"))
-		dirs = append(dirs, more...)
+		bases = append(bases, "/tmp")
 	}
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
-		if err != nil {
-			continue // being created, or not ours
-		}
-		owner, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || owner <= 0 || alive(owner) {
-			continue
-		}
+	for _, dir := range testproc.OrphanedDirs(dirPrefix, bases...) {
 		if pb, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
 			line, _, _ := strings.Cut(string(pb), "\n")
-			if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 0 && alive(pid) {
+			if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 0 && testproc.Alive(pid) {
 				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 				if !bytes.Contains(cmdline, []byte(dir)) {
 					continue
 				}
 				syscall.Kill(pid, syscall.SIGQUIT)
-				for i := 0; i < 100 && alive(pid); i++ {
+				for i := 0; i < 100 && testproc.Alive(pid); i++ {
 					time.Sleep(50 * time.Millisecond)
 				}
-				if alive(pid) {
+				if testproc.Alive(pid) {
 					continue
 				}
 			}
@@ -446,45 +388,16 @@ func sweepStale() {
 	}
 }
 
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 // The shared server of this test binary.
-var shared struct {
-	mu      sync.Mutex
-	srv     *Server
-	err     error
-	started bool
-	main    bool // Main is in charge of stopping it
-}
+var shared testproc.Shared[*Server]
 
 // SharedServer returns the test binary's shared server, starting it at the
 // first call. When the binaries are missing it fails t if CI is set and
 // skips t otherwise; any other start-up failure fails t.
 func SharedServer(t testing.TB) *Server {
 	t.Helper()
-	shared.mu.Lock()
-	if !shared.started {
-		shared.started = true
-		shared.srv, shared.err = StartServer()
-		if shared.err == nil && !shared.main {
-			t.Logf("pgtest: started a shared PostgreSQL server without pgtest.Main; call pgtest.Main(m) from TestMain so it is stopped when the tests end")
-		}
-	}
-	srv, err := shared.srv, shared.err
-	shared.mu.Unlock()
-	if err != nil {
-		if errors.Is(err, ErrNotInstalled) {
-			if inCI() {
-				t.Fatalf("%v (CI is set: PostgreSQL tests must run; install the PostgreSQL server or set PGTEST_BINDIR)", err)
-			}
-			t.Skipf("%v; skipping (install the PostgreSQL server or set PGTEST_BINDIR; with CI=true this fails)", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	return srv
+	return shared.Server(t, testproc.Harness{Pkg: "pgtest", What: "PostgreSQL", NotInstalled: ErrNotInstalled,
+		Install: "install the PostgreSQL server or set PGTEST_BINDIR"}, StartServer)
 }
 
 // Start returns the DSN of a fresh, empty database on the shared server,
@@ -497,11 +410,7 @@ func Start(t testing.TB) string {
 // Managed tells pgtest that the caller's TestMain stops the shared server
 // with StopShared (for packages that also run other harnesses and so cannot
 // use Main).
-func Managed() {
-	shared.mu.Lock()
-	shared.main = true
-	shared.mu.Unlock()
-}
+func Managed() { shared.Managed() }
 
 // Main runs the tests and then stops the shared server if one was started.
 // Call it from TestMain:
@@ -509,28 +418,9 @@ func Managed() {
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 func Main(m *testing.M) {
 	Managed()
-	code := m.Run()
-	if err := StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testproc.Main(m, StopShared)
 }
 
 // StopShared stops the shared server if it was started. Main calls it; a
 // TestMain that needs more control may call it itself after m.Run.
-func StopShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.srv == nil {
-		return nil
-	}
-	return shared.srv.Stop()
-}
-
-func inCI() bool {
-	v := strings.TrimSpace(strings.ToLower(os.Getenv("CI")))
-	return v != "" && v != "false" && v != "0"
-}
+func StopShared() error { return shared.Stop((*Server).Stop) }

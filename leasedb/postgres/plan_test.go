@@ -406,6 +406,9 @@ func explainText(ctx context.Context, conn *pgx.Conn, q string, args []any, gene
 // for the plan tests' own statements.
 func filledStore(t *testing.T, ctx context.Context, fill []string) (*postgres.Store, *pgx.Conn) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("fills 200,000 blob rows (-short)")
+	}
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	conn, err := pgx.Connect(ctx, dsn)

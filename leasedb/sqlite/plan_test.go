@@ -461,6 +461,9 @@ func pagesFetched(ctx context.Context, conn *sql.Conn, q string, args ...any) (i
 // own statements.
 func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Store, *sql.DB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("fills 200,000 blob rows (-short)")
+	}
 	path := filepath.Join(t.TempDir(), "meta.db")
 	s := open(t, path)
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")

@@ -54,6 +54,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/blobgw/blobgw/backends/s3"
+	"github.com/blobgw/blobgw/internal/testproc"
 )
 
 // ErrNotInstalled is returned by StartServer when the minio binary cannot be
@@ -71,8 +72,7 @@ type Server struct {
 	dir      string // temporary root: data/, the log, owner.pid
 	addr     string // host:port of the S3 API
 	password string
-	cmd      *exec.Cmd
-	done     chan struct{} // closed when the minio process has exited
+	proc     *testproc.Proc // nil until minio runs
 
 	client *awss3.Client // root credentials
 	seq    atomic.Int64
@@ -85,7 +85,7 @@ type Server struct {
 // ErrNotInstalled.
 func Binary() (string, error) {
 	if p := os.Getenv("MINIOTEST_BIN"); p != "" {
-		if isExec(p) {
+		if testproc.IsExec(p) {
 			return p, nil
 		}
 		return "", fmt.Errorf("%w (MINIOTEST_BIN=%q is not an executable file)", ErrNotInstalled, p)
@@ -106,7 +106,7 @@ func Binary() (string, error) {
 		if d == "" {
 			continue
 		}
-		if p := filepath.Join(d, "bin", "minio"); isExec(p) {
+		if p := filepath.Join(d, "bin", "minio"); testproc.IsExec(p) {
 			return p, nil
 		}
 	}
@@ -125,11 +125,6 @@ func goEnvGOPATH() (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
-
 // StartServer starts minio on free ports with its data in a new temporary
 // directory and waits until it is ready. The caller must call Stop. It
 // returns an error wrapping ErrNotInstalled when the binary is missing.
@@ -139,8 +134,8 @@ func StartServer() (*Server, error) {
 		return nil, err
 	}
 	sweepStale()
-	dir, err := os.MkdirTemp("", dirPrefix)
-	if err != nil {
+	dir, err := testproc.MkdirOwned("", dirPrefix)
+	if dir == "" {
 		return nil, fmt.Errorf("miniotest: %w", err)
 	}
 	var pw [16]byte
@@ -152,7 +147,7 @@ func StartServer() (*Server, error) {
 			s.Stop()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("miniotest: %w", err)
 	}
 	var lastErr error
@@ -173,21 +168,15 @@ func StartServer() (*Server, error) {
 // start runs minio on two free ports and waits until it is live. retry
 // reports whether other ports may help (one was taken).
 func (s *Server) start(bin string) (retry bool, err error) {
-	apiPort, err := freePort()
-	if err != nil {
-		return false, err
-	}
-	consolePort, err := freePort()
-	if err != nil {
-		return false, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort))
-	logPath := filepath.Join(s.dir, "minio.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	apiPort, err := testproc.FreePort()
 	if err != nil {
 		return false, fmt.Errorf("miniotest: %w", err)
 	}
-	defer logf.Close() // the child has its own descriptor
+	consolePort, err := testproc.FreePort()
+	if err != nil {
+		return false, fmt.Errorf("miniotest: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort))
 	cmd := exec.Command(bin, "server", filepath.Join(s.dir, "data"),
 		"--address", addr,
 		"--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(consolePort)),
@@ -207,42 +196,34 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		env = append(env, kv)
 	}
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(cmd, filepath.Join(s.dir, "minio.log"), syscall.SIGKILL)
+	if err != nil {
 		return false, fmt.Errorf("miniotest: start minio: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done, s.addr = cmd, done, addr
+	s.proc, s.addr = proc, addr
 
 	hc := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-done:
-			log, _ := os.ReadFile(logPath)
-			s.cmd, s.done = nil, nil
-			taken := bytes.Contains(log, []byte("already in use")) || bytes.Contains(log, []byte("bind:"))
-			return taken, fmt.Errorf("miniotest: minio exited during start-up (%v):\n%s", cmd.ProcessState, tail(log))
-		default:
-		}
+	err = proc.WaitReady(deadline, func() error {
 		resp, err := hc.Get("http://" + addr + "/minio/health/live")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-			err = fmt.Errorf("health check: %s", resp.Status)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
-			return false, fmt.Errorf("miniotest: minio not ready after 60s: %v\n%s", err, tail(log))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("health check: %s", resp.Status)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	var exited *testproc.Exited
+	switch {
+	case errors.As(err, &exited):
+		s.proc = nil
+		log := exited.Log
+		taken := bytes.Contains(log, []byte("already in use")) || bytes.Contains(log, []byte("bind:"))
+		return taken, fmt.Errorf("miniotest: minio exited during start-up (%v):\n%s", exited.State, testproc.Tail(log))
+	case err != nil:
+		return false, fmt.Errorf("miniotest: minio not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
 	}
 	client := awss3.New(awss3.Options{
 		BaseEndpoint: aws.String(s.Endpoint()),
@@ -260,31 +241,12 @@ func (s *Server) start(bin string) (retry bool, err error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
-			return false, fmt.Errorf("miniotest: minio object layer not ready after 60s: %v\n%s", err, tail(log))
+			return false, fmt.Errorf("miniotest: minio object layer not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.client = client
 	return false, nil
-}
-
-func tail(b []byte) []byte {
-	if len(b) > 4000 {
-		return b[len(b)-4000:]
-	}
-	return b
-}
-
-// freePort asks the kernel for a free port. Another process may take it
-// before minio binds it; StartServer then retries with new ones.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("miniotest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Endpoint returns the URL of the S3 API, http://127.0.0.1:port.
@@ -406,8 +368,11 @@ func (s *Server) NewBucket(t testing.TB) s3.Config {
 // directory. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		if s.cmd != nil {
-			s.stopErr = stopProcess(s.cmd.Process, s.done)
+		if s.proc != nil {
+			if err := s.proc.Stop("minio", testproc.Step{Sig: syscall.SIGTERM, Wait: 15 * time.Second},
+				testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second}); err != nil {
+				s.stopErr = fmt.Errorf("miniotest: %w", err)
+			}
 		}
 		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
 			s.stopErr = fmt.Errorf("miniotest: remove %s: %w", s.dir, err)
@@ -416,80 +381,25 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-func stopProcess(p *os.Process, done <-chan struct{}) error {
-	for _, step := range []struct {
-		sig  os.Signal
-		wait time.Duration
-	}{{syscall.SIGTERM, 15 * time.Second}, {syscall.SIGKILL, 10 * time.Second}} {
-		if err := p.Signal(step.sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("miniotest: signal minio (pid %d): %w", p.Pid, err)
-		}
-		select {
-		case <-done:
-			return nil
-		case <-time.After(step.wait):
-		}
-	}
-	return fmt.Errorf("miniotest: minio (pid %d) did not exit", p.Pid)
-}
-
 // sweepStale removes directories of servers whose test binary died without
 // stopping them. Their minio got SIGKILL with its parent, so only the
 // directory is left; nothing is removed while its owner lives.
 func sweepStale() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
-		if err != nil {
-			continue // being created, or not ours
-		}
-		owner, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || owner <= 0 || alive(owner) {
-			continue
-		}
+	for _, dir := range testproc.OrphanedDirs(dirPrefix, os.TempDir()) {
 		os.RemoveAll(dir)
 	}
 }
 
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 // The shared server of this test binary.
-var shared struct {
-	mu      sync.Mutex
-	srv     *Server
-	err     error
-	started bool
-	main    bool // Main is in charge of stopping it
-}
+var shared testproc.Shared[*Server]
 
 // SharedServer returns the test binary's shared server, starting it at the
 // first call. When the binary is missing it fails t if CI is set and skips
 // t otherwise; any other start-up failure fails t.
 func SharedServer(t testing.TB) *Server {
 	t.Helper()
-	shared.mu.Lock()
-	if !shared.started {
-		shared.started = true
-		shared.srv, shared.err = StartServer()
-		if shared.err == nil && !shared.main {
-			t.Logf("miniotest: started a shared MinIO server without miniotest.Main; call miniotest.Main(m) from TestMain so it is stopped when the tests end")
-		}
-	}
-	srv, err := shared.srv, shared.err
-	shared.mu.Unlock()
-	if err != nil {
-		if errors.Is(err, ErrNotInstalled) {
-			if inCI() {
-				t.Fatalf("%v (CI is set: MinIO tests must run; go install github.com/minio/minio@latest or set MINIOTEST_BIN)", err)
-			}
-			t.Skipf("%v; skipping (go install github.com/minio/minio@latest or set MINIOTEST_BIN; with CI=true this fails)", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	return srv
+	return shared.Server(t, testproc.Harness{Pkg: "miniotest", What: "MinIO", NotInstalled: ErrNotInstalled,
+		Install: "go install github.com/minio/minio@latest or set MINIOTEST_BIN"}, StartServer)
 }
 
 // NewBucket returns a Config for a fresh, empty bucket on the shared server,
@@ -502,11 +412,7 @@ func NewBucket(t testing.TB) s3.Config {
 // Managed tells miniotest that the caller's TestMain stops the shared
 // server with StopShared (for packages that also run other harnesses and
 // so cannot use Main).
-func Managed() {
-	shared.mu.Lock()
-	shared.main = true
-	shared.mu.Unlock()
-}
+func Managed() { shared.Managed() }
 
 // Main runs the tests and then stops the shared server if one was started.
 // Call it from TestMain:
@@ -514,28 +420,9 @@ func Managed() {
 //	func TestMain(m *testing.M) { miniotest.Main(m) }
 func Main(m *testing.M) {
 	Managed()
-	code := m.Run()
-	if err := StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testproc.Main(m, StopShared)
 }
 
 // StopShared stops the shared server if it was started. Main calls it; a
 // TestMain that needs more control may call it itself after m.Run.
-func StopShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.srv == nil {
-		return nil
-	}
-	return shared.srv.Stop()
-}
-
-func inCI() bool {
-	v := strings.TrimSpace(strings.ToLower(os.Getenv("CI")))
-	return v != "" && v != "false" && v != "0"
-}
+func StopShared() error { return shared.Stop((*Server).Stop) }
