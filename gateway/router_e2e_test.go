@@ -37,7 +37,7 @@ func TestUnknownCompAnyCredential(t *testing.T) {
 		t.Helper()
 		if signed {
 			path := strings.TrimPrefix(u, b.serviceURL(0))
-			resp, _ := b.rawDo(t, method, path, "bytes", nil)
+			resp, _ := b.do(t, method, path, "bytes", nil)
 			return resp.StatusCode, resp.Header.Get("x-ms-error-code")
 		}
 		req, err := http.NewRequest(method, u, strings.NewReader("bytes"))
