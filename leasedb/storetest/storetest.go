@@ -13,7 +13,8 @@
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
 // and the collection queue), shares.go, adopt.go, transactions.go (Update,
-// View, Now, NextETag), races.go (the multi-store races);
+// View, Now, NextETag), races.go (the multi-store races), migrations.go
+// (checks of schema upgrades the drivers call with their own SQL);
 // helpers.go has the fixtures and checks they share.
 package storetest
 
