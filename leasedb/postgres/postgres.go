@@ -336,16 +336,9 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 // past target is left alone (there are no down migrations); a target
 // beyond the newest embedded migration is an error.
 func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
-	files, err := migrations.Files(migrations.Postgres)
+	plan, err := sqlq.PlanMigration("leasedb/postgres", migrations.Postgres, target)
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", err)
-	}
-	latest := files[len(files)-1].Version
-	if target < 0 || target > latest {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
-	}
-	if target == 0 {
-		target = latest
+		return 0, 0, err
 	}
 	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
@@ -365,15 +358,11 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 	if err != nil {
 		return 0, 0, err
 	}
-	if from > latest {
-		return from, from, fmt.Errorf("leasedb/postgres: database has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
-			from, latest, leasedb.ErrSchemaTooNew)
+	if err := plan.TooNew("leasedb/postgres: database", from); err != nil {
+		return from, from, err
 	}
 	reached := from
-	for _, f := range files {
-		if f.Version <= from || f.Version > target {
-			continue
-		}
+	for _, f := range plan.Pending(from) {
 		// No arguments: pgx uses the simple protocol, which runs a file of
 		// several statements.
 		if _, err := ptx.Exec(ctx, f.SQL); err != nil {

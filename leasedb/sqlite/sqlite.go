@@ -355,16 +355,9 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 // past target is left alone (there are no down migrations); a target
 // beyond the newest embedded migration is an error.
 func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
-	files, err := migrations.Files(migrations.SQLite)
+	plan, err := sqlq.PlanMigration("leasedb/sqlite", migrations.SQLite, target)
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: %w", err)
-	}
-	latest := files[len(files)-1].Version
-	if target < 0 || target > latest {
-		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
-	}
-	if target == 0 {
-		target = latest
+		return 0, 0, err
 	}
 	err = s.retry(ctx, func() error {
 		sqlTx, err := s.w.BeginTx(ctx, nil)
@@ -383,16 +376,12 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 		if err != nil {
 			return err
 		}
-		if from > latest {
+		if err := plan.TooNew("leasedb/sqlite: "+s.path, from); err != nil {
 			to = from
-			return fmt.Errorf("leasedb/sqlite: %s has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
-				s.path, from, latest, leasedb.ErrSchemaTooNew)
+			return err
 		}
 		reached := from
-		for _, f := range files {
-			if f.Version <= from || f.Version > target {
-				continue
-			}
+		for _, f := range plan.Pending(from) {
 			if _, err := sqlTx.ExecContext(ctx, f.SQL); err != nil {
 				return fmt.Errorf("leasedb/sqlite: migrate: %s: %w", f.Name, err)
 			}
