@@ -12,15 +12,13 @@ import (
 // Check runs c through s (Tx.ListEntries in a View) and reports how the
 // result differs from what model implies.
 func (c Case) Check(ctx context.Context, s leasedb.Store, account, container string, model []Entry) error {
-	var got []leasedb.ListItem
-	if err := s.View(ctx, func(tx leasedb.Tx) error {
-		var err error
-		got, err = tx.ListEntries(ctx, account, container, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-		return err
-	}); err != nil {
-		return fmt.Errorf("ListEntries: %w", err)
+	got, err := list(ctx, s, func(tx leasedb.Tx) ([]leasedb.ListItem, error) {
+		return tx.ListEntries(ctx, account, container, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
+	})
+	if err == nil {
+		err = SameEntries(got, c.Want(model))
 	}
-	if err := SameEntries(got, c.Want(model)); err != nil {
+	if err != nil {
 		return fmt.Errorf("ListEntries: %w", err)
 	}
 	return nil
@@ -29,15 +27,24 @@ func (c Case) Check(ctx context.Context, s leasedb.Store, account, container str
 // Check runs c through s (Tx.ListDelimited in a View) and reports how the
 // result differs from what model implies.
 func (c DelimCase) Check(ctx context.Context, s leasedb.Store, account, container string, model []Entry) error {
-	var got []leasedb.ListItem
-	if err := s.View(ctx, func(tx leasedb.Tx) error {
-		var err error
-		got, err = tx.ListDelimited(ctx, account, container, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-		return err
-	}); err != nil {
+	got, err := list(ctx, s, func(tx leasedb.Tx) ([]leasedb.ListItem, error) {
+		return tx.ListDelimited(ctx, account, container, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+	})
+	if err != nil {
 		return err
 	}
 	return SameDelimEntries(got, c.Want(model))
+}
+
+// list returns what fn lists in a View of s.
+func list(ctx context.Context, s leasedb.Store, fn func(tx leasedb.Tx) ([]leasedb.ListItem, error)) ([]leasedb.ListItem, error) {
+	var got []leasedb.ListItem
+	err := s.View(ctx, func(tx leasedb.Tx) error {
+		var err error
+		got, err = fn(tx)
+		return err
+	})
+	return got, err
 }
 
 // Worst keeps, per family of cases (what a case's name says before its
