@@ -244,38 +244,27 @@ func testStageBlockConcurrent(t *testing.T, s leasedb.Store) {
 	ctx := ctxT(t)
 	var mu sync.Mutex
 	replaced := map[string]int{}
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for i := 0; i < per; i++ {
-				key := fmt.Sprintf("k/%d/%d", g, i)
-				var old string
-				err := s.Update(ctx, func(tx leasedb.Tx) error {
-					var err error
-					old, err = tx.StageBlock(ctx, acct, "c", "b", leasedb.Block{ID: "YQ==", Key: key, Size: 1, StagedAt: base})
-					return err
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if old != "" {
-					mu.Lock()
-					replaced[old]++
-					mu.Unlock()
-				}
+	errs := concurrently(goroutines, func(g int) error {
+		for i := 0; i < per; i++ {
+			key := fmt.Sprintf("k/%d/%d", g, i)
+			var old string
+			err := s.Update(ctx, func(tx leasedb.Tx) error {
+				var err error
+				old, err = tx.StageBlock(ctx, acct, "c", "b", leasedb.Block{ID: "YQ==", Key: key, Size: 1, StagedAt: base})
+				return err
+			})
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+			if old != "" {
+				mu.Lock()
+				replaced[old]++
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	for _, err := range errs {
 		t.Fatal(err)
 	}
 	bs := getBlocks(t, s, "c", "b")

@@ -226,32 +226,20 @@ func testClaimDueConcurrent(t *testing.T, s leasedb.Store) {
 	ctx := ctxT(t)
 	var mu sync.Mutex
 	got := map[string]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				keys, err := s.ClaimDue(ctx, 7, time.Hour)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(keys) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, k := range keys {
-					got[k]++
-				}
-				mu.Unlock()
+	errs := concurrently(workers, func(int) error {
+		for {
+			keys, err := s.ClaimDue(ctx, 7, time.Hour)
+			if err != nil || len(keys) == 0 {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+			mu.Lock()
+			for _, k := range keys {
+				got[k]++
+			}
+			mu.Unlock()
+		}
+	})
+	for _, err := range errs {
 		t.Fatal(err)
 	}
 	if len(got) != n {

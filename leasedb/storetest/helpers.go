@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,5 +223,31 @@ func uniq(ss []string) []string {
 func sortedCopy(ss []string) []string {
 	out := append([]string(nil), ss...)
 	sort.Strings(out)
+	return out
+}
+
+// concurrently runs fn(0) … fn(n-1), each in its own goroutine, released
+// together so that they contend, and returns the errors they returned.
+func concurrently(n int, fn func(g int) error) []error {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := fn(g); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,48 +21,34 @@ func CreateOnce(t *testing.T, stores ...leasedb.Store) {
 	mustInsertContainer(t, s0, "c")
 	ctx := ctxT(t)
 	var absent atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
+	errs := concurrently(goroutines, func(g int) error {
 		s := stores[g%len(stores)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			var sawAbsent bool
-			err := s.Update(ctx, func(tx leasedb.Tx) error {
-				sawAbsent = false // fn may be re-run
-				b, err := tx.Blob(ctx, acct, "c", "the-name", leasedb.LockExclusive)
-				if err != nil {
-					return err
-				}
-				if b != nil {
-					return nil
-				}
-				sawAbsent = true
-				// Widen the window a concurrent creator would need.
-				time.Sleep(5 * time.Millisecond)
-				nb := fullBlob("c", "the-name")
-				nb.ETag, err = tx.NextETag(ctx)
-				if err != nil {
-					return err
-				}
-				return tx.PutBlob(ctx, nb)
-			})
+		var sawAbsent bool
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			sawAbsent = false // fn may be re-run
+			b, err := tx.Blob(ctx, acct, "c", "the-name", leasedb.LockExclusive)
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
-			if sawAbsent {
-				absent.Add(1)
+			if b != nil {
+				return nil
 			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+			sawAbsent = true
+			// Widen the window a concurrent creator would need.
+			time.Sleep(5 * time.Millisecond)
+			nb := fullBlob("c", "the-name")
+			nb.ETag, err = tx.NextETag(ctx)
+			if err != nil {
+				return err
+			}
+			return tx.PutBlob(ctx, nb)
+		})
+		if err == nil && sawAbsent {
+			absent.Add(1)
+		}
+		return err
+	})
+	for _, err := range errs {
 		t.Errorf("Update: %v", err)
 	}
 	if n := absent.Load(); n != 1 {
@@ -84,42 +69,34 @@ func Counter(t *testing.T, stores ...leasedb.Store) {
 		return tx.PutBlob(ctx, b)
 	})
 	ctx := ctxT(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
+	errs := concurrently(goroutines, func(g int) error {
 		s := stores[g%len(stores)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				err := s.Update(ctx, func(tx leasedb.Tx) error {
-					b, err := tx.Blob(ctx, acct, "c", "counter", leasedb.LockExclusive)
-					if err != nil {
-						return err
-					}
-					if b == nil {
-						return errors.New("counter blob vanished")
-					}
-					n, err := strconv.Atoi(b.Metadata["n"])
-					if err != nil {
-						return err
-					}
-					b.Metadata["n"] = strconv.Itoa(n + 1)
-					if b.ETag, err = tx.NextETag(ctx); err != nil {
-						return err
-					}
-					return tx.PutBlob(ctx, b)
-				})
+		for i := 0; i < per; i++ {
+			err := s.Update(ctx, func(tx leasedb.Tx) error {
+				b, err := tx.Blob(ctx, acct, "c", "counter", leasedb.LockExclusive)
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
+				if b == nil {
+					return errors.New("counter blob vanished")
+				}
+				n, err := strconv.Atoi(b.Metadata["n"])
+				if err != nil {
+					return err
+				}
+				b.Metadata["n"] = strconv.Itoa(n + 1)
+				if b.ETag, err = tx.NextETag(ctx); err != nil {
+					return err
+				}
+				return tx.PutBlob(ctx, b)
+			})
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+		}
+		return nil
+	})
+	for _, err := range errs {
 		t.Errorf("Update: %v", err)
 	}
 	b := getBlob(t, s0, "c", "counter")

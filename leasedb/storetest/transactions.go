@@ -100,40 +100,32 @@ func testNextETagConcurrent(t *testing.T, s leasedb.Store) {
 	ctx := ctxT(t)
 	var mu sync.Mutex
 	seen := map[string]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				var got []string
-				err := s.Update(ctx, func(tx leasedb.Tx) error {
-					got = got[:0]
-					for j := 0; j < 3; j++ {
-						e, err := tx.NextETag(ctx)
-						if err != nil {
-							return err
-						}
-						got = append(got, e)
+	errs := concurrently(workers, func(int) error {
+		for i := 0; i < per; i++ {
+			var got []string
+			err := s.Update(ctx, func(tx leasedb.Tx) error {
+				got = got[:0]
+				for j := 0; j < 3; j++ {
+					e, err := tx.NextETag(ctx)
+					if err != nil {
+						return err
 					}
-					return nil
-				})
-				if err != nil {
-					errs <- err
-					return
+					got = append(got, e)
 				}
-				mu.Lock()
-				for _, e := range got {
-					seen[e]++
-				}
-				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+			mu.Lock()
+			for _, e := range got {
+				seen[e]++
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	for _, err := range errs {
 		t.Fatal(err)
 	}
 	if len(seen) != workers*per*3 {
