@@ -61,34 +61,6 @@ func TestTwoStoresSameFile(t *testing.T) {
 
 const helperEnv = "BLOBGW_SQLITE_HELPER_DB"
 
-// increment adds 1 to Metadata["n"] of blob c/counter, n times.
-func increment(ctx context.Context, s leasedb.Store, n int) error {
-	for i := 0; i < n; i++ {
-		err := s.Update(ctx, func(tx leasedb.Tx) error {
-			b, err := tx.Blob(ctx, "acct", "c", "counter", leasedb.LockExclusive)
-			if err != nil {
-				return err
-			}
-			if b == nil {
-				return errors.New("counter missing")
-			}
-			v, err := strconv.Atoi(b.Metadata["n"])
-			if err != nil {
-				return err
-			}
-			b.Metadata["n"] = strconv.Itoa(v + 1)
-			if b.ETag, err = tx.NextETag(ctx); err != nil {
-				return err
-			}
-			return tx.PutBlob(ctx, b)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // TestHelperProcess is the child side of TestCrossProcess.
 func TestHelperProcess(t *testing.T) {
 	path := os.Getenv(helperEnv)
@@ -101,7 +73,7 @@ func TestHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := increment(ctx, s, 50); err != nil {
+	if err := storetest.Increment(ctx, s, 50); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -141,7 +113,7 @@ func TestCrossProcess(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := increment(ctx, s, 50); err != nil {
+		if err := storetest.Increment(ctx, s, 50); err != nil {
 			errs <- err
 		}
 	}()

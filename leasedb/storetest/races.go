@@ -70,31 +70,7 @@ func Counter(t *testing.T, stores ...leasedb.Store) {
 	})
 	ctx := ctxT(t)
 	errs := concurrently(goroutines, func(g int) error {
-		s := stores[g%len(stores)]
-		for i := 0; i < per; i++ {
-			err := s.Update(ctx, func(tx leasedb.Tx) error {
-				b, err := tx.Blob(ctx, acct, "c", "counter", leasedb.LockExclusive)
-				if err != nil {
-					return err
-				}
-				if b == nil {
-					return errors.New("counter blob vanished")
-				}
-				n, err := strconv.Atoi(b.Metadata["n"])
-				if err != nil {
-					return err
-				}
-				b.Metadata["n"] = strconv.Itoa(n + 1)
-				if b.ETag, err = tx.NextETag(ctx); err != nil {
-					return err
-				}
-				return tx.PutBlob(ctx, b)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return Increment(ctx, stores[g%len(stores)], per)
 	})
 	for _, err := range errs {
 		t.Errorf("Update: %v", err)
@@ -103,4 +79,35 @@ func Counter(t *testing.T, stores ...leasedb.Store) {
 	if b == nil || b.Metadata["n"] != strconv.Itoa(goroutines*per) {
 		t.Errorf("counter = %v, want %d", b, goroutines*per)
 	}
+}
+
+// Increment adds 1 to Metadata["n"] of blob c/counter of account acct, n
+// times, each a read-modify-write under LockExclusive in its own Update.
+// Counter runs it in goroutines; a driver's own tests may run it in other
+// processes on the same database.
+func Increment(ctx context.Context, s leasedb.Store, n int) error {
+	for i := 0; i < n; i++ {
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			b, err := tx.Blob(ctx, acct, "c", "counter", leasedb.LockExclusive)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return errors.New("counter blob vanished")
+			}
+			v, err := strconv.Atoi(b.Metadata["n"])
+			if err != nil {
+				return err
+			}
+			b.Metadata["n"] = strconv.Itoa(v + 1)
+			if b.ETag, err = tx.NextETag(ctx); err != nil {
+				return err
+			}
+			return tx.PutBlob(ctx, b)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
