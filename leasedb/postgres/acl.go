@@ -6,20 +6,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
-
-// encodeACL is the acl column value: NULL when the container has no stored
-// access policies.
-func encodeACL(acl []leasedb.SignedIdentifier) (pgtype.Text, error) {
-	s, err := leasedb.EncodeACL(acl)
-	if err != nil {
-		return pgtype.Text{}, err
-	}
-	return pgtype.Text{String: s, Valid: s != ""}, nil
-}
 
 // ServiceProperties implements leasedb.Tx.
 func (t *tx) ServiceProperties(ctx context.Context, account string) (string, error) {
@@ -32,7 +21,7 @@ func (t *tx) ServiceProperties(ctx context.Context, account string) (string, err
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("leasedb/postgres: service properties %s: %w", account, ctxErr(ctx, err))
+		return "", fmt.Errorf("leasedb/postgres: service properties %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
 	return doc, nil
 }
@@ -45,7 +34,7 @@ func (t *tx) PutServiceProperties(ctx context.Context, account, doc string) erro
 	_, err := t.tx.Exec(ctx, `INSERT INTO service_properties (account, doc) VALUES ($1, $2)
 		ON CONFLICT (account) DO UPDATE SET doc = EXCLUDED.doc`, account, doc)
 	if err != nil {
-		return fmt.Errorf("leasedb/postgres: put service properties %s: %w", account, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: put service properties %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }

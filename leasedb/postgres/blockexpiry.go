@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
 // StaleBlockNames implements leasedb.Tx. The names with a block staged
@@ -24,7 +25,7 @@ func (t *tx) StaleBlockNames(ctx context.Context, before time.Time, limit int) (
 			WHERE n.account = o.account AND n.container = o.container AND n.blob = o.blob AND n.staged_at >= $1)
 		LIMIT $2`, before.UTC(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: stale block names: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: stale block names: %w", sqlq.CtxErr(ctx, err))
 	}
 	var (
 		out []leasedb.BlobRef
@@ -35,7 +36,7 @@ func (t *tx) StaleBlockNames(ctx context.Context, before time.Time, limit int) (
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: stale block names: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: stale block names: %w", sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }

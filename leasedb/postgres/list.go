@@ -25,30 +25,11 @@ func (t *tx) ListDelimited(ctx context.Context, account, container, prefix, deli
 	q, args := sqlq.ListDelimited(dialect, account, container, prefix, delimiter, after, limit, inc)
 	rows, err := t.tx.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
-	var kinds []*int
-	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
-		k := new(int)
-		kinds = append(kinds, k)
-		return []any{&b.Snapshot, k}
-	})
+	out, err := scanItems(rows)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list delimited %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
-	return delimitedItems(bs, kinds), nil
-}
-
-// delimitedItems turns ListDelimited's rows into items.
-func delimitedItems(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
-	out := make([]leasedb.ListItem, len(bs))
-	for i, b := range bs {
-		switch *kinds[i] {
-		case sqlq.KindPrefix:
-			out[i] = leasedb.ListItem{Prefix: b.Name}
-		default:
-			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
-		}
-	}
-	return out
+	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,7 +93,7 @@ func TestListEntriesPlan(t *testing.T) {
 	model := plancase.Model()
 
 	// Largest rows read / limit per family (inc × limit), for the log.
-	worst := map[string]float64{}
+	worst := plancase.Worst{}
 	for _, c := range plancase.Cases() {
 		q, args := sqlq.ListEntries(func(n int) string { return "$" + strconv.Itoa(n) },
 			planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
@@ -120,32 +119,16 @@ func TestListEntriesPlan(t *testing.T) {
 			if bad {
 				t.Logf("plan of %s (%s):\n%s", c.Name, mode, explainText(ctx, conn, q, args, generic))
 			}
-			inc, _, _ := strings.Cut(c.Name, "/")
-			fam := fmt.Sprintf("%s plan, include %s, limit %d", mode, inc, c.Limit)
-			worst[fam] = max(worst[fam], float64(max(m.planRows, m.statRows))/float64(c.Limit))
+			worst.Note(mode+" plan", c.Name, c.Limit, max(m.planRows, m.statRows))
 		}
 
 		// The same case through the Store, against the model.
-		var got []leasedb.ListItem
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			got, err = tx.ListEntries(ctx, planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-			return err
-		}); err != nil {
-			t.Fatalf("%s: ListEntries: %v", c.Name, err)
-		}
-		want := c.Want(model)
-		if err := plancase.SameEntries(got, want); err != nil {
-			t.Errorf("%s: ListEntries: %v", c.Name, err)
+		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
 		}
 	}
-	fams := make([]string, 0, len(worst))
-	for fam := range worst {
-		fams = append(fams, fam)
-	}
-	sort.Strings(fams)
-	for _, fam := range fams {
-		t.Logf("%s: at most %.2f×limit rows read", fam, worst[fam])
+	for _, l := range worst.Lines("rows read") {
+		t.Log(l)
 	}
 	checkDelimitedPlans(t, ctx, s, conn, model)
 	for _, err := range plancase.CheckPages(ctx, s, model) {
@@ -160,7 +143,7 @@ func TestListEntriesPlan(t *testing.T) {
 // on, of snapshots and blocks; the entries are then read by key: the
 // bound of ListEntries holds.
 func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *pgx.Conn, model []plancase.Entry) {
-	worst := map[string]float64{}
+	worst := plancase.Worst{}
 	for _, c := range plancase.DelimCases() {
 		q, args := sqlq.ListDelimited(postgres.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
 		for _, generic := range []bool{false, true} {
@@ -185,29 +168,14 @@ func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, con
 			if bad {
 				t.Logf("plan of delimited %s (%s):\n%s", c.Name, mode, explainText(ctx, conn, q, args, generic))
 			}
-			inc, _, _ := strings.Cut(c.Name, "/")
-			fam := fmt.Sprintf("%s plan, include %s, limit %d", mode, inc, c.Limit)
-			worst[fam] = max(worst[fam], float64(max(m.planRows, m.statRows))/float64(c.Limit))
+			worst.Note(mode+" plan", c.Name, c.Limit, max(m.planRows, m.statRows))
 		}
-		var got []leasedb.ListItem
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			got, err = tx.ListDelimited(ctx, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-			return err
-		}); err != nil {
-			t.Fatalf("delimited %s: %v", c.Name, err)
-		}
-		if err := plancase.SameDelimEntries(got, c.Want(model)); err != nil {
+		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
 			t.Errorf("delimited %s: %v", c.Name, err)
 		}
 	}
-	fams := make([]string, 0, len(worst))
-	for fam := range worst {
-		fams = append(fams, fam)
-	}
-	sort.Strings(fams)
-	for _, fam := range fams {
-		t.Logf("delimited, %s: at most %.2f×limit rows read", fam, worst[fam])
+	for _, l := range worst.Lines("rows read") {
+		t.Log("delimited, " + l)
 	}
 }
 

@@ -16,18 +16,16 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,7 +118,7 @@ func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn
 		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
 			return markUnavailable(ctx, err)
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
 			return fmt.Errorf("leasedb/postgres: retry: %w", err)
 		}
 	}
@@ -136,7 +134,7 @@ func (e *errBegin) Unwrap() error { return e.err }
 func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
 	ptx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
-		return &errBegin{ctxErr(ctx, err)}
+		return &errBegin{sqlq.CtxErr(ctx, err)}
 	}
 	done := false
 	defer func() {
@@ -264,11 +262,11 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 		FROM due WHERE g.key = due.key
 		RETURNING g.key`, limit, stale)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", sqlq.CtxErr(ctx, err))
 	}
 	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", sqlq.CtxErr(ctx, err))
 	}
 	sort.Strings(keys)
 	return keys, nil
@@ -280,7 +278,7 @@ func (s *Store) Forget(ctx context.Context, keys []string) error {
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys); err != nil {
-		return fmt.Errorf("leasedb/postgres: forget: %w", ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: forget: %w", sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -289,11 +287,11 @@ func (s *Store) Forget(ctx context.Context, keys []string) error {
 func (s *Store) CollectionKeys(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key FROM gc_queue ORDER BY key`)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", sqlq.CtxErr(ctx, err))
 	}
 	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: collection keys: %w", sqlq.CtxErr(ctx, err))
 	}
 	return keys, nil
 }
@@ -311,14 +309,14 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 func schemaVersion(ctx context.Context, q querier) (int, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", ctxErr(ctx, err))
+		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", sqlq.CtxErr(ctx, err))
 	}
 	if !exists {
 		return 0, nil
 	}
 	var v int
 	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", ctxErr(ctx, err))
+		return 0, fmt.Errorf("leasedb/postgres: schema version: %w", sqlq.CtxErr(ctx, err))
 	}
 	return v, nil
 }
@@ -338,56 +336,45 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 // past target is left alone (there are no down migrations); a target
 // beyond the newest embedded migration is an error.
 func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
-	files, err := migrations.Files(migrations.Postgres)
+	plan, err := sqlq.PlanMigration("leasedb/postgres", migrations.Postgres, target)
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", err)
-	}
-	latest := files[len(files)-1].Version
-	if target < 0 || target > latest {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
-	}
-	if target == 0 {
-		target = latest
+		return 0, 0, err
 	}
 	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: begin: %w", ctxErr(ctx, err))
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: begin: %w", sqlq.CtxErr(ctx, err))
 	}
 	defer rollback(ctx, ptx)
 	if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, migrateLockClass, migrateLockObj); err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: lock: %w", ctxErr(ctx, err))
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: lock: %w", sqlq.CtxErr(ctx, err))
 	}
 	if _, err := ptx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())`); err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", ctxErr(ctx, err))
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: %w", sqlq.CtxErr(ctx, err))
 	}
 	from, err = schemaVersion(ctx, ptx)
 	if err != nil {
 		return 0, 0, err
 	}
-	if from > latest {
-		return from, from, fmt.Errorf("leasedb/postgres: database has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
-			from, latest, leasedb.ErrSchemaTooNew)
+	if err := plan.TooNew("leasedb/postgres: database", from); err != nil {
+		return from, from, err
 	}
 	reached := from
-	for _, f := range files {
-		if f.Version <= from || f.Version > target {
-			continue
-		}
+	for _, f := range plan.Pending(from) {
 		// No arguments: pgx uses the simple protocol, which runs a file of
 		// several statements.
 		if _, err := ptx.Exec(ctx, f.SQL); err != nil {
-			return from, from, fmt.Errorf("leasedb/postgres: migrate: %s: %w", f.Name, ctxErr(ctx, err))
+			return from, from, fmt.Errorf("leasedb/postgres: migrate: %s: %w", f.Name, sqlq.CtxErr(ctx, err))
 		}
 		if _, err := ptx.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, $2)`, f.Version, f.Name); err != nil {
-			return from, from, fmt.Errorf("leasedb/postgres: migrate: record %s: %w", f.Name, ctxErr(ctx, err))
+			return from, from, fmt.Errorf("leasedb/postgres: migrate: record %s: %w", f.Name, sqlq.CtxErr(ctx, err))
 		}
 		reached = f.Version
 	}
 	if err := ptx.Commit(ctx); err != nil {
-		return from, from, fmt.Errorf("leasedb/postgres: migrate: commit: %w", ctxErr(ctx, err))
+		return from, from, fmt.Errorf("leasedb/postgres: migrate: commit: %w", sqlq.CtxErr(ctx, err))
 	}
 	return from, reached, nil
 }
@@ -407,7 +394,7 @@ func (t *tx) Now(ctx context.Context) (time.Time, error) {
 	if t.now.IsZero() {
 		var now time.Time
 		if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
-			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", ctxErr(ctx, err))
+			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
 		}
 		t.now = now.UTC().Truncate(time.Microsecond)
 	}
@@ -417,7 +404,7 @@ func (t *tx) Now(ctx context.Context) (time.Time, error) {
 func (t *tx) NextETag(ctx context.Context) (string, error) {
 	var n int64
 	if err := t.tx.QueryRow(ctx, `SELECT nextval('etag_seq')`).Scan(&n); err != nil {
-		return "", fmt.Errorf("leasedb/postgres: next etag: %w", ctxErr(ctx, err))
+		return "", fmt.Errorf("leasedb/postgres: next etag: %w", sqlq.CtxErr(ctx, err))
 	}
 	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
 }
@@ -437,8 +424,15 @@ func (t *tx) lockClause(mode leasedb.LockMode) string {
 	return ""
 }
 
-const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since, acl`
+const containerCols = sqlq.ContainerCols
+
+// The statements the two dialects share, in Postgres's placeholders.
+var (
+	insertContainerSQL = sqlq.InsertContainer(dialect.Placeholder)
+	updateContainerSQL = sqlq.UpdateContainer(dialect.Placeholder)
+	putBlobSQL         = sqlq.PutBlob(dialect.Placeholder)
+	putSnapshotSQL     = sqlq.PutSnapshot(dialect.Placeholder)
+)
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
 // FOR UPDATE.
@@ -449,11 +443,11 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
 		account, name)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
 	cs, err := scanContainers(rows)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
 	if len(cs) == 0 {
 		return nil, nil
@@ -467,21 +461,13 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := leasedb.EncodeMetadata(c.Metadata)
+	vals, err := sqlq.ContainerValues(c, ts)
 	if err != nil {
 		return err
 	}
-	acl, err := encodeACL(c.ACL)
+	tag, err := t.tx.Exec(ctx, insertContainerSQL, vals...)
 	if err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-		ON CONFLICT (account, name) DO NOTHING`,
-		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since), acl)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, leasedb.ErrExists)
@@ -493,22 +479,13 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := leasedb.EncodeMetadata(c.Metadata)
+	vals, err := sqlq.ContainerValues(c, ts)
 	if err != nil {
 		return err
 	}
-	acl, err := encodeACL(c.ACL)
+	tag, err := t.tx.Exec(ctx, updateContainerSQL, vals...)
 	if err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, `UPDATE containers SET etag = $3, last_modified = $4, metadata = $5, public_access = $6,
-			lease_id = $7, lease_state = $8, lease_duration = $9, lease_expires = $10, lease_break_at = $11,
-			lease_since = $12, acl = $13
-		WHERE account = $1 AND name = $2`,
-		c.Account, c.Name, c.ETag, ts(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, ts(c.Lease.Expires), ts(c.Lease.BreakAt), ts(c.Lease.Since), acl)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, leasedb.ErrNotFound)
@@ -574,7 +551,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
 	if !found {
 		return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, leasedb.ErrNotFound)
@@ -611,15 +588,15 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 	if err := checkText(account, prefix, after); err != nil {
 		return nil, err
 	}
-	cond, args := nameRange(2, prefix, after, limit)
+	cond, args := sqlq.NameRange(dialect.Placeholder, 2, prefix, after, limit)
 	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND `+cond,
 		append([]any{account}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
 	cs, err := scanContainers(rows)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
 	return cs, nil
 }
@@ -665,7 +642,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get blob %s/%s/%s: %w", account, container, name, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: get blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
 	if len(bs) == 0 {
 		return nil, nil
@@ -693,30 +670,17 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	vals, err := blobValues(b)
+	vals, err := sqlq.BlobValues(b, ts)
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES (`+placeholders(len(vals))+`)
-		ON CONFLICT (account, container, name) DO UPDATE SET
-			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
-			last_modified = excluded.last_modified, size = excluded.size,
-			content_type = excluded.content_type, content_encoding = excluded.content_encoding,
-			content_language = excluded.content_language, content_disposition = excluded.content_disposition,
-			cache_control = excluded.cache_control, content_md5 = excluded.content_md5,
-			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
-			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
-			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`,
-		vals...)
+	_, err = t.tx.Exec(ctx, putBlobSQL, vals...)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
 			return fmt.Errorf("leasedb/postgres: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
 		}
-		return fmt.Errorf("leasedb/postgres: put blob %s/%s/%s: %w", b.Account, b.Container, b.Name, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: put blob %s/%s/%s: %w", b.Account, b.Container, b.Name, sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -727,7 +691,7 @@ func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) er
 	}
 	tag, err := t.tx.Exec(ctx, `DELETE FROM blobs WHERE account = $1 AND container = $2 AND name = $3`, account, container, name)
 	if err != nil {
-		return fmt.Errorf("leasedb/postgres: delete blob %s/%s/%s: %w", account, container, name, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: delete blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: delete blob %s/%s/%s: %w", account, container, name, leasedb.ErrNotFound)
@@ -740,15 +704,15 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	if err := checkText(account, container, prefix, after); err != nil {
 		return nil, err
 	}
-	cond, args := nameRange(3, prefix, after, limit)
+	cond, args := sqlq.NameRange(dialect.Placeholder, 3, prefix, after, limit)
 	rows, err := t.tx.Query(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = $1 AND container = $2 AND `+cond,
 		append([]any{account, container}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
 	bs, err := scanBlobs(rows, false)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
 	return bs, nil
 }
@@ -761,26 +725,26 @@ func (t *tx) FindTagged(ctx context.Context, account, container string, r leased
 	if limit <= 0 {
 		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: limit %d", account, container, limit)
 	}
-	q, args := sqlq.FindTagged(func(n int) string { return "$" + strconv.Itoa(n) }, account, container, r, afterContainer, afterName, limit)
+	q, args := sqlq.FindTagged(dialect.Placeholder, account, container, r, afterContainer, afterName, limit)
 	rows, err := t.tx.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
 	defer rows.Close()
 	var out []leasedb.TaggedBlob
 	for rows.Next() {
 		var b leasedb.TaggedBlob
-		var tags pgtype.Text
+		var tags sql.NullString
 		if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, err)
 		}
-		if b.Tags, err = decodeTags(tags); err != nil {
+		if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }
@@ -800,23 +764,14 @@ func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after,
 	if limit <= 0 {
 		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: limit %d", account, container, limit)
 	}
-	q, args := sqlq.ListEntries(func(n int) string { return "$" + strconv.Itoa(n) }, account, container, prefix, after, afterSnapshot, limit, inc)
+	q, args := sqlq.ListEntries(dialect.Placeholder, account, container, prefix, after, afterSnapshot, limit, inc)
 	rows, err := t.tx.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
-	var kinds []*int
-	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
-		k := new(int)
-		kinds = append(kinds, k)
-		return []any{&b.Snapshot, k}
-	})
+	out, err := scanItems(rows)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, ctxErr(ctx, err))
-	}
-	out := make([]leasedb.ListItem, len(bs))
-	for i, b := range bs {
-		out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
+		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }
@@ -832,21 +787,18 @@ func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
 	if b.Snapshot == "" {
 		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
 	}
-	vals, err := blobValues(b)
+	vals, err := sqlq.BlobValues(b, ts)
 	if err != nil {
 		return err
 	}
 	vals = append(vals, b.Snapshot)
-	tag, err := t.tx.Exec(ctx, `INSERT INTO snapshots (`+snapshotCols+`)
-		VALUES (`+placeholders(len(vals))+`)
-		ON CONFLICT (account, container, name, snapshot) DO NOTHING`,
-		vals...)
+	tag, err := t.tx.Exec(ctx, putSnapshotSQL, vals...)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
 			return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
 		}
-		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
@@ -862,11 +814,11 @@ func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot st
 	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
 		WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`, account, container, blob, snapshot)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
 	}
 	bs, err := scanBlobs(rows, true)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
 	}
 	if len(bs) == 0 {
 		return nil, nil
@@ -883,11 +835,11 @@ func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]
 	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
 		WHERE account = $1 AND container = $2 AND name = $3 ORDER BY snapshot`, account, container, blob)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	bs, err := scanBlobs(rows, true)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	return bs, nil
 }
@@ -900,7 +852,7 @@ func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snaps
 	tag, err := t.tx.Exec(ctx, `DELETE FROM snapshots WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`,
 		account, container, blob, snapshot)
 	if err != nil {
-		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
@@ -946,7 +898,7 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
 			return "", fmt.Errorf("leasedb/postgres: stage block %s/%s/%s %s: container: %w", account, container, blob, b.ID, leasedb.ErrNotFound)
 		}
-		return "", fmt.Errorf("leasedb/postgres: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, ctxErr(ctx, err))
+		return "", fmt.Errorf("leasedb/postgres: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, sqlq.CtxErr(ctx, err))
 	}
 	return old, nil
 }
@@ -961,7 +913,7 @@ func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]lea
 		WHERE account = $1 AND container = $2 AND blob = $3
 		ORDER BY staged_at, block_id`, account, container, blob)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	var (
 		out []leasedb.Block
@@ -973,7 +925,7 @@ func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]lea
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }
@@ -986,7 +938,7 @@ func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (c
 	err = t.tx.QueryRow(ctx, `SELECT count(*), coalesce(max(length(block_id)), 0) FROM blocks
 		WHERE account = $1 AND container = $2 AND blob = $3`, account, container, blob).Scan(&count, &idLen)
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: block stats %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return 0, 0, fmt.Errorf("leasedb/postgres: block stats %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	return count, idLen, nil
 }
@@ -998,7 +950,7 @@ func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) 
 	}
 	if _, err := t.tx.Exec(ctx, `DELETE FROM blocks WHERE account = $1 AND container = $2 AND blob = $3`,
 		account, container, blob); err != nil {
-		return fmt.Errorf("leasedb/postgres: delete blocks %s/%s/%s: %w", account, container, blob, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: delete blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -1036,7 +988,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		SELECT account, container, name, 1, `+leaseCols+` FROM blobs WHERE `+bw+`
 		ORDER BY 1, 2, 4, 3`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
 	}
 	var (
 		out             []leasedb.LeaseRow
@@ -1051,7 +1003,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }
@@ -1064,7 +1016,7 @@ func (t *tx) AddIntent(ctx context.Context, key string, deadline time.Time) erro
 	tag, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES ($1, $2, TRUE)
 		ON CONFLICT (key) DO NOTHING`, key, dueTS(deadline))
 	if err != nil {
-		return fmt.Errorf("leasedb/postgres: add intent %s: %w", key, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: add intent %s: %w", key, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: add intent %s: %w", key, leasedb.ErrExists)
@@ -1080,7 +1032,7 @@ func (t *tx) TakeIntent(ctx context.Context, key string) (bool, error) {
 	}
 	tag, err := t.tx.Exec(ctx, `DELETE FROM gc_queue WHERE key = $1 AND is_intent AND claimed_at IS NULL`, key)
 	if err != nil {
-		return false, fmt.Errorf("leasedb/postgres: take intent %s: %w", key, ctxErr(ctx, err))
+		return false, fmt.Errorf("leasedb/postgres: take intent %s: %w", key, sqlq.CtxErr(ctx, err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -1099,7 +1051,7 @@ func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
 	if _, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent)
 		SELECT k, $2, FALSE FROM unnest($1::text[]) AS k
 		ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE`, uniq, dueTS(due)); err != nil {
-		return fmt.Errorf("leasedb/postgres: add gc (%d keys): %w", len(uniq), ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: add gc (%d keys): %w", len(uniq), sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -1121,183 +1073,35 @@ func compact(s []string) []string {
 	return out
 }
 
-// nameRange returns "name <range> ORDER BY name [LIMIT $n]" with
-// placeholders numbered from first, and its arguments: names with prefix
-// and > after. The prefix becomes a range [prefix, sqlq.PrefixEnd(prefix)) on
-// the primary key (COLLATE "C", so byte order), so there is no LIKE and no
-// escaping of % or _.
-func nameRange(first int, prefix, after string, limit int) (string, []any) {
-	var b strings.Builder
-	var args []any
-	n := first
-	ph := func(v any) string {
-		args = append(args, v)
-		s := "$" + strconv.Itoa(n)
-		n++
-		return s
-	}
-	if after >= prefix {
-		b.WriteString("name > " + ph(after))
-	} else {
-		b.WriteString("name >= " + ph(prefix))
-	}
-	if end, ok := sqlq.PrefixEnd(prefix); ok {
-		b.WriteString(" AND name < " + ph(end))
-	}
-	b.WriteString(" ORDER BY name")
-	if limit > 0 {
-		b.WriteString(" LIMIT " + ph(limit))
-	}
-	return b.String(), args
-}
-
-// checkText refuses what a Postgres text value cannot hold (invalid UTF-8,
-// NUL) before it reaches the server, where the error would abort the
-// transaction. The SQLite store refuses the same names.
-func checkText(ss ...string) error {
-	for _, s := range ss {
-		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-			return fmt.Errorf("leasedb/postgres: %q: names must be valid UTF-8 without NUL", s)
-		}
-	}
-	return nil
-}
+// checkText refuses what a Postgres text value cannot hold before it
+// reaches the server, where the error would abort the transaction (see
+// sqlq.CheckText).
+func checkText(ss ...string) error { return sqlq.CheckText("leasedb/postgres", ss...) }
 
 func scanContainers(rows pgx.Rows) ([]*leasedb.Container, error) {
 	defer rows.Close()
-	var out []*leasedb.Container
-	for rows.Next() {
-		var (
-			c                   leasedb.Container
-			lm, exp, brk, since pgtype.Timestamptz
-			meta                string
-			acl                 pgtype.Text
-		)
-		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
-			return nil, err
-		}
-		var err error
-		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-			return nil, err
-		}
-		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
-			return nil, err
-		}
-		c.LastModified = fromTS(lm)
-		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
-		out = append(out, &c)
-	}
-	return out, rows.Err()
+	return sqlq.ScanContainers(rows, fromTS)
 }
 
 // scanBlobs reads rows of blobCols, followed by the snapshot id when
 // snapshot is set (snapshotCols).
 func scanBlobs(rows pgx.Rows, snapshot bool) ([]*leasedb.Blob, error) {
-	var extra func(b *leasedb.Blob) []any
-	if snapshot {
-		extra = func(b *leasedb.Blob) []any { return []any{&b.Snapshot} }
-	}
-	return scanBlobsWith(rows, extra)
-}
-
-// scanBlobsWith reads rows of blobCols followed by the columns extra (when
-// not nil) returns the scan destinations of, for each row's blob.
-func scanBlobsWith(rows pgx.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb.Blob, error) {
 	defer rows.Close()
-	var out []*leasedb.Blob
-	for rows.Next() {
-		var (
-			b                            leasedb.Blob
-			created, lm, exp, brk, since pgtype.Timestamptz
-			meta, ext, copyInfo          string
-			sealed                       int
-			tier, tags                   pgtype.Text
-		)
-		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
-			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
-			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed}
-		if extra != nil {
-			dest = append(dest, extra(&b)...)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		var err error
-		b.Sealed = sealed != 0
-		b.AccessTier = tier.String
-		if b.Tags, err = decodeTags(tags); err != nil {
-			return nil, err
-		}
-		if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-			return nil, err
-		}
-		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
-			return nil, err
-		}
-		if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
-			return nil, err
-		}
-		b.Created, b.LastModified = fromTS(created), fromTS(lm)
-		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
-		out = append(out, &b)
+	if snapshot {
+		return sqlq.ScanSnapshots(rows, fromTS)
 	}
-	return out, rows.Err()
+	return sqlq.ScanBlobs(rows, fromTS, nil)
 }
 
-// blobValues encodes b's columns in blobCols order (not the snapshot id).
-func blobValues(b *leasedb.Blob) ([]any, error) {
-	meta, err := leasedb.EncodeMetadata(b.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	ext, err := leasedb.EncodeExtents(b.Extents)
-	if err != nil {
-		return nil, err
-	}
-	var md5 any // nil []byte must be NULL
-	if b.Props.ContentMD5 != nil {
-		md5 = b.Props.ContentMD5
-	}
-	tier, tags, err := encodeTierTags(b)
-	if err != nil {
-		return nil, err
-	}
-	copyInfo, err := leasedb.EncodeCopy(b.Copy)
-	if err != nil {
-		return nil, err
-	}
-	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, ts(b.Created), ts(b.LastModified), b.Size,
-		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
-		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, ts(b.Lease.Expires), ts(b.Lease.BreakAt), ts(b.Lease.Since),
-		tier, tags, copyInfo, boolInt(b.Sealed)}, nil
-}
-
-// boolInt stores a flag as 0 or 1 (both dialects' sealed column).
-func boolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
-}
-
-// placeholders returns "$1, $2, ..., $n".
-func placeholders(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		if i > 1 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(i))
-	}
-	return b.String()
+// scanItems reads the rows of sqlq.ListEntries and sqlq.ListDelimited.
+func scanItems(rows pgx.Rows) ([]leasedb.ListItem, error) {
+	defer rows.Close()
+	return sqlq.ScanItems(rows, fromTS)
 }
 
 // ts stores a time truncated to microseconds (Postgres' precision); the
 // zero time is NULL so it comes back as the zero time.
-func ts(t time.Time) pgtype.Timestamptz {
+func ts(t time.Time) any {
 	if t.IsZero() {
 		return pgtype.Timestamptz{}
 	}
@@ -1318,54 +1122,6 @@ func fromTS(v pgtype.Timestamptz) time.Time {
 	return v.Time.UTC()
 }
 
-// encodeTierTags stores an unset tier and an empty tag set as NULL; no
-// tags read back as a nil map.
-func encodeTierTags(b *leasedb.Blob) (tier, tags pgtype.Text, err error) {
-	if b.AccessTier != "" {
-		tier = pgtype.Text{String: b.AccessTier, Valid: true}
-	}
-	if len(b.Tags) > 0 {
-		j, err := json.Marshal(b.Tags)
-		if err != nil {
-			return tier, tags, fmt.Errorf("leasedb/postgres: encode tags: %w", err)
-		}
-		tags = pgtype.Text{String: string(j), Valid: true}
-	}
-	return tier, tags, nil
-}
-
-func decodeTags(s pgtype.Text) (map[string]string, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	return leasedb.DecodeTags(s.String)
-}
-
-// ctxErr prefers the context's error when the context ended, so callers can
-// test errors.Is(err, context.Canceled) whatever pgx said.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w (%w)", cerr, err)
-	}
-	return err
-}
-
-func backoff(attempt int) time.Duration {
-	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond // up to 128ms
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Adopted keys (migration 0006; leasedb.DB.AdoptBlob).
 
@@ -1383,7 +1139,7 @@ func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRe
 		tag, err := t.tx.Exec(ctx, `INSERT INTO adopted_keys (key, account, container, name) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (key) DO NOTHING`, key, ref.Account, ref.Container, ref.Name)
 		if err != nil {
-			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: %w", key, ctxErr(ctx, err))
+			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: %w", key, sqlq.CtxErr(ctx, err))
 		}
 		if tag.RowsAffected() == 1 {
 			return ref, true, nil
@@ -1395,7 +1151,7 @@ func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRe
 			continue
 		}
 		if err != nil {
-			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: holder: %w", key, ctxErr(ctx, err))
+			return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: holder: %w", key, sqlq.CtxErr(ctx, err))
 		}
 		return h, false, nil
 	}
@@ -1410,7 +1166,7 @@ func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef
 	tag, err := t.tx.Exec(ctx, `UPDATE adopted_keys SET account = $2, container = $3, name = $4 WHERE key = $1`,
 		key, ref.Account, ref.Container, ref.Name)
 	if err != nil {
-		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, leasedb.ErrNotFound)
@@ -1432,7 +1188,7 @@ func (t *tx) ShareKeys(ctx context.Context, keys []string) error {
 	if _, err := t.tx.Exec(ctx, `INSERT INTO extent_shares (key, names)
 		SELECT k, 2 FROM unnest($1::text[]) AS k
 		ON CONFLICT (key) DO UPDATE SET names = extent_shares.names + 1`, uniq); err != nil {
-		return fmt.Errorf("leasedb/postgres: share keys (%d): %w", len(uniq), ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/postgres: share keys (%d): %w", len(uniq), sqlq.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -1454,12 +1210,12 @@ func (t *tx) ReleaseKeys(ctx context.Context, keys []string) ([]string, error) {
 	shared := map[string]int{}
 	rows, err := t.tx.Query(ctx, `SELECT key, names FROM extent_shares WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE`, uniq)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", sqlq.CtxErr(ctx, err))
 	}
 	var k string
 	var n int
 	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { shared[k] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/postgres: release keys: %w", sqlq.CtxErr(ctx, err))
 	}
 	var free []string
 	for _, k := range uniq {
@@ -1475,7 +1231,7 @@ func (t *tx) ReleaseKeys(ctx context.Context, keys []string) ([]string, error) {
 			_, err = t.tx.Exec(ctx, `DELETE FROM extent_shares WHERE key = $1`, k)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("leasedb/postgres: release key %s: %w", k, ctxErr(ctx, err))
+			return nil, fmt.Errorf("leasedb/postgres: release key %s: %w", k, sqlq.CtxErr(ctx, err))
 		}
 		if left <= 0 {
 			free = append(free, k)

@@ -2,9 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
-	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,21 +201,11 @@ func TestMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, 'future.sql')`, latest+1); err != nil {
-		t.Fatal(err)
-	}
-	from, to, err := s.Migrate(ctx)
-	if !errors.Is(err, leasedb.ErrSchemaTooNew) {
-		t.Fatalf("Migrate of a newer schema: %v, want ErrSchemaTooNew", err)
-	}
-	if from != latest+1 || to != latest+1 {
-		t.Errorf("Migrate of a newer schema = %d, %d", from, to)
-	}
-	for _, want := range []string{strconv.Itoa(latest + 1), strconv.Itoa(latest)} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name version %s", err, want)
+	storetest.RefuseNewerSchema(t, s, latest, func(t *testing.T, version int) {
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, 'future.sql')`, version); err != nil {
+			t.Fatal(err)
 		}
-	}
+	})
 }
 
 func TestOpenBadDSN(t *testing.T) {
@@ -248,142 +235,26 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if from, to, err := s.MigrateTo(ctx, 1); err != nil || from != 0 || to != 1 {
-		t.Fatalf("MigrateTo(1) = %d, %d, %v; want 0, 1", from, to, err)
-	}
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 1 {
-		t.Fatalf("SchemaVersion = %d, %v; want 1", v, err)
-	}
-
-	// Rows as version 1 wrote them (this driver writes columns version 1
-	// lacks, so plain SQL).
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	lm := time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)
-	if _, err := conn.Exec(ctx, `INSERT INTO containers (account, name, etag, last_modified, metadata, public_access,
-			lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
-		VALUES ('acct', 'c', '"0x1"', $1, '{"k":"v"}', 'blob', '11111111-2222-3333-4444-555555555555', 'leased', -1, NULL, NULL)`, lm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO blobs (account, container, name, blob_type, etag, created, last_modified, size,
-			content_type, metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
-		VALUES ('acct', 'c', 'b', 'BlockBlob', '"0x2"', $1, $1, 5, 'text/plain', '{}', '[{"k":"obj/1","n":5}]', 0, '', 'broken', 0, NULL, NULL)`, lm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES ('intent/1', now() + interval '1 hour', TRUE)`); err != nil {
-		t.Fatal(err)
-	}
-	// The store really is at version 1: the current driver cannot read it.
-	if err := s.View(ctx, func(tx leasedb.Tx) error {
-		_, err := tx.Container(ctx, "acct", "c", leasedb.LockNone)
-		return err
-	}); err == nil {
-		t.Fatalf("reading a version-1 row with the new columns succeeded; is the schema really at version 1?")
-	}
-
-	// MigrateTo a version already reached does nothing; past the newest fails.
-	if from, to, err := s.MigrateTo(ctx, 1); err != nil || from != 1 || to != 1 {
-		t.Errorf("MigrateTo(1) again = %d, %d, %v; want 1, 1", from, to, err)
-	}
-	if _, _, err := s.MigrateTo(ctx, latest+1); err == nil {
-		t.Errorf("MigrateTo(%d) succeeded", latest+1)
-	}
-	if from, to, err := s.Migrate(ctx); err != nil || from != 1 || to != latest {
-		t.Fatalf("Migrate = %d, %d, %v; want 1, %d", from, to, err, latest)
-	}
-
-	// Old rows read back unchanged, with no lease_since.
-	err = s.View(ctx, func(tx leasedb.Tx) error {
-		c, err := tx.Container(ctx, "acct", "c", leasedb.LockNone)
+	storetest.MigrateFromVersion1(t, s, latest, func(t *testing.T, lm time.Time) {
+		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		wantC := &leasedb.Container{Account: "acct", Name: "c", ETag: `"0x1"`, LastModified: lm,
-			Metadata: map[string]string{"k": "v"}, PublicAccess: "blob",
-			Lease: leasedb.Lease{ID: "11111111-2222-3333-4444-555555555555", State: "leased", Duration: -1}}
-		if !reflect.DeepEqual(c, wantC) {
-			t.Errorf("migrated container:\n got %#v\nwant %#v", c, wantC)
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `INSERT INTO containers (account, name, etag, last_modified, metadata, public_access,
+				lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
+			VALUES ('acct', 'c', '"0x1"', $1, '{"k":"v"}', 'blob', '11111111-2222-3333-4444-555555555555', 'leased', -1, NULL, NULL)`, lm); err != nil {
+			t.Fatal(err)
 		}
-		b, err := tx.Blob(ctx, "acct", "c", "b", leasedb.LockNone)
-		if err != nil {
-			return err
+		if _, err := conn.Exec(ctx, `INSERT INTO blobs (account, container, name, blob_type, etag, created, last_modified, size,
+				content_type, metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
+			VALUES ('acct', 'c', 'b', 'BlockBlob', '"0x2"', $1, $1, 5, 'text/plain', '{}', '[{"k":"obj/1","n":5}]', 0, '', 'broken', 0, NULL, NULL)`, lm); err != nil {
+			t.Fatal(err)
 		}
-		wantB := &leasedb.Blob{Account: "acct", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x2"`,
-			Created: lm, LastModified: lm, Size: 5, Props: leasedb.Props{ContentType: "text/plain"},
-			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Key: "obj/1", Size: 5}},
-			Lease: leasedb.Lease{State: "broken"}}
-		if !reflect.DeepEqual(b, wantB) {
-			t.Errorf("migrated blob:\n got %#v\nwant %#v", b, wantB)
+		if _, err := conn.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent) VALUES ('intent/1', now() + interval '1 hour', TRUE)`); err != nil {
+			t.Fatal(err)
 		}
-		leases, err := tx.ListLeases(ctx, leasedb.LeaseFilter{})
-		if err != nil {
-			return err
-		}
-		if len(leases) != 2 || leases[0].Blob != "" || leases[1].Blob != "b" {
-			t.Errorf("ListLeases on the migrated rows: %+v", leases)
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := s.CollectionKeys(ctx)
-	if err != nil || !reflect.DeepEqual(keys, []string{"intent/1"}) {
-		t.Errorf("CollectionKeys = %q, %v", keys, err)
-	}
-
-	// The new columns and table work on the migrated database.
-	since := lm.Add(time.Hour)
-	err = s.Update(ctx, func(tx leasedb.Tx) error {
-		c, err := tx.Container(ctx, "acct", "c", leasedb.LockExclusive)
-		if err != nil {
-			return err
-		}
-		c.Lease.Since = since
-		if err := tx.UpdateContainer(ctx, c); err != nil {
-			return err
-		}
-		if c, err = tx.Container(ctx, "acct", "c", leasedb.LockNone); err != nil {
-			return err
-		}
-		if !c.Lease.Since.Equal(since) {
-			t.Errorf("Since = %v, want %v", c.Lease.Since, since)
-		}
-		if _, err := tx.StageBlock(ctx, "acct", "c", "b", leasedb.Block{ID: "YQ==", Key: "blk/1", Size: 3, StagedAt: since}); err != nil {
-			return err
-		}
-		// A snapshot of the migrated blob shares its extent.
-		snap := &leasedb.Blob{Account: "acct", Container: "c", Name: "b", Snapshot: "2024-01-02T03:04:05.0000060Z",
-			Type: "BlockBlob", ETag: `"0x3"`, Created: lm, LastModified: since, Size: 8,
-			Extents: []leasedb.Extent{{Key: "obj/1", Size: 5}, {Key: "obj/2", Size: 3}}}
-		if err := tx.PutSnapshot(ctx, snap); err != nil {
-			return err
-		}
-		got, err := tx.Snapshot(ctx, "acct", "c", "b", snap.Snapshot)
-		if err != nil {
-			return err
-		}
-		if got == nil || got.Snapshot != snap.Snapshot || !reflect.DeepEqual(got.Extents, snap.Extents) {
-			t.Errorf("Snapshot = %+v, want %+v", got, snap)
-		}
-		if b, err := tx.Blob(ctx, "acct", "c", "b", leasedb.LockNone); err != nil || b == nil || b.Snapshot != "" {
-			t.Errorf("Blob after PutSnapshot = %+v, %v; want the base row", b, err)
-		}
-		keys, err := tx.DeleteContainer(ctx, "acct", "c")
-		if err != nil {
-			return err
-		}
-		if want := []string{"obj/1", "obj/2", "blk/1"}; !reflect.DeepEqual(keys, want) {
-			t.Errorf("DeleteContainer = %q, want %q", keys, want)
-		}
-		return errors.New("roll back")
-	})
-	if err == nil || err.Error() != "roll back" {
-		t.Fatal(err)
-	}
 }
 
 // TestTagIndexBackfill: migration 0009 indexes the tags of existing rows.

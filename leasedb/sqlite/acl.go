@@ -5,19 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/blobgw/blobgw/leasedb"
 )
-
-// encodeACL is the acl column value: NULL when the container has no stored
-// access policies.
-func encodeACL(acl []leasedb.SignedIdentifier) (sql.NullString, error) {
-	s, err := leasedb.EncodeACL(acl)
-	if err != nil {
-		return sql.NullString{}, err
-	}
-	return sql.NullString{String: s, Valid: s != ""}, nil
-}
 
 // ServiceProperties implements leasedb.Tx.
 func (t *tx) ServiceProperties(ctx context.Context, account string) (string, error) {

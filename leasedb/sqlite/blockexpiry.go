@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
 // StaleBlockNames implements leasedb.Tx. The names with a block staged
@@ -23,7 +24,7 @@ func (t *tx) StaleBlockNames(ctx context.Context, before time.Time, limit int) (
 			WHERE n.account = o.account AND n.container = o.container AND n.blob = o.blob AND n.staged_at >= ?)
 		LIMIT ?`, cutoff, cutoff, limit)
 	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: stale block names: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/sqlite: stale block names: %w", sqlq.CtxErr(ctx, err))
 	}
 	defer rows.Close()
 	var out []leasedb.BlobRef
@@ -35,7 +36,7 @@ func (t *tx) StaleBlockNames(ctx context.Context, before time.Time, limit int) (
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: stale block names: %w", ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/sqlite: stale block names: %w", sqlq.CtxErr(ctx, err))
 	}
 	return out, nil
 }

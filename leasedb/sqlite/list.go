@@ -28,28 +28,9 @@ func (t *tx) ListDelimited(ctx context.Context, account, container, prefix, deli
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list delimited %s/%s: %w", account, container, err)
 	}
-	var kinds []*int
-	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
-		k := new(int)
-		kinds = append(kinds, k)
-		return []any{&b.Snapshot, k}
-	})
+	out, err := scanItems(rows)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list delimited %s/%s: %w", account, container, err)
 	}
-	return delimitedItems(bs, kinds), nil
-}
-
-// delimitedItems turns ListDelimited's rows into items.
-func delimitedItems(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
-	out := make([]leasedb.ListItem, len(bs))
-	for i, b := range bs {
-		switch *kinds[i] {
-		case sqlq.KindPrefix:
-			out[i] = leasedb.ListItem{Prefix: b.Name}
-		default:
-			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
-		}
-	}
-	return out
+	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +147,7 @@ func TestListEntriesPlan(t *testing.T) {
 				t.Fatalf("ANALYZE left %d statistics rows: %v", stats, err)
 			}
 		}
-		worst := map[string]float64{}
+		worst := plancase.Worst{}
 		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
 				planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
@@ -175,34 +174,19 @@ func TestListEntriesPlan(t *testing.T) {
 			if bad != nil {
 				t.Logf("plan of %s (%s):\n%s", c.Name, phase, planText(plan))
 			}
-			inc, _, _ := strings.Cut(c.Name, "/")
-			fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.Limit)
-			worst[fam] = max(worst[fam], float64(pages)/float64(c.Limit))
+			worst.Note(phase, c.Name, c.Limit, pages)
 
 			if phase != "no statistics" {
 				continue
 			}
 			// The same case through the Store, against the model (once:
 			// a plan does not change what the query returns).
-			var got []leasedb.ListItem
-			if err := s.View(ctx, func(tx leasedb.Tx) error {
-				var err error
-				got, err = tx.ListEntries(ctx, planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-				return err
-			}); err != nil {
-				t.Fatalf("%s: ListEntries: %v", c.Name, err)
-			}
-			if err := plancase.SameEntries(got, c.Want(model)); err != nil {
-				t.Errorf("%s: ListEntries: %v", c.Name, err)
+			if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
+				t.Errorf("%s: %v", c.Name, err)
 			}
 		}
-		fams := make([]string, 0, len(worst))
-		for fam := range worst {
-			fams = append(fams, fam)
-		}
-		sort.Strings(fams)
-		for _, fam := range fams {
-			t.Logf("%s: at most %.2f×limit pages fetched", fam, worst[fam])
+		for _, l := range worst.Lines("pages fetched") {
+			t.Log(l)
 		}
 		checkDelimitedPlans(t, ctx, s, conn, roots, model, phase)
 	}
@@ -216,7 +200,7 @@ func TestListEntriesPlan(t *testing.T) {
 // bounded by the limit, never by the names under the prefixes the page
 // skips.
 func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *sql.Conn, roots map[int64]string, model []plancase.Entry, phase string) {
-	worst := map[string]float64{}
+	worst := plancase.Worst{}
 	for _, c := range plancase.DelimCases() {
 		q, args := sqlq.ListDelimited(sqlite.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
 		plan, err := queryPlan(ctx, conn, q, args)
@@ -242,31 +226,16 @@ func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, con
 		if bad != nil {
 			t.Logf("plan of delimited %s (%s):\n%s", c.Name, phase, planText(plan))
 		}
-		inc, _, _ := strings.Cut(c.Name, "/")
-		fam := fmt.Sprintf("%s, include %s, limit %d", phase, inc, c.Limit)
-		worst[fam] = max(worst[fam], float64(pages)/float64(c.Limit))
+		worst.Note(phase, c.Name, c.Limit, pages)
 		if phase != "no statistics" {
 			continue
 		}
-		var got []leasedb.ListItem
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			got, err = tx.ListDelimited(ctx, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-			return err
-		}); err != nil {
-			t.Fatalf("delimited %s: %v", c.Name, err)
-		}
-		if err := plancase.SameDelimEntries(got, c.Want(model)); err != nil {
+		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
 			t.Errorf("delimited %s: %v", c.Name, err)
 		}
 	}
-	fams := make([]string, 0, len(worst))
-	for fam := range worst {
-		fams = append(fams, fam)
-	}
-	sort.Strings(fams)
-	for _, fam := range fams {
-		t.Logf("delimited, %s: at most %.2f×limit pages fetched", fam, worst[fam])
+	for _, l := range worst.Lines("pages fetched") {
+		t.Log("delimited, " + l)
 	}
 }
 

@@ -18,16 +18,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -106,7 +103,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		if err == nil || !isBusy(err) || attempt >= 50 || ctx.Err() != nil {
 			break
 		}
-		if err = sleep(ctx, backoff(attempt)); err != nil {
+		if err = sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
 			break
 		}
 	}
@@ -115,7 +112,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("leasedb/sqlite: open %s: set WAL mode: %w", path, ctxErr(ctx, err))
+		return nil, fmt.Errorf("leasedb/sqlite: open %s: set WAL mode: %w", path, sqlq.CtxErr(ctx, err))
 	}
 
 	rq := url.Values{}
@@ -171,7 +168,7 @@ func (s *Store) retry(ctx context.Context, attempt func() error) error {
 		if err == nil || !isBusy(err) || i >= maxAttempts || ctx.Err() != nil {
 			return err
 		}
-		if err := sleep(ctx, backoff(i)); err != nil {
+		if err := sqlq.Sleep(ctx, sqlq.Backoff(i)); err != nil {
 			return fmt.Errorf("leasedb/sqlite: retry after busy: %w", err)
 		}
 	}
@@ -194,7 +191,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 	}
 	sqlTx, err := db.BeginTx(txCtx, &sql.TxOptions{ReadOnly: readOnly})
 	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: begin: %w", ctxErr(ctx, err))
+		return fmt.Errorf("leasedb/sqlite: begin: %w", sqlq.CtxErr(ctx, err))
 	}
 	done := false
 	defer func() {
@@ -219,7 +216,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 	if err := sqlTx.Commit(); err != nil {
 		if isBusy(err) {
 			// SQLite refused the COMMIT: nothing committed.
-			return fmt.Errorf("leasedb/sqlite: commit: %w", ctxErr(ctx, err))
+			return fmt.Errorf("leasedb/sqlite: commit: %w", sqlq.CtxErr(ctx, err))
 		}
 		// An I/O error or a full disk during COMMIT may or may not
 		// have left the transaction committed.
@@ -358,21 +355,14 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 // past target is left alone (there are no down migrations); a target
 // beyond the newest embedded migration is an error.
 func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
-	files, err := migrations.Files(migrations.SQLite)
+	plan, err := sqlq.PlanMigration("leasedb/sqlite", migrations.SQLite, target)
 	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: %w", err)
-	}
-	latest := files[len(files)-1].Version
-	if target < 0 || target > latest {
-		return 0, 0, fmt.Errorf("leasedb/sqlite: migrate: no schema version %d (this blobgw knows up to %d)", target, latest)
-	}
-	if target == 0 {
-		target = latest
+		return 0, 0, err
 	}
 	err = s.retry(ctx, func() error {
 		sqlTx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("leasedb/sqlite: migrate: begin: %w", ctxErr(ctx, err))
+			return fmt.Errorf("leasedb/sqlite: migrate: begin: %w", sqlq.CtxErr(ctx, err))
 		}
 		defer sqlTx.Rollback()
 		if _, err := sqlTx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
@@ -386,16 +376,12 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 		if err != nil {
 			return err
 		}
-		if from > latest {
+		if err := plan.TooNew("leasedb/sqlite: "+s.path, from); err != nil {
 			to = from
-			return fmt.Errorf("leasedb/sqlite: %s has schema version %d, this blobgw knows up to version %d; upgrade blobgw: %w",
-				s.path, from, latest, leasedb.ErrSchemaTooNew)
+			return err
 		}
 		reached := from
-		for _, f := range files {
-			if f.Version <= from || f.Version > target {
-				continue
-			}
+		for _, f := range plan.Pending(from) {
 			if _, err := sqlTx.ExecContext(ctx, f.SQL); err != nil {
 				return fmt.Errorf("leasedb/sqlite: migrate: %s: %w", f.Name, err)
 			}
@@ -406,7 +392,7 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 			reached = f.Version
 		}
 		if err := sqlTx.Commit(); err != nil {
-			return fmt.Errorf("leasedb/sqlite: migrate: commit: %w", ctxErr(ctx, err))
+			return fmt.Errorf("leasedb/sqlite: migrate: commit: %w", sqlq.CtxErr(ctx, err))
 		}
 		to = reached
 		return s.wal.wait()
@@ -441,8 +427,21 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
 }
 
-const containerCols = `account, name, etag, last_modified, metadata, public_access,
-	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since, acl`
+const containerCols = sqlq.ContainerCols
+
+// The statements the two dialects share, in SQLite's placeholders: plain
+// "?" where the parameters are bound in order, numbered ones (dialect)
+// where they are not.
+var (
+	insertContainerSQL = sqlq.InsertContainer(plain)
+	updateContainerSQL = sqlq.UpdateContainer(dialect.Placeholder)
+	putBlobSQL         = sqlq.PutBlob(plain)
+	putSnapshotSQL     = sqlq.PutSnapshot(plain)
+)
+
+// plain is SQLite's "?" placeholder, for statements that bind their
+// parameters in order.
+func plain(int) string { return "?" }
 
 // Container implements leasedb.Tx. The write transaction already excludes
 // every other writer, so the lock modes need no statement of their own.
@@ -468,19 +467,11 @@ func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := leasedb.EncodeMetadata(c.Metadata)
+	vals, err := sqlq.ContainerValues(c, micros)
 	if err != nil {
 		return err
 	}
-	acl, err := encodeACL(c.ACL)
-	if err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO containers (`+containerCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (account, name) DO NOTHING`,
-		c.Account, c.Name, c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since), acl)
+	res, err := t.tx.ExecContext(ctx, insertContainerSQL, vals...)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
 	}
@@ -496,20 +487,11 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 	if err := checkText(c.Account, c.Name); err != nil {
 		return err
 	}
-	meta, err := leasedb.EncodeMetadata(c.Metadata)
+	vals, err := sqlq.ContainerValues(c, micros)
 	if err != nil {
 		return err
 	}
-	acl, err := encodeACL(c.ACL)
-	if err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE containers SET etag = ?, last_modified = ?, metadata = ?, public_access = ?,
-			lease_id = ?, lease_state = ?, lease_duration = ?, lease_expires = ?, lease_break_at = ?, lease_since = ?, acl = ?
-		WHERE account = ? AND name = ?`,
-		c.ETag, micros(c.LastModified), meta, c.PublicAccess,
-		c.Lease.ID, c.Lease.State, c.Lease.Duration, micros(c.Lease.Expires), micros(c.Lease.BreakAt), micros(c.Lease.Since), acl,
-		c.Account, c.Name)
+	res, err := t.tx.ExecContext(ctx, updateContainerSQL, vals...)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
 	}
@@ -587,7 +569,7 @@ func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, 
 	if err := checkText(account, prefix, after); err != nil {
 		return nil, err
 	}
-	cond, args := nameRange(prefix, after, limit)
+	cond, args := sqlq.NameRange(plain, 1, prefix, after, limit)
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+containerCols+` FROM containers WHERE account = ? AND `+cond,
 		append([]any{account}, args...)...)
 	if err != nil {
@@ -630,24 +612,11 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	vals, err := blobValues(b)
+	vals, err := sqlq.BlobValues(b, micros)
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO blobs (`+blobCols+`)
-		VALUES (`+placeholders(len(vals))+`)
-		ON CONFLICT (account, container, name) DO UPDATE SET
-			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
-			last_modified = excluded.last_modified, size = excluded.size,
-			content_type = excluded.content_type, content_encoding = excluded.content_encoding,
-			content_language = excluded.content_language, content_disposition = excluded.content_disposition,
-			cache_control = excluded.cache_control, content_md5 = excluded.content_md5,
-			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
-			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
-			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
-			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`,
-		vals...)
+	_, err = t.tx.ExecContext(ctx, putBlobSQL, vals...)
 	if err != nil {
 		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 			return fmt.Errorf("leasedb/sqlite: put blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
@@ -678,7 +647,7 @@ func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after st
 	if err := checkText(account, container, prefix, after); err != nil {
 		return nil, err
 	}
-	cond, args := nameRange(prefix, after, limit)
+	cond, args := sqlq.NameRange(plain, 1, prefix, after, limit)
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND `+cond,
 		append([]any{account, container}, args...)...)
 	if err != nil {
@@ -699,7 +668,7 @@ func (t *tx) FindTagged(ctx context.Context, account, container string, r leased
 	if limit <= 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: limit %d", account, container, limit)
 	}
-	q, args := sqlq.FindTagged(func(int) string { return "?" }, account, container, r, afterContainer, afterName, limit)
+	q, args := sqlq.FindTagged(plain, account, container, r, afterContainer, afterName, limit)
 	rows, err := t.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: %w", account, container, err)
@@ -712,7 +681,7 @@ func (t *tx) FindTagged(ctx context.Context, account, container string, r leased
 		if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
 			return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: %w", account, container, err)
 		}
-		if b.Tags, err = decodeTags(tags); err != nil {
+		if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
 			return nil, err
 		}
 		out = append(out, b)
@@ -738,23 +707,14 @@ func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after,
 	if limit <= 0 {
 		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: limit %d", account, container, limit)
 	}
-	q, args := sqlq.ListEntries(func(int) string { return "?" }, account, container, prefix, after, afterSnapshot, limit, inc)
+	q, args := sqlq.ListEntries(plain, account, container, prefix, after, afterSnapshot, limit, inc)
 	rows, err := t.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
 	}
-	var kinds []*int
-	bs, err := scanBlobsWith(rows, func(b *leasedb.Blob) []any {
-		k := new(int)
-		kinds = append(kinds, k)
-		return []any{&b.Snapshot, k}
-	})
+	out, err := scanItems(rows)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
-	}
-	out := make([]leasedb.ListItem, len(bs))
-	for i, b := range bs {
-		out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == sqlq.KindStaged}
 	}
 	return out, nil
 }
@@ -768,15 +728,12 @@ func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
 	if b.Snapshot == "" {
 		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
 	}
-	vals, err := blobValues(b)
+	vals, err := sqlq.BlobValues(b, micros)
 	if err != nil {
 		return err
 	}
 	vals = append(vals, b.Snapshot)
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO snapshots (`+snapshotCols+`)
-		VALUES (`+placeholders(len(vals))+`)
-		ON CONFLICT (account, container, name, snapshot) DO NOTHING`,
-		vals...)
+	res, err := t.tx.ExecContext(ctx, putSnapshotSQL, vals...)
 	if err != nil {
 		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 			return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
@@ -1035,169 +992,29 @@ func (t *tx) AddGC(ctx context.Context, keys []string, due time.Time) error {
 	return nil
 }
 
-// nameRange returns "name <range> ORDER BY name [LIMIT ?]" and its
-// arguments: names with prefix and > after. The prefix becomes a range
-// [prefix, sqlq.PrefixEnd(prefix)) on the primary key, so there is no LIKE and
-// no escaping of % or _.
-func nameRange(prefix, after string, limit int) (string, []any) {
-	var b strings.Builder
-	var args []any
-	if after >= prefix {
-		b.WriteString("name > ?")
-		args = append(args, after)
-	} else {
-		b.WriteString("name >= ?")
-		args = append(args, prefix)
-	}
-	if end, ok := sqlq.PrefixEnd(prefix); ok {
-		b.WriteString(" AND name < ?")
-		args = append(args, end)
-	}
-	b.WriteString(" ORDER BY name")
-	if limit > 0 {
-		b.WriteString(" LIMIT ?")
-		args = append(args, limit)
-	}
-	return b.String(), args
-}
-
-// checkText refuses names Postgres cannot store (invalid UTF-8, NUL), so
+// checkText refuses names Postgres cannot store (see sqlq.CheckText), so
 // both stores accept exactly the same names.
-func checkText(ss ...string) error {
-	for _, s := range ss {
-		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-			return fmt.Errorf("leasedb/sqlite: %q: names must be valid UTF-8 without NUL", s)
-		}
-	}
-	return nil
-}
+func checkText(ss ...string) error { return sqlq.CheckText("leasedb/sqlite", ss...) }
 
 func scanContainers(rows *sql.Rows) ([]*leasedb.Container, error) {
 	defer rows.Close()
-	var out []*leasedb.Container
-	for rows.Next() {
-		var (
-			c                   leasedb.Container
-			lm, exp, brk, since sql.NullInt64
-			meta                string
-			acl                 sql.NullString
-		)
-		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
-			return nil, err
-		}
-		var err error
-		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-			return nil, err
-		}
-		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
-			return nil, err
-		}
-		c.LastModified = fromMicros(lm)
-		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
-		out = append(out, &c)
-	}
-	return out, rows.Err()
+	return sqlq.ScanContainers(rows, fromMicros)
 }
 
 // scanBlobs reads rows of blobCols, followed by the snapshot id when
 // snapshot is set (snapshotCols).
 func scanBlobs(rows *sql.Rows, snapshot bool) ([]*leasedb.Blob, error) {
-	var extra func(b *leasedb.Blob) []any
-	if snapshot {
-		extra = func(b *leasedb.Blob) []any { return []any{&b.Snapshot} }
-	}
-	return scanBlobsWith(rows, extra)
-}
-
-// scanBlobsWith reads rows of blobCols followed by the columns extra (when
-// not nil) returns the scan destinations of, for each row's blob.
-func scanBlobsWith(rows *sql.Rows, extra func(b *leasedb.Blob) []any) ([]*leasedb.Blob, error) {
 	defer rows.Close()
-	var out []*leasedb.Blob
-	for rows.Next() {
-		var (
-			b                            leasedb.Blob
-			created, lm, exp, brk, since sql.NullInt64
-			meta, ext, copyInfo          string
-			sealed                       int
-			tier, tags                   sql.NullString
-		)
-		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
-			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
-			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed}
-		if extra != nil {
-			dest = append(dest, extra(&b)...)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		var err error
-		b.Sealed = sealed != 0
-		b.AccessTier = tier.String
-		if b.Tags, err = decodeTags(tags); err != nil {
-			return nil, err
-		}
-		if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-			return nil, err
-		}
-		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
-			return nil, err
-		}
-		if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
-			return nil, err
-		}
-		b.Created, b.LastModified = fromMicros(created), fromMicros(lm)
-		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
-		out = append(out, &b)
+	if snapshot {
+		return sqlq.ScanSnapshots(rows, fromMicros)
 	}
-	return out, rows.Err()
+	return sqlq.ScanBlobs(rows, fromMicros, nil)
 }
 
-// blobValues encodes b's columns in blobCols order (not the snapshot id).
-func blobValues(b *leasedb.Blob) ([]any, error) {
-	meta, err := leasedb.EncodeMetadata(b.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	ext, err := leasedb.EncodeExtents(b.Extents)
-	if err != nil {
-		return nil, err
-	}
-	var md5 any // nil []byte must be NULL, not an empty blob
-	if b.Props.ContentMD5 != nil {
-		md5 = b.Props.ContentMD5
-	}
-	tier, tags, err := encodeTierTags(b)
-	if err != nil {
-		return nil, err
-	}
-	copyInfo, err := leasedb.EncodeCopy(b.Copy)
-	if err != nil {
-		return nil, err
-	}
-	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, micros(b.Created), micros(b.LastModified), b.Size,
-		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
-		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
-		b.Lease.ID, b.Lease.State, b.Lease.Duration, micros(b.Lease.Expires), micros(b.Lease.BreakAt), micros(b.Lease.Since),
-		tier, tags, copyInfo, boolInt(b.Sealed)}, nil
-}
-
-// boolInt stores a flag as 0 or 1 (both dialects' sealed column).
-func boolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
-}
-
-// placeholders returns n comma-separated "?".
-func placeholders(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return "?" + strings.Repeat(", ?", n-1)
+// scanItems reads the rows of sqlq.ListEntries and sqlq.ListDelimited.
+func scanItems(rows *sql.Rows) ([]leasedb.ListItem, error) {
+	defer rows.Close()
+	return sqlq.ScanItems(rows, fromMicros)
 }
 
 func scanStrings(rows *sql.Rows, out []string) ([]string, error) {
@@ -1228,29 +1045,6 @@ func fromMicros(v sql.NullInt64) time.Time {
 	return time.UnixMicro(v.Int64).UTC()
 }
 
-// encodeTierTags stores an unset tier and an empty tag set as NULL; no
-// tags read back as a nil map.
-func encodeTierTags(b *leasedb.Blob) (tier, tags any, err error) {
-	if b.AccessTier != "" {
-		tier = b.AccessTier
-	}
-	if len(b.Tags) > 0 {
-		j, err := json.Marshal(b.Tags)
-		if err != nil {
-			return nil, nil, fmt.Errorf("leasedb/sqlite: encode tags: %w", err)
-		}
-		tags = string(j)
-	}
-	return tier, tags, nil
-}
-
-func decodeTags(s sql.NullString) (map[string]string, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	return leasedb.DecodeTags(s.String)
-}
-
 // code returns the SQLite (extended) result code of err, 0 if none.
 func code(err error) int {
 	var e *sqlite.Error
@@ -1265,31 +1059,6 @@ func code(err error) int {
 func isBusy(err error) bool {
 	c := code(err) & 0xff
 	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
-}
-
-// ctxErr prefers the context's error when the context ended, so callers can
-// test errors.Is(err, context.Canceled) whatever the driver said.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w (%w)", cerr, err)
-	}
-	return err
-}
-
-func backoff(attempt int) time.Duration {
-	d := time.Duration(1<<min(attempt, 7)) * time.Millisecond // up to 128ms
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ---------------------------------------------------------------------------

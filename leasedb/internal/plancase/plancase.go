@@ -2,7 +2,8 @@
 // query-plan tests of both metadata drivers (leasedb/postgres and
 // leasedb/sqlite plan_test.go): what the container the tests fill holds,
 // which ListEntries calls they make, and what each must return. The fill
-// itself is SQL of each driver's dialect.
+// itself is SQL of each driver's dialect; run.go runs a case through a
+// Store and keeps the worst cost per family for the tests' logs.
 package plancase
 
 import (

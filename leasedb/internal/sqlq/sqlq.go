@@ -1,8 +1,14 @@
-// Package sqlq holds the SQL text both metadata drivers run as is: the
-// blob row columns and the List Blobs query, written in the SQL that
-// SQLite and Postgres both accept (derived tables with aliases, CAST for
-// the types of literals and parameters in a UNION); a driver supplies only
-// its placeholder syntax.
+// Package sqlq holds what the two metadata drivers (leasedb/sqlite,
+// leasedb/postgres) share: the SQL text both run as is (sqlq.go: the
+// listing queries; writes.go: the row columns, upserts and name ranges),
+// written in the SQL that SQLite and Postgres both accept (derived tables
+// with aliases, CAST for the types of literals and parameters in a UNION),
+// the row codec (rows.go: one decoder and encoder of blob and container
+// rows for either driver's rows) and the retry and text checks (driver.go).
+// A driver supplies only its placeholder syntax and how it stores a time.
+//
+// This package must never open a connection or run a statement itself:
+// what a driver runs, and in which transaction, stays in the driver.
 package sqlq
 
 import (
@@ -14,7 +20,7 @@ import (
 )
 
 // BlobCols are the columns of a blob row, in the order in which both
-// drivers write (blobValues) and scan (scanBlobs) them. The snapshots table has them all, plus snapshot.
+// drivers write (BlobValues) and scan (ScanBlobs) them. The snapshots table has them all, plus snapshot.
 const BlobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,

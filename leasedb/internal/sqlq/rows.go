@@ -1,0 +1,218 @@
+package sqlq
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+)
+
+// Rows is what both drivers' result sets offer (pgx.Rows, *sql.Rows); the
+// caller closes them, as their Close methods differ.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// The two dialects store times differently (SQLite: INTEGER microseconds
+// since the Unix epoch; Postgres: timestamptz), so the row codec takes
+// them from the driver: T is the driver's scan destination for a nullable
+// time column and fromTime decodes it (NULL is the zero time); toTime
+// encodes a time as the driver's parameter (the zero time as NULL).
+// Everything else is scanned and bound the same way by both: text as
+// string or sql.NullString, bytes as []byte, flags as 0 or 1.
+
+// ScanBlobs reads rows of BlobCols followed by the columns extra (when not
+// nil) returns the scan destinations of, for each row's blob.
+func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *leasedb.Blob) []any) ([]*leasedb.Blob, error) {
+	var out []*leasedb.Blob
+	for rows.Next() {
+		var (
+			b                            leasedb.Blob
+			created, lm, exp, brk, since T
+			meta, ext, copyInfo          string
+			sealed                       int
+			tier, tags                   sql.NullString
+		)
+		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
+			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
+			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed}
+		if extra != nil {
+			dest = append(dest, extra(&b)...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		var err error
+		b.Sealed = sealed != 0
+		b.AccessTier = tier.String
+		if b.Tags, err = DecodeTags(tags); err != nil {
+			return nil, err
+		}
+		if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
+			return nil, err
+		}
+		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
+			return nil, err
+		}
+		if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
+			return nil, err
+		}
+		b.Created, b.LastModified = fromTime(created), fromTime(lm)
+		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromTime(exp), fromTime(brk), fromTime(since)
+		out = append(out, &b)
+	}
+	return out, rows.Err()
+}
+
+// ScanSnapshots reads rows of SnapshotCols.
+func ScanSnapshots[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Blob, error) {
+	return ScanBlobs(rows, fromTime, func(b *leasedb.Blob) []any { return []any{&b.Snapshot} })
+}
+
+// ScanItems reads the rows of ListEntries and ListDelimited (BlobCols,
+// snapshot id, kind) as list items: a KindPrefix row is a BlobPrefix, a
+// KindStaged row an uncommitted blob.
+func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem, error) {
+	var kinds []*int
+	bs, err := ScanBlobs(rows, fromTime, func(b *leasedb.Blob) []any {
+		k := new(int)
+		kinds = append(kinds, k)
+		return []any{&b.Snapshot, k}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items(bs, kinds), nil
+}
+
+// items pairs the blobs ScanItems read with their kinds.
+func items(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
+	out := make([]leasedb.ListItem, len(bs))
+	for i, b := range bs {
+		switch *kinds[i] {
+		case KindPrefix:
+			out[i] = leasedb.ListItem{Prefix: b.Name}
+		default:
+			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == KindStaged}
+		}
+	}
+	return out
+}
+
+// BlobValues encodes b's columns in BlobCols order (not the snapshot id).
+func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
+	meta, err := leasedb.EncodeMetadata(b.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := leasedb.EncodeExtents(b.Extents)
+	if err != nil {
+		return nil, err
+	}
+	var md5 any // nil []byte must be NULL, not an empty blob
+	if b.Props.ContentMD5 != nil {
+		md5 = b.Props.ContentMD5
+	}
+	tier, tags, err := EncodeTierTags(b)
+	if err != nil {
+		return nil, err
+	}
+	copyInfo, err := leasedb.EncodeCopy(b.Copy)
+	if err != nil {
+		return nil, err
+	}
+	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, toTime(b.Created), toTime(b.LastModified), b.Size,
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, toTime(b.Lease.Expires), toTime(b.Lease.BreakAt), toTime(b.Lease.Since),
+		tier, tags, copyInfo, BoolInt(b.Sealed)}, nil
+}
+
+// ScanContainers reads rows of ContainerCols.
+func ScanContainers[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Container, error) {
+	var out []*leasedb.Container
+	for rows.Next() {
+		var (
+			c                   leasedb.Container
+			lm, exp, brk, since T
+			meta                string
+			acl                 sql.NullString
+		)
+		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
+			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
+			return nil, err
+		}
+		var err error
+		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
+			return nil, err
+		}
+		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
+			return nil, err
+		}
+		c.LastModified = fromTime(lm)
+		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTime(exp), fromTime(brk), fromTime(since)
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// ContainerValues encodes c's columns in ContainerCols order.
+func ContainerValues(c *leasedb.Container, toTime func(time.Time) any) ([]any, error) {
+	meta, err := leasedb.EncodeMetadata(c.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	acl, err := EncodeACL(c.ACL)
+	if err != nil {
+		return nil, err
+	}
+	return []any{c.Account, c.Name, c.ETag, toTime(c.LastModified), meta, c.PublicAccess,
+		c.Lease.ID, c.Lease.State, c.Lease.Duration, toTime(c.Lease.Expires), toTime(c.Lease.BreakAt), toTime(c.Lease.Since), acl}, nil
+}
+
+// EncodeACL is the acl column value: NULL when the container has no stored
+// access policies.
+func EncodeACL(acl []leasedb.SignedIdentifier) (any, error) {
+	s, err := leasedb.EncodeACL(acl)
+	if err != nil || s == "" {
+		return nil, err
+	}
+	return s, nil
+}
+
+// EncodeTierTags stores an unset tier and an empty tag set as NULL; no
+// tags read back as a nil map.
+func EncodeTierTags(b *leasedb.Blob) (tier, tags any, err error) {
+	if b.AccessTier != "" {
+		tier = b.AccessTier
+	}
+	if len(b.Tags) > 0 {
+		j, err := json.Marshal(b.Tags)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode tags: %w", err)
+		}
+		tags = string(j)
+	}
+	return tier, tags, nil
+}
+
+// DecodeTags reads the tags column: NULL is no tags (a nil map).
+func DecodeTags(s sql.NullString) (map[string]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	return leasedb.DecodeTags(s.String)
+}
+
+// BoolInt stores a flag as 0 or 1 (both dialects' sealed column).
+func BoolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+package sqlq
+
+import (
+	"strings"
+)
+
+// ContainerCols are the columns of a container row, in the order in which
+// both drivers write (ContainerValues) and scan (ScanContainers) them.
+const ContainerCols = `account, name, etag, last_modified, metadata, public_access,
+	lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since, acl`
+
+// Placeholders returns the first n parameters, comma-separated.
+func Placeholders(placeholder func(n int) string, n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(placeholder(i))
+	}
+	return b.String()
+}
+
+// InsertContainer is Tx.InsertContainer's statement: the values of
+// ContainerValues; an existing name inserts nothing (no row affected)
+// rather than failing, which in Postgres would abort the transaction.
+func InsertContainer(placeholder func(n int) string) string {
+	return `INSERT INTO containers (` + ContainerCols + `)
+		VALUES (` + Placeholders(placeholder, 13) + `)
+		ON CONFLICT (account, name) DO NOTHING`
+}
+
+// UpdateContainer is Tx.UpdateContainer's statement: the values of
+// ContainerValues, the first two (account, name) naming the row. The
+// placeholders must be numbered.
+func UpdateContainer(placeholder func(n int) string) string {
+	p := placeholder
+	return `UPDATE containers SET etag = ` + p(3) + `, last_modified = ` + p(4) + `, metadata = ` + p(5) + `, public_access = ` + p(6) + `,
+			lease_id = ` + p(7) + `, lease_state = ` + p(8) + `, lease_duration = ` + p(9) + `, lease_expires = ` + p(10) + `, lease_break_at = ` + p(11) + `,
+			lease_since = ` + p(12) + `, acl = ` + p(13) + `
+		WHERE account = ` + p(1) + ` AND name = ` + p(2)
+}
+
+// PutBlob is Tx.PutBlob's statement: an upsert of the values of
+// BlobValues, every column but the key replaced.
+func PutBlob(placeholder func(n int) string) string {
+	return `INSERT INTO blobs (` + BlobCols + `)
+		VALUES (` + Placeholders(placeholder, blobColCount) + `)
+		ON CONFLICT (account, container, name) DO UPDATE SET
+			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
+			last_modified = excluded.last_modified, size = excluded.size,
+			content_type = excluded.content_type, content_encoding = excluded.content_encoding,
+			content_language = excluded.content_language, content_disposition = excluded.content_disposition,
+			cache_control = excluded.cache_control, content_md5 = excluded.content_md5,
+			metadata = excluded.metadata, extents = excluded.extents, block_count = excluded.block_count,
+			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
+			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
+			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`
+}
+
+// PutSnapshot is Tx.PutSnapshot's statement: the values of BlobValues and
+// the snapshot id; an existing snapshot id inserts nothing (no row
+// affected).
+func PutSnapshot(placeholder func(n int) string) string {
+	return `INSERT INTO snapshots (` + SnapshotCols + `)
+		VALUES (` + Placeholders(placeholder, blobColCount+1) + `)
+		ON CONFLICT (account, container, name, snapshot) DO NOTHING`
+}
+
+// blobColCount is the number of BlobCols.
+var blobColCount = strings.Count(BlobCols, ",") + 1
+
+// NameRange returns "name <range> ORDER BY name [LIMIT p]" and its
+// arguments: names with prefix and > after, the parameters numbered from
+// first. The prefix becomes a range [prefix, PrefixEnd(prefix)) on the
+// primary key (byte order in both dialects), so there is no LIKE and no
+// escaping of % or _.
+func NameRange(placeholder func(n int) string, first int, prefix, after string, limit int) (string, []any) {
+	var b strings.Builder
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return placeholder(first + len(args) - 1)
+	}
+	if after >= prefix {
+		b.WriteString("name > " + arg(after))
+	} else {
+		b.WriteString("name >= " + arg(prefix))
+	}
+	if end, ok := PrefixEnd(prefix); ok {
+		b.WriteString(" AND name < " + arg(end))
+	}
+	b.WriteString(" ORDER BY name")
+	if limit > 0 {
+		b.WriteString(" LIMIT " + arg(limit))
+	}
+	return b.String(), args
+}
