@@ -9,7 +9,9 @@ import (
 
 // DB is the operation layer: each method is one Blob operation's metadata
 // decision, taken in one transaction under the row lock, with the rules in
-// conditions.go and lease.go. The gateway calls only these.
+// conditions.go, lease.go and rules.go. The gateway calls these for every
+// decision; it uses Store directly only for the collection queue (see the
+// package comment).
 type DB struct {
 	Store Store
 	// Grace is how long replaced backend objects stay readable after an

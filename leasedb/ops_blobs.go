@@ -59,7 +59,8 @@ type PutBlobRequest struct {
 	LeaseID string
 	Cond    Conditions
 	// CreateOnly: the caller may only create (a SAS with c but not w); an
-	// existing blob is 403 AuthorizationPermissionMismatch (contract §2.4).
+	// existing blob is 403 AuthorizationPermissionMismatch, the SAS
+	// permission refusal.
 	CreateOnly bool
 	PutLease
 	// Copy is what sets a Copy Blob destination apart (ops_copy.go); zero
@@ -204,7 +205,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 				return nil, err
 			}
 		}
-		// Put Blob discards every uncommitted block (contract §7.1).
+		// Put Blob discards every uncommitted block of the name.
 		if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
 			return nil, err
 		}

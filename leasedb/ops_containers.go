@@ -34,7 +34,7 @@ func (d *DB) CreateContainer(ctx context.Context, account, name string, meta map
 }
 
 // GetContainer reads a container; a lease id, when given, must match an
-// active lease (contract §6).
+// active lease (Get Container Properties: x-ms-lease-id).
 func (d *DB) GetContainer(ctx context.Context, account, name, leaseID string) (*Container, time.Time, error) {
 	var out *Container
 	var now time.Time
@@ -101,8 +101,8 @@ func (d *DB) mutateContainer(ctx context.Context, account, name string, fn func(
 
 // DeleteContainer deletes the container and every blob in it; their backend
 // objects are queued for collection after the grace period. A leased
-// container needs its lease id (contract §6); leased blobs inside do not
-// block the delete (§5.4).
+// container needs its lease id (Delete Container: x-ms-lease-id); leased
+// blobs inside do not block the delete.
 func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string, cond Conditions) error {
 	return d.Store.Update(ctx, func(tx Tx) error {
 		c, err := tx.Container(ctx, account, name, LockExclusive)

@@ -17,8 +17,8 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// LeaseBlob runs one lease action on a blob under the row lock (contract
-// §5.3). Lease actions never change the ETag or Last-Modified. newID is
+// LeaseBlob runs one lease action on a blob under the row lock (Lease Blob:
+// outcomes by lease state). Lease actions never change the ETag or Last-Modified. newID is
 // used when an acquire carries no proposed id.
 func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*Blob, LeaseResult, error) {
 	var out *Blob
@@ -44,7 +44,8 @@ func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond 
 	return out, res, err
 }
 
-// LeaseContainer runs one lease action on a container (contract §6).
+// LeaseContainer runs one lease action on a container (Lease Container:
+// the same outcomes as Lease Blob).
 func (d *DB) LeaseContainer(ctx context.Context, account, name string, req LeaseRequest, cond Conditions, newID string) (*Container, LeaseResult, error) {
 	var res LeaseResult
 	c, err := d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {

@@ -27,7 +27,7 @@ type ListItem struct {
 	// Uncommitted marks a name with staged blocks and no committed blob
 	// (List Blobs include=uncommittedblobs): Blob carries only Account,
 	// Container, Name and Type BlockBlob; it has no ETag, times,
-	// properties or metadata (contract §7.2, §9.1).
+	// properties or metadata, as List Blobs reports it.
 	Uncommitted bool
 }
 
@@ -50,7 +50,7 @@ const maxRune = "\U0010FFFF"
 
 // EncodeMarker and DecodeMarker make the listing cursor opaque: it means
 // "resume strictly after this name", which keeps paging stable under
-// concurrent writes (contract §9.1).
+// concurrent writes (List Blobs and Find Blobs by Tags: NextMarker).
 func EncodeMarker(after string) string {
 	if after == "" {
 		return ""
@@ -127,9 +127,9 @@ func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimite
 // ListBlobsInclude lists one page of List Blobs under prefix: committed
 // blobs and, as inc asks, snapshots and names with only staged blocks. With
 // a delimiter, names that contain it after the prefix roll up into one
-// BlobPrefix item each. Every item counts toward max: blobs, snapshots,
-// uncommitted names and prefixes alike (contract §9.1), and the marker can
-// resume in the middle of one name's snapshots.
+// BlobPrefix item each. Every item counts toward max (List Blobs:
+// maxresults): blobs, snapshots, uncommitted names and prefixes alike, and
+// the marker can resume in the middle of one name's snapshots.
 func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, delimiter, marker string, max int, inc ListInclude) (*ListResult, error) {
 	return d.ListBlobsFrom(ctx, account, container, prefix, delimiter, marker, "", max, inc)
 }
