@@ -9,7 +9,8 @@ import (
 )
 
 // Conditions are the standard conditional headers of one request
-// (contract §3.1). Zero value: no conditions.
+// (If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since,
+// x-ms-if-tags). Zero value: no conditions.
 type Conditions struct {
 	IfMatch           []string // ETags without surrounding quotes, or "*"
 	IfNoneMatch       []string
@@ -17,9 +18,9 @@ type Conditions struct {
 	IfUnmodifiedSince time.Time
 	// HadIMS/HadIUS record presence of a parsable header.
 	HadIMS, HadIUS bool
-	// IfTags is the parsed x-ms-if-tags predicate (contract §3.7); nil
-	// when absent. It is evaluated against the blob's tags with the other
-	// conditions, inside the same transaction; containers ignore it.
+	// IfTags is the parsed x-ms-if-tags predicate; nil when absent. It is
+	// evaluated against the blob's tags with the other conditions, inside
+	// the same transaction; containers ignore it.
 	IfTags *TagExpr
 }
 
@@ -65,7 +66,7 @@ func (c Conditions) tagsPass(r Resource) bool {
 
 // FailsOnMissing reports whether a write against a missing blob fails its
 // conditions (412 ConditionNotMet) rather than reporting 404: If-Match
-// needs the blob (contract §3.5), and so does x-ms-if-tags.
+// needs the blob, and so does x-ms-if-tags.
 func (c Conditions) FailsOnMissing() bool {
 	return len(c.IfMatch) > 0 || c.IfTags != nil
 }
@@ -101,7 +102,8 @@ func (c Conditions) ifNoneMatchPasses(r Resource) bool {
 	return true
 }
 
-// Last-Modified is compared at second precision (contract §4).
+// Last-Modified is compared at second precision, as the HTTP date of
+// If-Modified-Since and If-Unmodified-Since carries.
 func (c Conditions) imsPasses(r Resource) bool {
 	return r.LastModified.Truncate(time.Second).After(c.IfModifiedSince)
 }
@@ -110,12 +112,12 @@ func (c Conditions) iusPasses(r Resource) bool {
 	return !r.LastModified.Truncate(time.Second).After(c.IfUnmodifiedSince)
 }
 
-// EvalRead applies the read rules of contract §3.3 to an existing resource:
-// If-Match, If-Unmodified-Since or x-ms-if-tags failing → 412
-// ConditionNotMet; otherwise
-// if If-None-Match/If-Modified-Since are present and none passes → 304
-// (returned as ErrNotModified). A missing resource is the caller's 404
-// (§3.5: reads of a missing blob are 404 whatever the conditions).
+// EvalRead applies the read rules (Get Blob, Get Blob Properties) to an
+// existing resource: If-Match, If-Unmodified-Since or x-ms-if-tags failing
+// → 412 ConditionNotMet; otherwise if If-None-Match/If-Modified-Since are
+// present and none passes → 304 (returned as ErrNotModified). A missing
+// resource is the caller's 404 (reads of a missing blob are 404 whatever
+// the conditions).
 func EvalRead(c Conditions, r Resource) error {
 	if !c.ifMatchPasses(r) || (c.HadIUS && !c.iusPasses(r)) || !c.tagsPass(r) {
 		return svcerr.New(svcerr.ConditionNotMet)
@@ -154,12 +156,13 @@ func (e *notModified) Unwrap() error { c := e.err; return &c }
 func IsNotModified(err error) bool { return errors.Is(err, ErrNotModified) }
 
 // ValidateWrite applies the documented header-combination rule for writes
-// (contract §3.4): at most one of the four headers, except the pairs
-// {If-Match, If-Unmodified-Since} and {If-None-Match, If-Modified-Since};
-// at most one ETag per header. Violations are 400
-// MultipleConditionHeadersNotSupported. Only enforced in strict mode: the
-// current service's behaviour is unconfirmed (§11 Q5), and evaluating every
-// given condition (the non-strict default) is never weaker.
+// (Specifying conditional headers for Blob service operations): at most
+// one of the four headers, except the pairs {If-Match, If-Unmodified-Since}
+// and {If-None-Match, If-Modified-Since}; at most one ETag per header.
+// Violations are 400 MultipleConditionHeadersNotSupported. Only enforced in
+// strict mode: whether today's service still refuses other combinations is
+// unconfirmed (Azurite does), and evaluating every given condition (the
+// non-strict default) is never weaker.
 func ValidateWrite(c Conditions) error {
 	if len(c.IfMatch) > 1 || len(c.IfNoneMatch) > 1 {
 		return svcerr.New(svcerr.MultipleConditionHeadersNotSupported)
@@ -188,14 +191,14 @@ const (
 	// UpdateWrite: Set Properties/Metadata, Delete, Append ... → 412.
 	UpdateWrite WriteKind = iota
 	// CreateWrite: Put Blob, Put Block List, Copy destination → 409
-	// BlobAlreadyExists (contract §3.6).
+	// BlobAlreadyExists.
 	CreateWrite
 )
 
-// EvalWrite applies the write rules of contract §3.4–3.6. Every given
+// EvalWrite applies the write rules of the conditional headers. Every given
 // condition must pass (AND). Against a missing resource If-Match fails and
-// the date conditions are ignored (§3.5); so does x-ms-if-tags (a missing
-// blob has no tags to match).
+// the date conditions are ignored; so does x-ms-if-tags (a missing blob has
+// no tags to match).
 func EvalWrite(c Conditions, r Resource, kind WriteKind) error {
 	if !r.Exists {
 		if len(c.IfMatch) > 0 || (c.IfTags != nil && !r.Container) {

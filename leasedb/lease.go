@@ -1,8 +1,9 @@
 package leasedb
 
-// The lease state machine (contract §5, §6) as pure functions: no I/O and no
-// clock reads. Callers read the database clock once per transaction (Tx.Now)
-// and pass it in as now, so every replica evaluates a lease the same way.
+// The lease state machine of Lease Blob and Lease Container as pure
+// functions: no I/O and no clock reads. Callers read the database clock once
+// per transaction (Tx.Now) and pass it in as now, so every replica evaluates
+// a lease the same way.
 //
 // Stored form. The functions below only ever produce these canonical rows:
 //
@@ -29,7 +30,7 @@ import (
 // LeaseState is the effective lease state sent as x-ms-lease-state.
 type LeaseState string
 
-// The five lease states of contract §5.1.
+// The five values of x-ms-lease-state.
 const (
 	LeaseAvailable LeaseState = "available"
 	LeaseLeased    LeaseState = "leased"
@@ -48,11 +49,11 @@ func (s LeaseState) active() bool { return s == LeaseLeased || s == LeaseBreakin
 func (l Lease) infinite() bool { return l.Duration < 0 }
 
 // Effective computes the lease state at now from the stored columns
-// (contract §5.1): a fixed lease whose Expires is ≤ now is expired and a
+// (x-ms-lease-state): a fixed lease whose Expires is ≤ now is expired and a
 // breaking lease whose BreakAt is ≤ now is broken, both keeping their ID. An
 // empty State is available.
 //
-// Decision [INF]: a stored "expired" (never written by this package) reads
+// Our choice, no source says: a stored "expired" (never written by this package) reads
 // as expired; an unknown State reads as available so a corrupt row cannot
 // lock a resource with no way out.
 func (l Lease) Effective(now time.Time) LeaseState {
@@ -78,7 +79,8 @@ func (l Lease) Effective(now time.Time) LeaseState {
 
 // Headers returns the values of x-ms-lease-status ("locked"/"unlocked"),
 // x-ms-lease-state and x-ms-lease-duration ("fixed"/"infinite", "" when the
-// header must be omitted: every state but leased) at now (contract §5.1).
+// header must be omitted: every state but leased) at now, as Get Blob
+// Properties and Get Container Properties report them.
 // List Blobs and List Containers use the same values for <LeaseStatus>,
 // <LeaseState> and <LeaseDuration>.
 func (l Lease) Headers(now time.Time) (status, state, duration string) {
@@ -99,7 +101,7 @@ func (l Lease) Headers(now time.Time) (status, state, duration string) {
 // LeaseAction is the value of x-ms-lease-action.
 type LeaseAction string
 
-// The lease actions (contract §5.2).
+// The values of x-ms-lease-action on Lease Blob and Lease Container.
 const (
 	LeaseAcquire LeaseAction = "acquire"
 	LeaseRenew   LeaseAction = "renew"
@@ -141,11 +143,11 @@ func ValidLeaseDuration(d int) bool { return d == -1 || (d >= 15 && d <= 60) }
 // sameLeaseID compares two normalized lease ids; an empty id matches nothing.
 func sameLeaseID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 
-// ApplyLease runs one lease operation (contract §5.3; containers use the same
-// table, §6) against the stored columns l at now. newID is the id to use when
+// ApplyLease runs one lease operation (Lease Blob: outcomes by lease state;
+// Lease Container has the same table) against the stored columns l at now. newID is the id to use when
 // acquire has no proposed id (the caller generates a random v4 GUID). It
 // returns the columns to store and the response values, or a 409
-// *svcerr.Error with the code of the §5.3 cell; on error the returned Lease
+// *svcerr.Error with the code of that table's cell; on error the returned Lease
 // is l unchanged. req must be a validated request (a Duration outside
 // -1/15..60 on acquire is reported as 400 InvalidHeaderValue).
 //
@@ -160,7 +162,7 @@ func sameLeaseID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 //	                 N → BreakAt = min(BreakAt, now+N)
 //	broken, expired: → broken now
 //
-// Decision [INF]: x-ms-lease-time is the time left until BreakAt rounded UP
+// Our choice, no source says: x-ms-lease-time is the time left until BreakAt rounded UP
 // to whole seconds (0 when broken now), so a client that waits that long
 // always finds the lease broken. BreakAt itself is not rounded.
 func ApplyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, LeaseResult, error) {
@@ -209,7 +211,9 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 			return fail(svcerr.LeaseAlreadyPresent)
 		}
 		// available, broken, expired, or leased by the proposed id.
-		// Decision [OPEN Q15]: acquire after a natural expiry is immediate.
+		// Acquire after a natural expiry is immediate, as the Lease Blob
+		// outcome table and Azurite allow (its prose warns of a wait of up
+		// to a minute).
 		id := req.ProposedID
 		if id == "" {
 			id = newID
@@ -226,8 +230,9 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 	case LeaseRenew:
 		if !owner {
 			// Every state, including available after release or after a
-			// write cleared an expired lease [REC java #23140, Azurite
-			// #2352 — Azurite wrongly renews there].
+			// write cleared an expired lease (recorded from Azure in
+			// azure-sdk-for-java issue #23140; Azurite wrongly renews there,
+			// Azurite issue #2352).
 			return fail(svcerr.LeaseIdMismatchWithLeaseOperation)
 		}
 		switch eff {
@@ -245,7 +250,8 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 		return fail(svcerr.LeaseIdMismatchWithLeaseOperation)
 
 	case LeaseChange:
-		// Codes for available/broken/expired are Azurite's [EMU, OPEN Q3].
+		// Lease Blob documents only 409 for change on available, broken or
+		// expired; the codes are Azurite's (unverified against Azure).
 		switch eff {
 		case LeaseLeased:
 			switch {
@@ -268,8 +274,10 @@ func applyLease(l Lease, req LeaseRequest, newID string, now time.Time) (Lease, 
 		return fail(svcerr.LeaseNotPresentWithLeaseOperation)
 
 	case LeaseRelease:
-		// Release of an expired lease succeeds once, then 409 [REC
-		// Azurite #1767]; release on available is 409 [OPEN Q3].
+		// Release of an expired lease succeeds once, then 409 (recorded from
+		// Azure in Azurite issue #1767); release on available is 409
+		// LeaseIdMismatchWithLeaseOperation (the documentation gives only
+		// 409; the code is Azurite's).
 		if eff == LeaseAvailable || !owner {
 			return fail(svcerr.LeaseIdMismatchWithLeaseOperation)
 		}
@@ -337,9 +345,10 @@ func secondsUntil(now, t time.Time) int {
 type LeaseTarget int
 
 const (
-	// BlobTarget checks a blob's lease (contract §5.4).
+	// BlobTarget checks a blob's lease (x-ms-lease-id on blob operations).
 	BlobTarget LeaseTarget = iota
-	// ContainerTarget checks a container's lease (contract §6).
+	// ContainerTarget checks a container's lease (x-ms-lease-id on container
+	// operations).
 	ContainerTarget
 )
 
@@ -359,7 +368,7 @@ func (t LeaseTarget) notPresent() svcerr.Code {
 
 // lapsed is the code for an id sent to an expired or broken lease.
 //
-// Decision [INF, OPEN Q2]: blobs answer LeaseLost ("the lease … has expired",
+// Our choice, unverified against Azure: blobs answer LeaseLost ("the lease … has expired",
 // the text real deployments return on Delete Blob with an expired lease),
 // whether or not the id matches the lapsed lease; containers answer
 // LeaseNotPresentWithContainerOperation as the Lease Container
@@ -371,9 +380,9 @@ func (t LeaseTarget) lapsed() svcerr.Code {
 	return svcerr.LeaseLost
 }
 
-// CheckWriteLease enforces the lease on a write (contract §5.4: Put Blob, Put
-// Block, Put Block List, Append Block, Set Blob Properties/Metadata/Tags,
-// Delete Blob, Copy destination; §6: Delete Container). leaseID is the
+// CheckWriteLease enforces the lease on a write (Put Blob, Put Block, Put
+// Block List, Append Block, Set Blob Properties/Metadata/Tags, Delete Blob,
+// the Copy Blob destination; Delete Container). leaseID is the
 // normalized x-ms-lease-id, "" when none was sent. It returns the lease
 // columns to store with the write, or a 412 *svcerr.Error:
 //
@@ -383,9 +392,10 @@ func (t LeaseTarget) lapsed() svcerr.Code {
 //	B             NotPresent  IdMismatch            LeaseLost (containers: NotPresent)
 //
 // A write without an id on an expired or broken lease clears it (the zero
-// Lease), so a later renew by the old holder fails [REC Azurite #2352];
-// otherwise the lease is returned unchanged (it survives an overwrite with
-// the right id, §5.5).
+// Lease), so a later renew by the old holder fails as on Azure (Azurite
+// wrongly accepts it: Azurite issue #2352); otherwise the lease is returned
+// unchanged (it survives a Put Blob, Put Block List or Copy Blob overwrite
+// with the right id).
 func CheckWriteLease(l Lease, leaseID string, target LeaseTarget, now time.Time) (Lease, error) {
 	eff := l.Effective(now)
 	if leaseID == "" {
@@ -403,9 +413,9 @@ func CheckWriteLease(l Lease, leaseID string, target LeaseTarget, now time.Time)
 	return l, nil
 }
 
-// CheckReadLease enforces the lease on a read (contract §5.4: Get Blob, Get
-// Blob Properties/Metadata/Tags, Get Block List; Snapshot Blob; §6: every
-// container operation except Delete Container and Lease Container). Without
+// CheckReadLease enforces the lease on a read (Get Blob, Get Blob
+// Properties/Metadata/Tags, Get Block List; Snapshot Blob; every container
+// operation except Delete Container and Lease Container). Without
 // an id the lease is ignored; with one it must name the active
 // (leased/breaking) lease, failing with the same 412 codes as
 // CheckWriteLease.

@@ -399,8 +399,9 @@ func TestApplyLeaseAcquireWithoutAnyID(t *testing.T) {
 	checkCode(t, err, svcerr.InternalError)
 }
 
-// TestLeaseScenarios replays the time-dependent sequences of contract §10
-// (C5–C10) against one row, advancing the injected clock.
+// TestLeaseScenarios replays the time-dependent lease sequences (expiry then
+// acquire, renew or write; break with and without a period; writes while
+// breaking) against one row, advancing the injected clock.
 func TestLeaseScenarios(t *testing.T) {
 	type step struct {
 		at       time.Duration
@@ -507,9 +508,9 @@ var leaseRows = []struct {
 	{"expired", expired, LeaseExpired},
 }
 
-// TestCheckLease covers every cell of the §5.4 blob table (writes and reads)
-// and the §6 container table (Delete Container = write; every other
-// container operation = read).
+// TestCheckLease covers every cell of the lease enforcement tables of Lease
+// Blob (writes and reads of other blob operations) and Lease Container
+// (Delete Container = write; every other container operation = read).
 func TestCheckLease(t *testing.T) {
 	const ok svcerr.Code = ""
 	type sent int

@@ -6,8 +6,19 @@
 //
 // The package is layered like a driver: Store and Tx are the small set of
 // primitives a database implements (sqlite, postgres); the rules (conditions,
-// lease state machine) are pure functions; the operations in ops.go combine
-// them inside Store.Update. This package never touches blob bytes.
+// lease state machine, the rule of each write kind in rules.go) are pure
+// functions; the methods of DB combine them inside Store.Update, one ops_*.go
+// file per concern (ops_containers.go, ops_blobs.go, ops_blocks.go,
+// ops_lease.go, ...), with the helpers they share in ops.go. This package
+// never touches blob bytes.
+//
+// The gateway takes every metadata decision through DB. It calls the Store
+// directly only for the collection queue, where there is nothing to decide:
+// the collector claims due entries and forgets them once their objects are
+// deleted (Store.ClaimDue, Store.Forget in gateway/collector.go), a staged
+// object that will never be committed has its intent forgotten once it is
+// deleted (Server.discard in gateway/blob_put.go), and the key pool forgets
+// the intents of keys it never handed out when it closes (gateway/intents.go).
 package leasedb
 
 import (

@@ -7,7 +7,9 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// Block and append blob limits (contract §7).
+// Block and append blob limits: staged blocks per blob (Put Block: 409
+// BlockCountExceedsLimit), committed blocks (Put Block List) and appended
+// blocks (Append Block).
 const (
 	MaxUncommittedBlocks = 100_000
 	MaxCommittedBlocks   = 50_000
@@ -22,7 +24,7 @@ type StageBlockRequest struct {
 	LeaseID string
 }
 
-// StageBlock records a staged block (contract §7.2): the committed blob, if
+// StageBlock records a staged block (Put Block): the committed blob, if
 // any, must be a block blob and its lease honoured; block ids of one blob
 // share one length; at most 100,000 staged blocks. A block staged again
 // under the same id replaces the earlier one, whose object is collected at
@@ -152,7 +154,7 @@ type BlockList struct {
 	Uncommitted []Block
 }
 
-// GetBlockList reads the committed and staged blocks (contract §7.4): 404
+// GetBlockList reads the committed and staged blocks (Get Block List): 404
 // when there is neither a committed blob nor a staged block. ifTags (may be
 // nil) is x-ms-if-tags, evaluated against the committed blob's tags (an
 // uncommitted blob has none).
@@ -220,7 +222,8 @@ type AppendRequest struct {
 }
 
 // PrecheckAppend refuses, before any byte is read, an append that will
-// certainly fail (contract §7.5, §3.9).
+// certainly fail (Append Block: blob type, seal, block count,
+// x-ms-blob-condition-appendpos and x-ms-blob-condition-maxsize).
 func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) error {
 	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
 		_, err := checkAppend(b, req, n, now)

@@ -9,7 +9,8 @@ import (
 )
 
 // CopyTarget carries the rules that set a Copy Blob destination apart from
-// a Put Blob (contract §5.4, §7). The copied bytes are committed through
+// a Put Blob (its lease and blob type checks, what the new row records of
+// the copy). The copied bytes are committed through
 // PutBlob like any upload: either new objects the gateway staged, or the
 // extents of the source row itself, shared (SharedExtents).
 type CopyTarget struct {

@@ -1,8 +1,9 @@
 package leasedb
 
-// Operator lease operations (the `blobgw lease` commands). They run against
+// Lease Blob and Lease Container (LeaseBlob, LeaseContainer), then the
+// operator lease operations (the `blobgw lease` commands). Those run against
 // the store directly, so they work while every gateway is down, and they
-// take the same locks as the gateway's lease operations: a break goes
+// take the same locks as Lease Blob and Lease Container: a break goes
 // through ApplyLease inside the locked transaction exactly as a Lease Blob
 // request does, so a break racing a renew has one outcome whichever commits
 // first.
@@ -15,6 +16,51 @@ import (
 
 	"github.com/blobgw/blobgw/svcerr"
 )
+
+// LeaseBlob runs one lease action on a blob under the row lock (Lease Blob:
+// outcomes by lease state). Lease actions never change the ETag or Last-Modified. newID is
+// used when an acquire carries no proposed id.
+func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*Blob, LeaseResult, error) {
+	var out *Blob
+	var res LeaseResult
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if b == nil {
+			return cond.missingBlob()
+		}
+		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+			return err
+		}
+		l, r, err := ApplyLease(b.Lease, req, newID, now)
+		if err != nil {
+			return err
+		}
+		b.Lease, res = l, r
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, res, err
+}
+
+// LeaseContainer runs one lease action on a container (Lease Container:
+// the same outcomes as Lease Blob).
+func (d *DB) LeaseContainer(ctx context.Context, account, name string, req LeaseRequest, cond Conditions, newID string) (*Container, LeaseResult, error) {
+	var res LeaseResult
+	c, err := d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
+		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
+			return err
+		}
+		l, r, err := ApplyLease(c.Lease, req, newID, now)
+		if err != nil {
+			return err
+		}
+		c.Lease, res = l, r
+		return tx.UpdateContainer(ctx, c)
+	})
+	return c, res, err
+}
 
 // ErrLeaseChanged is returned by a forced release when the lease id found
 // under the lock is not the one the operator confirmed.

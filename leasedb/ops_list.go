@@ -2,8 +2,222 @@ package leasedb
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blobgw/blobgw/svcerr"
 )
+
+// ListResult is one page of List Blobs. Items holds blobs and prefixes in
+// name order; a prefix item has Prefix set and Blob nil.
+type ListResult struct {
+	Items []ListItem
+	Next  string // opaque marker; "" on the last page
+	Now   time.Time
+}
+
+// ListItem is one listing entry: a blob row (a snapshot row when
+// Blob.Snapshot is set), a name that has only staged blocks (Uncommitted),
+// or a virtual directory (BlobPrefix, Prefix set and Blob nil).
+type ListItem struct {
+	Blob   *Blob
+	Prefix string
+	// Uncommitted marks a name with staged blocks and no committed blob
+	// (List Blobs include=uncommittedblobs): Blob carries only Account,
+	// Container, Name and Type BlockBlob; it has no ETag, times,
+	// properties or metadata, as List Blobs reports it.
+	Uncommitted bool
+}
+
+// ListInclude says which entries besides committed blobs a listing
+// returns.
+type ListInclude struct {
+	// Snapshots lists each name's snapshots, oldest first, right before
+	// its blob (include=snapshots).
+	Snapshots bool
+	// Uncommitted lists names that have staged blocks but no committed
+	// blob (include=uncommittedblobs). A committed blob with staged
+	// blocks is listed once, as the committed blob.
+	Uncommitted bool
+}
+
+// maxRune sorts after every character a blob name can contain (names are
+// UTF-8; U+10FFFF is a noncharacter), so prefix+maxRune skips every name
+// under prefix.
+const maxRune = "\U0010FFFF"
+
+// EncodeMarker and DecodeMarker make the listing cursor opaque: it means
+// "resume strictly after this name", which keeps paging stable under
+// concurrent writes (List Blobs and Find Blobs by Tags: NextMarker).
+func EncodeMarker(after string) string {
+	if after == "" {
+		return ""
+	}
+	return "1" + base64.RawURLEncoding.EncodeToString([]byte(after))
+}
+
+// DecodeMarker reverses EncodeMarker.
+func DecodeMarker(m string) (string, error) {
+	if m == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(m, "1") {
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, "unknown marker")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(m[1:])
+	if err != nil {
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, "malformed marker")
+	}
+	return string(b), nil
+}
+
+// listPos is a List Blobs cursor: past every entry of name when snapshot
+// is "", else past name's snapshot snapshot (its later snapshots and its
+// blob still to come).
+type listPos struct{ name, snapshot string }
+
+// encodeListMarker makes a List Blobs marker: EncodeMarker's form after a
+// whole name, "2" + base64(name NUL snapshot) in the middle of a name's
+// snapshots (names cannot contain NUL).
+func encodeListMarker(p listPos) string {
+	if p.snapshot == "" {
+		return EncodeMarker(p.name)
+	}
+	return "2" + base64.RawURLEncoding.EncodeToString([]byte(p.name+"\x00"+p.snapshot))
+}
+
+// decodeListMarker reverses encodeListMarker (and reads EncodeMarker's
+// form). A marker that is not one of ours is 400.
+func decodeListMarker(m string) (listPos, error) {
+	bad := func(why string) (listPos, error) {
+		return listPos{}, svcerr.Query(svcerr.InvalidQueryParameterValue, "marker", m, why)
+	}
+	if m == "" {
+		return listPos{}, nil
+	}
+	if m[0] != '1' && m[0] != '2' {
+		return bad("unknown marker")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(m[1:])
+	if err != nil || !utf8.Valid(b) {
+		return bad("malformed marker")
+	}
+	s := string(b)
+	if m[0] == '1' {
+		if strings.IndexByte(s, 0) >= 0 {
+			return bad("malformed marker")
+		}
+		return listPos{name: s}, nil
+	}
+	name, snap, ok := strings.Cut(s, "\x00")
+	if !ok || snap == "" || strings.IndexByte(snap, 0) >= 0 {
+		return bad("malformed marker")
+	}
+	return listPos{name: name, snapshot: snap}, nil
+}
+
+// ListBlobs lists one page of committed blobs under prefix; see
+// ListBlobsInclude.
+func (d *DB) ListBlobs(ctx context.Context, account, container, prefix, delimiter, marker string, max int) (*ListResult, error) {
+	return d.ListBlobsInclude(ctx, account, container, prefix, delimiter, marker, max, ListInclude{})
+}
+
+// ListBlobsInclude lists one page of List Blobs under prefix: committed
+// blobs and, as inc asks, snapshots and names with only staged blocks. With
+// a delimiter, names that contain it after the prefix roll up into one
+// BlobPrefix item each. Every item counts toward max (List Blobs:
+// maxresults): blobs, snapshots, uncommitted names and prefixes alike, and
+// the marker can resume in the middle of one name's snapshots.
+func (d *DB) ListBlobsInclude(ctx context.Context, account, container, prefix, delimiter, marker string, max int, inc ListInclude) (*ListResult, error) {
+	return d.ListBlobsFrom(ctx, account, container, prefix, delimiter, marker, "", max, inc)
+}
+
+// ListBlobsFrom is ListBlobsInclude with List Blobs' startFrom: when it is
+// not "", the listing starts at the first entry whose name is startFrom or
+// after it (inclusive), or after the marker when that is further on.
+func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, delimiter, marker, startFrom string, max int, inc ListInclude) (*ListResult, error) {
+	after, err := decodeListMarker(marker)
+	if err != nil {
+		return nil, err
+	}
+	if startFrom != "" && after.name < startFrom {
+		// The position right before startFrom's first entry: past its
+		// snapshots up to "\x01", which are none (snapshot ids are
+		// timestamps), so its snapshots, blob or staged entry all follow.
+		after = listPos{name: startFrom, snapshot: startBefore}
+	}
+	res := &ListResult{}
+	err = d.Store.View(ctx, func(tx Tx) error {
+		res.Items, res.Next = nil, ""
+		c, err := tx.Container(ctx, account, container, LockNone)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return svcerr.New(svcerr.ContainerNotFound)
+		}
+		if res.Now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		if delimiter != "" {
+			res.Items, res.Next, err = delimitedPage(ctx, tx, account, container, prefix, delimiter, after, max, inc)
+			return err
+		}
+		cursor := after
+		lastPrefix := ""
+		batch := max + 1
+		if batch < 16 {
+			batch = 16
+		}
+		for {
+			rows, err := tx.ListEntries(ctx, account, container, prefix, cursor.name, cursor.snapshot, batch, inc)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			requery := false
+			for _, row := range rows {
+				name := row.Blob.Name
+				item, next := row, listPos{name: name, snapshot: row.Blob.Snapshot}
+				if delimiter != "" {
+					rest := name[len(prefix):]
+					if i := strings.Index(rest, delimiter); i >= 0 {
+						p := prefix + rest[:i+len(delimiter)]
+						if p == lastPrefix {
+							cursor = next
+							continue
+						}
+						item, next, lastPrefix = ListItem{Prefix: p}, listPos{name: p + maxRune}, p
+					}
+				}
+				if len(res.Items) == max {
+					// At least one more item exists: the page is full.
+					res.Next = encodeListMarker(cursor)
+					return nil
+				}
+				res.Items = append(res.Items, item)
+				cursor = next
+				if item.Prefix != "" {
+					// Resume past the prefix instead of walking every
+					// name under it.
+					requery = true
+					break
+				}
+			}
+			if !requery && len(rows) < batch {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
 // restBatch is how many entries delimitedPage reads at a time of the one
 // name whose snapshots a marker stopped in the middle of.

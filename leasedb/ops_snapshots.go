@@ -8,7 +8,7 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// SnapshotFormat is the form of snapshot ids (contract §4): UTC, seven
+// SnapshotFormat is the form of snapshot ids (x-ms-snapshot): UTC, seven
 // fractional digits. Ids of one blob sort by time in byte order.
 const SnapshotFormat = "2006-01-02T15:04:05.0000000Z"
 
@@ -21,10 +21,9 @@ func ParseSnapshot(v string) (string, error) {
 	return t.UTC().Format(SnapshotFormat), nil
 }
 
-// CreateSnapshot is Snapshot Blob (contract §4, §5.4, §5.5): a read-only
-// copy of the blob row that shares its extents. The lease id is checked
-// read-style (optional; if given it must match an active lease); write
-// conditions apply. The snapshot keeps the base's ETag and Last-Modified
+// CreateSnapshot is Snapshot Blob: a read-only copy of the blob row that
+// shares its extents. The lease id is checked read-style (optional; if
+// given it must match an active lease); write conditions apply. The snapshot keeps the base's ETag and Last-Modified
 // unless the request supplies metadata (meta non-nil), which gives it its
 // own. Snapshots have no lease.
 func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {

@@ -9,11 +9,11 @@ import (
 )
 
 // SetBlobTags replaces the blob's index tags (Set Blob Tags). Tags are not
-// part of the blob's content or properties: the ETag and Last-Modified stay
-// (contract §4). The lease is enforced as for writes (§5.4: 412
-// LeaseIdMissing when leased and no id is given); cond carries x-ms-if-tags
-// and the x-ms-blob-if-* conditions, evaluated under the row lock. tags
-// must already be valid (ValidateTags).
+// part of the blob's content or properties: the ETag and Last-Modified stay,
+// as on Azure. The lease is enforced as for writes (412 LeaseIdMissing when
+// leased and no id is given); cond carries x-ms-if-tags and the
+// x-ms-blob-if-* conditions, evaluated under the row lock. tags must already
+// be valid (ValidateTags).
 func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
 	return d.writeExisting(ctx, ref, leaseID, cond, false, func(b *Blob) error {
 		b.Tags = tags
@@ -66,7 +66,7 @@ func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
 // SetBlobTier sets a block blob's access tier (Set Blob Tier). The tier is
 // stored and reported; nothing moves and there is no rehydration: leaving
 // Archive takes effect at once. The ETag and Last-Modified stay (the
-// service's behaviour is unverified, contract §4; leaving them is what
+// service's behaviour on Set Blob Tier is unverified; leaving them is what
 // conditional clients tolerate best). The lease check is read-style: an id,
 // when given, must match the active lease. cond carries x-ms-if-tags.
 func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tier string) (*Blob, error) {

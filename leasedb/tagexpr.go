@@ -6,7 +6,7 @@ import (
 )
 
 // TagExpr is a parsed blob index tag predicate: the x-ms-if-tags condition
-// header (contract §3.7) or the where= expression of Find Blobs by Tags.
+// header or the where= expression of Find Blobs by Tags.
 //
 // Grammar (keywords case-insensitive, whitespace between tokens optional):
 //

@@ -184,7 +184,7 @@ func TestIfTagsConditions(t *testing.T) {
 		{"read miss with INM", EvalRead(Conditions{IfTags: miss.IfTags, IfNoneMatch: []string{"0x1"}}, blob), "ConditionNotMet"},
 		{"write match", EvalWrite(match, blob, UpdateWrite), ""},
 		{"write miss", EvalWrite(miss, blob, UpdateWrite), "ConditionNotMet"},
-		// Tags are checked before create-only (contract §3.10).
+		// x-ms-if-tags is checked before If-None-Match: * (create-only).
 		{"create miss with INM *", EvalWrite(Conditions{IfTags: miss.IfTags, IfNoneMatch: []string{"*"}}, blob, CreateWrite), "ConditionNotMet"},
 		{"create match with INM *", EvalWrite(Conditions{IfTags: match.IfTags, IfNoneMatch: []string{"*"}}, blob, CreateWrite), "BlobAlreadyExists"},
 		{"write on missing blob", EvalWrite(match, Resource{}, CreateWrite), "ConditionNotMet"},

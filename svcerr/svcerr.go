@@ -12,7 +12,8 @@ import (
 // Code is a Blob service error code as sent in x-ms-error-code.
 type Code string
 
-// The codes blobgw emits. Statuses come from the contract (§8).
+// The codes blobgw emits. Statuses are those of Azure's Blob service error
+// codes and common REST API error codes tables.
 const (
 	AuthenticationFailed                  Code = "AuthenticationFailed"
 	AuthorizationFailure                  Code = "AuthorizationFailure"

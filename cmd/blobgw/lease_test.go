@@ -338,7 +338,8 @@ func TestLeaseBreak(t *testing.T) {
 	forEachLeaseStore(t, func(t *testing.T, e *leaseEnv) {
 		ctx := context.Background()
 
-		// Infinite, no period: broken now (contract §5.3).
+		// Infinite, no period: broken now (Lease Blob: break outcomes by
+		// lease state).
 		bc := e.newBlob(t, "cont1", "inf")
 		holder, id := holdBlobLease(t, bc, -1)
 		out := e.mustLease(t, "break", "cont1", "inf")

@@ -55,7 +55,7 @@ const migrateBlockSize = 4 << 20
 
 // appendBlockSize is the most an imported append blob gets per Append
 // Block. The gateway (and Azure from version 2022-11-02) takes up to 100
-// MiB, but 4 MiB is what every version takes (contract §7.5), so any
+// MiB, but 4 MiB is what every version takes (Append Block), so any
 // destination accepts it, and it is the buffer a worker holds for a block
 // blob as well. 50,000 such blocks cover Azure's largest append blob.
 const appendBlockSize = 4 << 20
@@ -767,8 +767,8 @@ func importDone(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) 
 
 // touchUp brings a finished copy up to date with what changes on the
 // source without a new ETag, and so without a new copy: the access tier
-// (Set Blob Tier) and the blob index tags (Set Blob Tags keeps the ETag,
-// contract §4). Untagged blobs on both sides cost no request.
+// (Set Blob Tier) and the blob index tags (Set Blob Tags keeps the ETag).
+// Untagged blobs on both sides cost no request.
 func touchUp(ctx context.Context, db *blob.Client, props blob.GetPropertiesResponse, j migJob, tier blob.AccessTier) error {
 	if tier != "" && !strings.EqualFold(deref(props.AccessTier), string(tier)) {
 		if _, err := db.SetTier(ctx, tier, nil); err != nil {

@@ -19,7 +19,8 @@ import (
 )
 
 // DevAccountName and DevAccountKey are Azure's published development
-// account (contract §1.2); used when no account is configured.
+// account (the Azurite and Azure Storage Emulator default); used when no
+// account is configured.
 const (
 	DevAccountName = "devstoreaccount1"
 	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -1,0 +1,360 @@
+package leasedb
+
+import (
+	"context"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// GetBlob reads a committed blob row for Get Blob / Get Blob Properties:
+// 404 when absent, then the read lease check, then the read conditions
+// (ErrNotModified for 304). The returned time is the database clock, for
+// computing lease headers.
+func (d *DB) GetBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) (*Blob, time.Time, error) {
+	var out *Blob
+	var now time.Time
+	err := d.Store.View(ctx, func(tx Tx) error {
+		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				return svcerr.New(svcerr.ContainerNotFound)
+			}
+			return svcerr.New(svcerr.BlobNotFound)
+		}
+		if now, err = tx.Now(ctx); err != nil {
+			return err
+		}
+		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+			return err
+		}
+		if err := EvalRead(cond, blobResource(b)); err != nil {
+			// The row is still returned with a 304 so the caller can send
+			// its ETag and Last-Modified.
+			out = b
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, now, err
+}
+
+// PutBlobRequest is the metadata half of Put Blob, Put Blob From URL and
+// Copy Blob: the bytes are already durable in the backend under the keys
+// in Extents, each recorded as an upload intent (or, for a copy that
+// shares them, referenced by the source: Copy.SharedExtents).
+type PutBlobRequest struct {
+	Ref     BlobRef
+	Type    string
+	Extents []Extent
+	BlobContent
+	LeaseID string
+	Cond    Conditions
+	// CreateOnly: the caller may only create (a SAS with c but not w); an
+	// existing blob is 403 AuthorizationPermissionMismatch, the SAS
+	// permission refusal.
+	CreateOnly bool
+	PutLease
+	// Copy is what sets a Copy Blob destination apart (ops_copy.go); zero
+	// for Put Blob and Put Blob From URL.
+	Copy CopyTarget
+}
+
+// BlobContent is what a write that replaces the whole blob (Put Blob, Put
+// Blob From URL, Copy Blob, Put Block List) sets on the new row besides
+// its bytes: an overwrite is a new blob, and nothing of the old one's
+// properties, metadata, tags (x-ms-tags) or tier (x-ms-access-tier,
+// canonical or "") survives.
+type BlobContent struct {
+	Props      Props
+	Metadata   map[string]string
+	Tags       map[string]string
+	AccessTier string
+}
+
+// newRow is the row a whole-blob write commits: the content, the extents
+// in order, a new ETag and Last-Modified, and the creation time of the
+// blob it replaces (old, nil when there is none).
+func newRow(ref BlobRef, typ string, c BlobContent, extents []Extent, lease Lease, etag string, now time.Time, old *Blob) *Blob {
+	var size int64
+	for _, e := range extents {
+		size += e.Size
+	}
+	b := &Blob{
+		Account: ref.Account, Container: ref.Container, Name: ref.Name,
+		Type: typ, ETag: etag, Created: now, LastModified: now, Size: size,
+		Props: c.Props, Metadata: c.Metadata, Extents: extents, Lease: lease,
+		Tags: c.Tags, AccessTier: c.AccessTier,
+	}
+	if old != nil {
+		b.Created = old.Created
+	}
+	return b
+}
+
+// PutLease is blobgw's put-and-release extension on a write (zero for
+// plain Azure behaviour): LeaseAction "release" writes then releases the
+// lease named by the request's lease id; "acquire" writes then acquires
+// with Acquire (proposed id, duration), NewLeaseID being the id when none
+// is proposed; "acquire-release" writes under the usual lease check and
+// leaves no lease. All in the commit transaction.
+type PutLease struct {
+	LeaseAction string
+	Acquire     LeaseRequest
+	NewLeaseID  string
+}
+
+// Put-and-release actions accepted on writes.
+const (
+	PutLeaseRelease        = "release"
+	PutLeaseAcquire        = "acquire"
+	PutLeaseAcquireRelease = "acquire-release"
+)
+
+// applyPutLease applies a put-and-release action to the lease that the
+// write's lease check left.
+func applyPutLease(lease Lease, req PutLease, now time.Time) (Lease, LeaseResult, error) {
+	switch req.LeaseAction {
+	case PutLeaseRelease, PutLeaseAcquireRelease:
+		return Lease{}, LeaseResult{}, nil
+	case PutLeaseAcquire:
+		acq := req.Acquire
+		acq.Action = LeaseAcquire
+		return ApplyLease(lease, acq, req.NewLeaseID, now)
+	}
+	return lease, LeaseResult{}, nil
+}
+
+// Precheck runs the rule of Put Blob, Put Blob From URL and Copy Blob
+// (checkPutBlob) against the unlocked row: the write path's step 2, so a
+// request that will certainly fail is refused before any byte is read or
+// any source is opened. The commit runs the rule again under the lock.
+func (d *DB) Precheck(ctx context.Context, req PutBlobRequest) error {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return err
+	}
+	// The create-only refusal is left to the commit: applied here it would
+	// come before the lease and the conditions and change the answer of a
+	// request that fails both ways (a create-only SAS upload with
+	// If-None-Match: * over an existing blob is 409 BlobAlreadyExists).
+	req.CreateOnly = false
+	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
+		_, err := checkPutBlob(b, req, now)
+		return err
+	})
+}
+
+// PutBlob commits a new version of a blob (Put Blob, Put Blob From URL,
+// Copy Blob) under the rule checkPutBlob. The intents of the new extents
+// are taken (a commit whose intent the collector claimed fails), the row
+// swings to the new extents with a new ETag, and the replaced extents are
+// queued for collection after the grace period. An active lease is kept
+// when the request names it.
+func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResult, error) {
+	if err := d.checkWrite(req.Cond); err != nil {
+		return nil, LeaseResult{}, err
+	}
+	rule := func(old *Blob, now time.Time) (Lease, error) { return checkPutBlob(old, req, now) }
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
+		var snaps []*Blob
+		var err error
+		if old != nil || req.Copy.SharedExtents {
+			if snaps, err = snapshotsOf(ctx, tx, req.Ref); err != nil {
+				return nil, err
+			}
+		}
+		if req.Copy.SharedExtents {
+			if err := shareExtents(ctx, tx, req, old, snaps); err != nil {
+				return nil, err
+			}
+		} else {
+			for _, e := range req.Extents {
+				ok, err := tx.TakeIntent(ctx, e.Key)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					return nil, errIntentLost()
+				}
+			}
+		}
+		etag, err := tx.NextETag(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
+		b.BlockCount = req.Copy.BlockCount
+		b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
+		if req.Copy.Info != nil {
+			ci := *req.Copy.Info
+			ci.Completed = now
+			b.Copy = &ci
+		}
+		if old != nil {
+			// The new row may share extents with the old one (a restore
+			// from a snapshot that shares them too): those stay.
+			if err := release(ctx, tx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
+				return nil, err
+			}
+		}
+		// Put Blob discards every uncommitted block of the name.
+		if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+}
+
+// replaceBlob is the shared shape of the writes that replace the whole
+// blob (PutBlob, CommitBlocks), in one transaction under the blob lock:
+// the write kind's rule, then the put-and-release action on the lease the
+// rule left, then commit, which does the write kind's bookkeeping and
+// returns the new row (holding that lease) for replaceBlob to store.
+func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, now time.Time) (Lease, error), pl PutLease,
+	commit func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)) (*Blob, LeaseResult, error) {
+	var out *Blob
+	var leaseRes LeaseResult
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, old *Blob) error {
+		lease, err := rule(old, now)
+		if err != nil {
+			return err
+		}
+		lease, res, err := applyPutLease(lease, pl, now)
+		if err != nil {
+			return err
+		}
+		b, err := commit(tx, now, old, lease)
+		if err != nil {
+			return err
+		}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out, leaseRes = b, res
+		return nil
+	})
+	return out, leaseRes, err
+}
+
+// updateBlob is the shared shape of Set Blob Properties / Set Blob Metadata:
+// writeExisting with a new ETag.
+func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, mutate func(b *Blob)) (*Blob, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
+	return d.writeExisting(ctx, ref, leaseID, cond, true, func(b *Blob) error {
+		mutate(b)
+		return nil
+	})
+}
+
+// writeExisting changes an existing blob row under its lock: 404 (or 412
+// when a condition needs the blob) when absent, the write lease check and
+// update-kind conditions, then fn, which may refuse; with newETag the row
+// gets a new ETag and Last-Modified.
+func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(b *Blob) error) (*Blob, error) {
+	var out *Blob
+	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		lease, err := checkUpdate(b, leaseID, cond, now)
+		if err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+		b.Lease = lease
+		if newETag {
+			if b.ETag, err = tx.NextETag(ctx); err != nil {
+				return err
+			}
+			b.LastModified = now
+		}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// SetBlobProperties replaces the blob's system properties wholesale (as
+// Azure does: properties not sent are cleared), keeping Content-MD5 unless
+// a new one is given. The blob stops reporting the copy that wrote it.
+func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
+	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
+		md5 := b.Props.ContentMD5
+		b.Copy = nil
+		b.Props = p
+		if p.ContentMD5 == nil {
+			b.Props.ContentMD5 = md5
+		}
+	})
+}
+
+// SetBlobMetadata replaces the blob's metadata.
+func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
+	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) { b.Metadata = meta })
+}
+
+// DeleteBlob deletes a committed blob; its objects are collected after the
+// grace period.
+func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, snaps DeleteSnapshots) error {
+	if err := d.checkWrite(cond); err != nil {
+		return err
+	}
+	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		if _, err := checkUpdate(b, leaseID, cond, now); err != nil {
+			return err
+		}
+		snapshots, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return err
+		}
+		if len(snapshots) > 0 && snaps == KeepSnapshots {
+			return svcerr.New(svcerr.SnapshotsPresent)
+		}
+		var dropped []*Blob
+		if snaps == IncludeSnapshots || snaps == OnlySnapshots {
+			for _, sn := range snapshots {
+				if err := tx.DeleteSnapshot(ctx, ref.Account, ref.Container, ref.Name, sn.Snapshot); err != nil {
+					return err
+				}
+			}
+			dropped = snapshots
+		}
+		var kept []*Blob
+		if snaps == OnlySnapshots {
+			kept = []*Blob{b}
+		} else {
+			if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
+				return err
+			}
+			if err := dropStaged(ctx, tx, ref, now); err != nil {
+				return err
+			}
+			dropped = append(dropped, b)
+		}
+		return release(ctx, tx, unreferenced(dropped, kept), now.Add(d.Grace))
+	})
+}
+
+// DeleteSnapshots is x-ms-delete-snapshots on Delete Blob.
+type DeleteSnapshots int
+
+const (
+	// KeepSnapshots: no header; a blob with snapshots is 409 SnapshotsPresent.
+	KeepSnapshots DeleteSnapshots = iota
+	// IncludeSnapshots: delete the blob and its snapshots.
+	IncludeSnapshots
+	// OnlySnapshots: delete the snapshots, keep the blob.
+	OnlySnapshots
+)

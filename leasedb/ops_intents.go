@@ -1,0 +1,35 @@
+package leasedb
+
+import (
+	"context"
+	"time"
+)
+
+// AddIntent records an upload intent for key, collectable after ttl unless
+// a commit takes it first.
+func (d *DB) AddIntent(ctx context.Context, key string, ttl time.Duration) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return tx.AddIntent(ctx, key, now.Add(ttl))
+	})
+}
+
+// AddIntents records upload intents for keys in one transaction, each
+// collectable after ttl unless a commit takes it first.
+func (d *DB) AddIntents(ctx context.Context, keys []string, ttl time.Duration) error {
+	return d.Store.Update(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.AddIntent(ctx, k, now.Add(ttl)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
