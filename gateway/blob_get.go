@@ -34,24 +34,6 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	return s.respondBlob(w, r, req, b, now, err)
 }
 
-// Get Blob / Get Blob Properties / Get Blob Metadata of a snapshot
-// (?snapshot=): the same answer from the snapshot row.
-func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, req *request) error {
-	snap, err := leasedb.ParseSnapshot(req.query["snapshot"])
-	if err != nil {
-		return err
-	}
-	cond, err := parseConditions(r.Header)
-	if err != nil {
-		return err
-	}
-	b, now, err := s.db.GetSnapshot(r.Context(), req.ref(), snap, cond)
-	if err == nil {
-		w.Header().Set("x-ms-snapshot", snap)
-	}
-	return s.respondBlob(w, r, req, b, now, err)
-}
-
 // respondBlob writes the answer of a blob read whose row (and read
 // condition outcome err) is already known.
 func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *request, b *leasedb.Blob, now time.Time, err error) error {
