@@ -180,10 +180,13 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 	return nil
 }
 
-// parseRange reads x-ms-range (preferred) or Range: "bytes=a-b" or
-// "bytes=a-". It returns the half-open window [start, end). A malformed
-// header is ignored, as HTTP says; a start past the end of the blob is 416
-// InvalidRange.
+// parseRange reads x-ms-range (preferred; when it is sent, Range is not
+// looked at) or Range: "bytes=a-b", "bytes=a-" or the suffix form
+// "bytes=-n" (the last n bytes). It returns the half-open window
+// [start, end), the end clamped to the blob's size. A malformed header
+// (another unit, several ranges, bad numbers) is ignored, as HTTP says; a
+// start at or past the end of the blob, or a suffix of 0 bytes or of an
+// empty blob, is 416 InvalidRange.
 func parseRange(h http.Header, size int64) (start, end int64, ranged bool, err error) {
 	v := h.Get("x-ms-range")
 	if v == "" {

@@ -126,7 +126,8 @@ type xmlTags struct {
 }
 
 // Set Blob Tags: PUT ?comp=tags with a <Tags> body → 204. The tags replace
-// the blob's; ETag and Last-Modified stay (contract §4).
+// the blob's; ETag and Last-Modified stay (Set Blob Tags does not change
+// them on Azure).
 func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {

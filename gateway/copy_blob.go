@@ -16,26 +16,27 @@ import (
 	"github.com/google/uuid"
 )
 
-// Copy Blob (PUT with x-ms-copy-source and no x-ms-blob-type), Copy Blob
-// From URL (the same with x-ms-requires-sync: true), Put Blob From URL,
-// Put Block From URL, Append Block From URL and Abort Copy Blob (contract
-// §1.3, §3.8, §5.4).
+// The copy family: Copy Blob (PUT with x-ms-copy-source and no
+// x-ms-blob-type), Copy Blob From URL (the same with x-ms-requires-sync:
+// true) and Abort Copy Blob live here; Put Blob From URL, Put Block From
+// URL and Append Block From URL in from_url.go. All of them resolve and
+// open their source through copy_source.go, stream it with copy_bytes.go,
+// and fetch remote sources with the client of copy_dialer.go.
 //
 // Every copy is finished before the answer: Copy Blob answers 202 with
 // x-ms-copy-status: success, never pending, so there is nothing to poll and
-// nothing to abort. The source is streamed — from this gateway's own
-// backend when the URL names a blob it serves (the source authorized as
-// Azure does: its SAS, a public container, or a Shared Key request of the
-// same account), else fetched over HTTP(S) — into a NEW immutable object
-// through s.stage, and committed by the usual PutBlob / StageBlock /
-// AppendBlock transaction with the destination's lease and conditions.
+// nothing to abort. The source is read from this gateway's own backend
+// when the URL names a blob it serves (the source authorized as Azure
+// does: its SAS, a public container, or a Shared Key request of the same
+// account), else fetched over HTTP(S), and the result is committed by the
+// usual PutBlob / StageBlock / AppendBlock transaction with the
+// destination's lease and conditions.
 //
-// Bytes are copied, never shared: source and destination rows never point
-// at the same backend object. A shared extent would need reference
-// counting, which the collector does not have (it deletes a replaced or
-// deleted row's keys after the grace period, whoever else points at them).
-// Copying costs the bytes once more in the backend; it never buffers a
-// whole blob in memory.
+// A whole local source copied by Copy Blob shares its backend objects with
+// the destination row (leasedb keeps a key until the last row referencing
+// it lets go); ranges, remote sources, objects adopted from a bucket and
+// the From URL operations stream the bytes into a NEW immutable object
+// through s.stage. No copy buffers a whole blob in memory.
 
 // copyOp says which copy operation a request is.
 type copyOp int
@@ -90,8 +91,8 @@ func withoutSignature(raw string) string {
 // Copy Blob: PUT with x-ms-copy-source → 202, x-ms-copy-status: success.
 // With x-ms-requires-sync: true it is Copy Blob From URL, same path and
 // answer. The destination takes the source's type, properties and (unless
-// the request sends x-ms-meta-*) metadata; its own lease is checked and
-// kept (§5.4, §5.5); tags come from x-ms-tags (or the source's with
+// the request sends x-ms-meta-*) metadata; its own lease is checked as for
+// a write and kept across the copy, as on Azure; tags come from x-ms-tags (or the source's with
 // x-ms-copy-source-tag-option: COPY on the sync form). A whole blob (or
 // snapshot) of this gateway is copied by sharing its backend objects (a
 // key is collected when the last blob name referencing it lets go);
@@ -275,7 +276,8 @@ func (s *Server) abortCopy(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
-	// The destination's lease is checked as for a write (§5.4).
+	// Abort Copy Blob checks the destination's lease as a write does
+	// (x-ms-lease-id required on a leased blob).
 	if _, err := leasedb.CheckWriteLease(b.Lease, leaseID, leasedb.BlobTarget, now); err != nil {
 		return err
 	}

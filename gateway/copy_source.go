@@ -53,8 +53,8 @@ type copySource struct {
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
 	remote     bool
-	// A local source read whole: its name and extents, so a copy onto the
-	// same name (a restore from a snapshot) can share them.
+	// A local source read whole: its name and extents, so Copy Blob can
+	// share them instead of copying the bytes.
 	ref     leasedb.BlobRef
 	extents []leasedb.Extent
 }

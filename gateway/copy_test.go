@@ -189,9 +189,9 @@ func TestCopyBlobSameAccount(t *testing.T) {
 
 // TestCopyConditions: source conditions fail as 412 SourceConditionNotMet
 // (never 304), destination conditions as ConditionNotMet on Copy Blob and
-// TargetConditionNotMet on Put Blob From URL (contract §3.8), and
-// If-None-Match: * on an existing destination as 409 BlobAlreadyExists
-// (§3.6); nothing changes on failure.
+// TargetConditionNotMet on Put Blob From URL, and If-None-Match: * on an
+// existing destination as 409 BlobAlreadyExists (a create-only write);
+// nothing changes on failure.
 func TestCopyConditions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
@@ -265,7 +265,7 @@ func TestCopyConditions(t *testing.T) {
 }
 
 // TestCopyLeasedDestination: the destination's lease is checked as for a
-// write (§5.4) and survives the copy (§5.5); async Copy Blob needs the id
+// write and survives the copy; async Copy Blob needs the id
 // of an INFINITE lease (412 InfiniteLeaseDurationRequired for a fixed
 // one), the From URL forms take either.
 func TestCopyLeasedDestination(t *testing.T) {

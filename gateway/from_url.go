@@ -20,8 +20,7 @@ func zeroBody(r *http.Request) error {
 }
 
 // targetCond renames a destination condition failure for the operations
-// that report it as TargetConditionNotMet (Put Blob From URL, contract
-// §3.8).
+// that report it as TargetConditionNotMet (Put Blob From URL).
 func targetCond(err error) error {
 	if svcerr.HasCode(err, svcerr.ConditionNotMet) {
 		return svcerr.New(svcerr.TargetConditionNotMet)
@@ -35,7 +34,7 @@ func targetCond(err error) error {
 // false), each overridden by an x-ms-blob-content-* header sent; metadata
 // and tags are the request's (tags: the source's with
 // x-ms-copy-source-tag-option: COPY). A destination condition that fails is
-// 412 TargetConditionNotMet (§3.8).
+// 412 TargetConditionNotMet.
 func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
 	if bt := r.Header.Get("x-ms-blob-type"); bt != "BlockBlob" {
@@ -200,7 +199,7 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 }
 
 // Append Block From URL: PUT ?comp=appendblock with x-ms-copy-source → 201.
-// Append Block (§7.5) whose block is the source or its x-ms-source-range,
+// Append Block whose block is the source or its x-ms-source-range,
 // at most 100 MiB.
 func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
