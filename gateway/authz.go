@@ -47,8 +47,8 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 	_, err := auth.VerifySAS(sreq, s.accounts, policies)
 	if op == auth.OpOverwriteBlob && svcerr.HasCode(err, svcerr.AuthorizationPermissionMismatch) {
 		// A create-only token (c without w) may still write a blob that
-		// does not exist yet; the commit refuses it atomically otherwise
-		// (contract §2.4).
+		// does not exist yet (SAS permission c: create a new blob only);
+		// the commit refuses it atomically otherwise.
 		sreq.Op = auth.OpCreateBlob
 		if _, err2 := auth.VerifySAS(sreq, s.accounts, policies); err2 == nil {
 			req.createOnly = true

@@ -14,7 +14,9 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// Size limits for the current service versions (contract §7.2, §7.5).
+// Size limits for the current service versions (2019-12-12 and later):
+// Put Block 4000 MiB, Append Block 100 MiB, and the largest Put Block List
+// body accepted.
 const (
 	maxBlockSize       = 4000 << 20
 	maxAppendBlockSize = 100 << 20
@@ -43,8 +45,9 @@ func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, sums, er
 	return ext, got, nil
 }
 
-// parseBlockID checks a block id: base64, at most 64 bytes decoded
-// (contract §7.2; code per §11 Q16).
+// parseBlockID checks a Put Block blockid: base64, at most 64 bytes
+// decoded. Either failure is 400 InvalidBlockId, the code of Azure's error
+// table (Azurite answers InvalidQueryParameterValue / OutOfRangeInput).
 func parseBlockID(req *request) (string, error) {
 	id, ok := req.query["blockid"]
 	if !ok || id == "" {
@@ -99,7 +102,7 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 }
 
 // parseBlockList reads a Put Block List body keeping the element order,
-// which is the blob's byte order (contract §7.3).
+// which is the blob's byte order.
 func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 	dec := xml.NewDecoder(bytes.NewReader(body))
 	var out []leasedb.BlockRef
@@ -153,7 +156,8 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 	if !sawRoot {
 		return nil, svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	// One id, one element kind (contract §7.3).
+	// One id, one element kind: Put Block List refuses an id listed under
+	// two different kinds (say Committed and Latest) as InvalidBlockList.
 	kinds := map[string]leasedb.BlockListKind{}
 	for _, b := range out {
 		if k, ok := kinds[b.ID]; ok && k != b.Kind {
@@ -316,7 +320,7 @@ func parseAppendRequest(r *http.Request, req *request) (leasedb.AppendRequest, e
 	return areq, nil
 }
 
-// Append Block: PUT ?comp=appendblock → 201 (contract §7.5).
+// Append Block: PUT ?comp=appendblock → 201.
 func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *request) error {
 	size := r.ContentLength
 	switch {

@@ -34,24 +34,6 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	return s.respondBlob(w, r, req, b, now, err)
 }
 
-// Get Blob / Get Blob Properties / Get Blob Metadata of a snapshot
-// (?snapshot=): the same answer from the snapshot row.
-func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, req *request) error {
-	snap, err := leasedb.ParseSnapshot(req.query["snapshot"])
-	if err != nil {
-		return err
-	}
-	cond, err := parseConditions(r.Header)
-	if err != nil {
-		return err
-	}
-	b, now, err := s.db.GetSnapshot(r.Context(), req.ref(), snap, cond)
-	if err == nil {
-		w.Header().Set("x-ms-snapshot", snap)
-	}
-	return s.respondBlob(w, r, req, b, now, err)
-}
-
 // respondBlob writes the answer of a blob read whose row (and read
 // condition outcome err) is already known.
 func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *request, b *leasedb.Blob, now time.Time, err error) error {
@@ -198,10 +180,13 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 	return nil
 }
 
-// parseRange reads x-ms-range (preferred) or Range: "bytes=a-b" or
-// "bytes=a-". It returns the half-open window [start, end). A malformed
-// header is ignored, as HTTP says; a start past the end of the blob is 416
-// InvalidRange.
+// parseRange reads x-ms-range (preferred; when it is sent, Range is not
+// looked at) or Range: "bytes=a-b", "bytes=a-" or the suffix form
+// "bytes=-n" (the last n bytes). It returns the half-open window
+// [start, end), the end clamped to the blob's size. A malformed header
+// (another unit, several ranges, bad numbers) is ignored, as HTTP says; a
+// start at or past the end of the blob, or a suffix of 0 bytes or of an
+// empty blob, is 416 InvalidRange.
 func parseRange(h http.Header, size int64) (start, end int64, ranged bool, err error) {
 	v := h.Get("x-ms-range")
 	if v == "" {

@@ -13,7 +13,7 @@ import (
 )
 
 // Put Blob: PUT /<container>/<blob> with x-ms-blob-type → 201. The write
-// path of design.md: pre-check without locks, record the upload intent,
+// path of docs/architecture.md: pre-check without locks, record the upload intent,
 // stream the body to a new key while counting and hashing, then commit in
 // one locked transaction; a refused commit deletes the staged object.
 func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) error {

@@ -67,3 +67,21 @@ func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, req *req
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
+
+// Get Blob / Get Blob Properties / Get Blob Metadata of a snapshot
+// (?snapshot=): the same answer from the snapshot row.
+func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, req *request) error {
+	snap, err := leasedb.ParseSnapshot(req.query["snapshot"])
+	if err != nil {
+		return err
+	}
+	cond, err := parseConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	b, now, err := s.db.GetSnapshot(r.Context(), req.ref(), snap, cond)
+	if err == nil {
+		w.Header().Set("x-ms-snapshot", snap)
+	}
+	return s.respondBlob(w, r, req, b, now, err)
+}

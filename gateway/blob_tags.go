@@ -15,9 +15,10 @@ import (
 )
 
 // Access tiers and blob index tags: x-ms-access-tier / x-ms-tags on
-// uploads, Set Blob Tier, Set/Get Blob Tags, and Find Blobs by Tags. The
-// decisions (lease, conditions, x-ms-if-tags) are taken in leasedb under
-// the row lock; this file parses and renders.
+// uploads, and Set/Get Blob Tags (Set Blob Tier is in blob_tier.go, Find
+// Blobs by Tags in find_blobs.go). The decisions (lease, conditions,
+// x-ms-if-tags) are taken in leasedb under the row lock; this file parses
+// and renders.
 
 // maxTagsBody bounds a Set Blob Tags body: ten tags of at most 128 + 256
 // characters fit many times over.
@@ -125,7 +126,8 @@ type xmlTags struct {
 }
 
 // Set Blob Tags: PUT ?comp=tags with a <Tags> body → 204. The tags replace
-// the blob's; ETag and Last-Modified stay (contract §4).
+// the blob's; ETag and Last-Modified stay (Set Blob Tags does not change
+// them on Azure).
 func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {
@@ -195,74 +197,6 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	var x xmlWriter
 	x.WriteString(`<?xml version="1.0" encoding="utf-8"?>`)
 	writeTagSet(&x, b.Tags)
-	x.send(w)
-	return nil
-}
-
-// Set Blob Tier: PUT ?comp=tier with x-ms-access-tier → 200. The tier is
-// stored and reported; there is no rehydration, so leaving Archive is
-// immediate (x-ms-rehydrate-priority is accepted and ignored).
-func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *request) error {
-	v := r.Header.Get("x-ms-access-tier")
-	if v == "" {
-		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-access-tier", "")
-	}
-	tier, ok := leasedb.CanonicalTier(v)
-	if !ok {
-		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
-	}
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := ifTagsOnly.parse(r.Header)
-	if err != nil {
-		return err
-	}
-	if _, err := s.db.SetBlobTier(r.Context(), req.ref(), leaseID, cond, tier); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-// Find Blobs by Tags: GET /?comp=blobs&where=... (the account) and GET
-// /<container>?restype=container&comp=blobs&where=... (one container) → 200.
-// The where expression is the restricted grammar (no <>, no OR; @container
-// allowed); each result carries the tags the expression names.
-func (s *Server) findBlobs(w http.ResponseWriter, r *http.Request, req *request) error {
-	max, err := parseMaxResults(req)
-	if err != nil {
-		return err
-	}
-	src, ok := req.query["where"]
-	if !ok || strings.TrimSpace(src) == "" {
-		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, "a where expression is required")
-	}
-	where, err := leasedb.ParseTagFilter(src)
-	if err != nil {
-		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, err.Error())
-	}
-	res, err := s.db.FindBlobsByTags(r.Context(), req.account, req.container, where, req.query["marker"], max)
-	if err != nil {
-		return err
-	}
-	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
-	xmlEscape(&x.Builder, serviceEndpoint(r, req))
-	x.WriteString(`">`)
-	x.elem("Where", src)
-	x.open("Blobs")
-	for _, b := range res.Blobs {
-		x.open("Blob")
-		x.elem("Name", b.Name)
-		x.elem("ContainerName", b.Container)
-		writeTagSet(&x, b.Tags)
-		x.close("Blob")
-	}
-	x.close("Blobs")
-	x.elem("NextMarker", res.Next)
-	x.close("EnumerationResults")
 	x.send(w)
 	return nil
 }

@@ -306,8 +306,9 @@ func (b *bundle) countObjects(t *testing.T) int {
 	return n
 }
 
-// checkNoLeak asserts invariant 4: every backend object is referenced by a
-// blob or snapshot row, a staged block or a collection entry.
+// checkNoLeak asserts the no-leak invariant: every backend object is
+// referenced by a blob or snapshot row, a staged block or a collection
+// entry (upload intents included).
 func (b *bundle) checkNoLeak(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()

@@ -43,7 +43,7 @@ func (s *Server) getContainerProperties(w http.ResponseWriter, r *http.Request, 
 
 // containerConditions parses the conditions a container operation accepts:
 // the date conditions only; If-Match/If-None-Match are 400
-// ConditionHeadersNotSupported (contract §3.2).
+// ConditionHeadersNotSupported, as on Azure's container operations.
 func containerConditions(r *http.Request, allowIUS bool) (leasedb.Conditions, error) {
 	cond, err := parseConditions(r.Header)
 	if err != nil {

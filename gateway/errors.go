@@ -13,7 +13,7 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// writeError turns err into the service's error response (contract §8):
+// writeError turns err into the service's error response:
 // x-ms-error-code always, the XML body except for HEAD and 304. Errors that
 // are not *svcerr.Error are bugs or infrastructure failures: logged with
 // the request id and answered 500 InternalError (or 503 ServerBusy when the

@@ -75,8 +75,8 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // parseBlobProps reads the x-ms-blob-content-* headers; on Put Blob the
-// standard Content-* headers stand in when the x-ms-blob form is absent
-// (contract §7.1).
+// standard Content-* headers stand in when the x-ms-blob form is absent,
+// as Azure's Put Blob does.
 func parseBlobProps(h http.Header, fallback bool) (leasedb.Props, error) {
 	get := func(xms, std string) string {
 		if v, ok := h[http.CanonicalHeaderKey(xms)]; ok {

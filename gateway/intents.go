@@ -11,7 +11,7 @@ import (
 // keyPool hands out backend keys whose upload intents are already durable.
 //
 // Every write records an intent before its first byte reaches the backend
-// (design.md, invariant 4). Committing one intent per request puts a
+// (the no-leak invariant of docs/architecture.md). Committing one intent per request puts a
 // database commit on the path of every Put Block; the pool records them in
 // batches instead, one transaction per batch, and refills in the
 // background before it runs dry, so a request usually finds a key waiting.

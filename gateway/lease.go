@@ -10,15 +10,17 @@ import (
 )
 
 // parseLease reads the lease headers of a Lease Blob / Lease Container
-// request (contract §5.2).
+// request (x-ms-lease-action, x-ms-lease-id, x-ms-proposed-lease-id,
+// x-ms-lease-duration, x-ms-lease-break-period), refusing a malformed or
+// missing one before any state is looked at.
 func parseLease(r *http.Request) (leasedb.LeaseRequest, error) {
 	h := r.Header
 	return parseLeaseRequest(h.Get(hdrLeaseAction), h.Get(hdrLeaseID),
 		h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), h.Get(hdrLeaseBreakPeriod))
 }
 
-// leaseStatus is the success status per action (contract §1.3): the SDKs
-// accept nothing else.
+// leaseStatus is the success status Azure answers per x-ms-lease-action
+// (acquire 201, break 202, the others 200): the SDKs accept nothing else.
 func leaseStatus(a leasedb.LeaseAction) int {
 	switch a {
 	case leasedb.LeaseAcquire:
@@ -40,7 +42,8 @@ func writeLeaseResult(w http.ResponseWriter, a leasedb.LeaseAction, res leasedb.
 	w.WriteHeader(leaseStatus(a))
 }
 
-// Lease Blob: PUT ?comp=lease (contract §5).
+// Lease Blob: PUT ?comp=lease. The outcome by lease state is decided in
+// leasedb under the row lock.
 func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	if _, ok := req.query["snapshot"]; ok {
 		return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots cannot be leased")
@@ -62,8 +65,8 @@ func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request)
 	return nil
 }
 
-// Lease Container: PUT ?restype=container&comp=lease (contract §6). Only
-// the date conditions apply.
+// Lease Container: PUT ?restype=container&comp=lease. Only the date
+// conditions apply.
 func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *request) error {
 	lr, err := parseLease(r)
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 )
 
 // xmlWriter builds listing bodies by hand: entries must interleave Blob and
-// BlobPrefix in name order (contract §9.1), which struct tags cannot say.
+// BlobPrefix in name order (List Blobs with a delimiter), which struct tags
+// cannot say.
 type xmlWriter struct{ strings.Builder }
 
 func (x *xmlWriter) elem(name, value string) {
@@ -91,7 +92,7 @@ func parseInclude(req *request, known ...string) (map[string]bool, error) {
 	return out, nil
 }
 
-// List Containers: GET /?comp=list → 200 (contract §9.2).
+// List Containers: GET /?comp=list → 200.
 func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *request) error {
 	max, err := parseMaxResults(req)
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 	return nil
 }
 
-// List Blobs: GET ?restype=container&comp=list → 200 (contract §9.1).
+// List Blobs: GET ?restype=container&comp=list → 200.
 func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request) error {
 	max, err := parseMaxResults(req)
 	if err != nil {
@@ -246,7 +247,8 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	x.elem("Content-Disposition", b.Props.ContentDisposition)
 	x.elem("BlobType", b.Type)
 	if b.Snapshot == "" {
-		// Snapshots carry no lease elements (contract §5.1).
+		// Snapshots cannot be leased, so Azure lists them without
+		// LeaseStatus, LeaseState and LeaseDuration.
 		status, state, duration := b.Lease.Headers(now)
 		x.elem("LeaseStatus", status)
 		x.elem("LeaseState", state)
@@ -278,8 +280,8 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 
 // writeUncommittedEntry writes a name that has staged blocks and no
 // committed blob (include=uncommittedblobs). Azure lists it without
-// Last-Modified, Etag, the content headers and metadata (contract §7.2,
-// §9.1): what is left is a zero-length block blob that nobody can lease.
+// Last-Modified, Etag, the content headers and metadata: what is left is
+// a zero-length block blob that nobody can lease.
 func writeUncommittedEntry(x *xmlWriter, b *leasedb.Blob, now time.Time) {
 	x.open("Blob")
 	x.elem("Name", b.Name)

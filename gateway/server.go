@@ -1,7 +1,7 @@
 // Package gateway speaks the Azure Blob Storage REST dialect: it routes Blob
-// operations, authenticates them (Shared Key), parses headers, and ties the
-// byte backend to the metadata store along the write and read paths of
-// design.md. Handlers glue: decisions live in leasedb, signing in
+// operations, authenticates them (Shared Key, SAS, public container access),
+// parses headers, and ties the byte backend to the metadata store along the
+// write and read paths of docs/architecture.md. Handlers glue: decisions live in leasedb, signing in
 // gateway/auth. The gateway never holds a whole blob in memory, never writes
 // over bytes a reader may stream, and never answers a conflict with a 5xx.
 package gateway
@@ -38,11 +38,12 @@ type Options struct {
 	MaxPutBlobSize int64
 	// EmulatorHosts are extra host names treated as path-style.
 	EmulatorHosts []string
-	// Now is the gateway's clock for Shared Key date checks (default time.Now).
+	// Now is the gateway's clock for Shared Key date checks and SAS
+	// validity windows (default time.Now).
 	Now func() time.Time
 	// CopyClient fetches copy sources outside this gateway (Copy Blob and
 	// the From URL operations); nil: a client with connect and header
-	// timeouts that follows no redirect to another scheme (blob_copy.go).
+	// timeouts that follows no redirect to another scheme (copy_dialer.go).
 	CopyClient *http.Client
 	// BodyIdleTimeout fails a request body that delivers no byte for this
 	// long with 408 RequestTimeout (default DefaultBodyIdleTimeout;
@@ -222,9 +223,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 
 var versionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// parseAddress splits the URL into account, container and blob (contract
-// §1.1): path-style for IP literals, dot-free hosts and configured emulator
-// names; host-style (first DNS label) otherwise.
+// parseAddress splits the URL into account, container and blob:
+// path-style (http://host/account/container/blob, as Azurite) for IP
+// literals, dot-free hosts and configured emulator names; host-style
+// (account.blob.core.windows.net, the first DNS label) otherwise.
 func (s *Server) parseAddress(r *http.Request, req *request) error {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -264,7 +266,8 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 var containerNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
 
 // validContainerName: 3–63 of a-z0-9-, starting and ending with a letter or
-// digit, no "--" (contract §1.1). $root is Azure's implicit container.
+// digit, no "--" (Azure's container naming rules). $root is Azure's
+// implicit container.
 func validContainerName(n string) bool {
 	if n == "$root" {
 		return true

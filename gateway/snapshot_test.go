@@ -135,7 +135,8 @@ func TestSnapshots(t *testing.T) {
 	})
 }
 
-// TestSnapshotLease: Snapshot Blob checks the lease read-style (§5.4).
+// TestSnapshotLease: Snapshot Blob checks x-ms-lease-id as a read does
+// (optional on a leased blob, but it must match when sent).
 func TestSnapshotLease(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()

@@ -1,5 +1,5 @@
-// SAS verification (contract §2.2 service SAS, §2.3 account SAS, §2.4
-// checks). A shared access signature is a query-string token signed with an
+// SAS verification (Create a service SAS, Create an account SAS, and the
+// checks a token's fields impose). A shared access signature is a query-string token signed with an
 // account key; VerifySAS rebuilds the string-to-sign from the token's fields
 // exactly as sent, signs it with each key of the addressed account and, only
 // once a key reproduces the signature, applies the token's restrictions
@@ -33,7 +33,7 @@ import (
 // Operation identifies what a request does, for permission checks.
 type Operation int
 
-// The operations SAS permissions are checked for (contract §2.4).
+// The operations SAS permissions are checked for.
 const (
 	OpListContainers       Operation = iota
 	OpCreateContainer                // Create Container
@@ -129,7 +129,8 @@ type SASRequest struct {
 	Now      time.Time
 }
 
-// Signed-version boundaries (contract §2.2, §2.3, §2.4).
+// Signed-version (sv) boundaries: where the string-to-sign layout or the
+// permission rules of a service or account SAS change.
 const (
 	svFirstService   = "2013-08-15" // oldest service SAS format accepted
 	svBlobPrefix     = "2015-02-21" // canonicalizedResource gains "/blob"
@@ -336,7 +337,7 @@ func serviceCanonicalResource(p map[string]string, res Resource, account string)
 }
 
 // serviceStringToSign builds the service SAS string-to-sign for the token's
-// version (contract §2.2): fields joined by '\n', no trailing newline,
+// version (Create a service SAS): fields joined by '\n', no trailing newline,
 // values exactly as sent.
 func serviceStringToSign(p map[string]string, res Resource, account string) string {
 	sv := p["sv"]
@@ -481,8 +482,8 @@ func verifyAccountSAS(req SASRequest, p map[string]string, sig []byte, accounts 
 	return acct.Name, nil
 }
 
-// accountStringToSign builds the account SAS string-to-sign (contract
-// §2.3): every field followed by '\n'.
+// accountStringToSign builds the account SAS string-to-sign (Create an
+// account SAS): every field followed by '\n'.
 func accountStringToSign(p map[string]string, account string) string {
 	fields := []string{account, p["sp"], p["ss"], p["srt"], p["st"], p["se"], p["sip"], p["spr"], p["sv"]}
 	if p["sv"] >= svEncScope {
@@ -620,7 +621,9 @@ func checkProtocol(spr string, https bool) error {
 
 // ---- permissions ---------------------------------------------------------
 
-// opRule is one row of the contract §2.4 operation → permission table.
+// opRule is one row of the operation → SAS permission table (Create a
+// service SAS: "Permissions for a blob" / "for a container"; Create an
+// account SAS: the permission and resource type lists).
 type opRule struct {
 	// svc lists the service SAS letters any one of which allows the
 	// operation; "" means a service SAS can never perform it.
@@ -678,7 +681,8 @@ func letters(base string, breakOp bool, sv string) string {
 }
 
 // servicePermits checks a service SAS's permissions for op. Letter order is
-// not enforced (contract §11 Q11); unknown letters grant nothing.
+// not enforced (Azure documents a fixed order, but tools send others);
+// unknown letters grant nothing.
 func servicePermits(op Operation, sr, perm, sv string) error {
 	r, ok := opRules[op]
 	if !ok || r.svc == "" || (r.containerSAS && sr != "c") {

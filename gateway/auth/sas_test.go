@@ -1,5 +1,6 @@
-// Tests for SAS verification (sas.go, contract §2.2–§2.4): the contract
-// vectors, literal strings-to-sign for every signed-version range, tokens
+// Tests for SAS verification (sas.go: service SAS, account SAS and the
+// permission checks): fixed test vectors (known tokens and signatures),
+// literal strings-to-sign for every signed-version range, tokens
 // built by the azblob SDK's own SAS builders (the oracle), and the security
 // cases that must fail. Tokens here are built from test-only keys; the
 // tests also assert that no error ever carries a key or a signature.
@@ -89,7 +90,8 @@ func signSvc(t *testing.T, key string, q url.Values, res Resource) url.Values {
 	return q
 }
 
-// signAcct signs an account SAS with the §2.3 layout written out here.
+// signAcct signs an account SAS with the account SAS string-to-sign layout
+// written out here.
 func signAcct(t *testing.T, key, account string, q url.Values) url.Values {
 	t.Helper()
 	fields := []string{account, q.Get("sp"), q.Get("ss"), q.Get("srt"), q.Get("st"), q.Get("se"), q.Get("sip"), q.Get("spr"), q.Get("sv")}
@@ -117,7 +119,7 @@ func TestSASContractVectors(t *testing.T) {
 			t.Fatalf("string-to-sign\n got %q\nwant %q", got, wantSTS)
 		}
 		if got := Sign(mustKey(t, devKey), wantSTS); got != q.Get("sig") {
-			t.Fatalf("Sign = %s, want the contract's signature", got)
+			t.Fatalf("Sign = %s, want the vector's signature", got)
 		}
 		name, err := VerifySAS(SASRequest{Query: q, Resource: res, Op: OpReadBlob, Now: sasNow}, accts, nil)
 		if err != nil || name != devAccount {
@@ -137,7 +139,7 @@ func TestSASContractVectors(t *testing.T) {
 			t.Fatalf("string-to-sign\n got %q\nwant %q", got, wantSTS)
 		}
 		if got := Sign(mustKey(t, devKey), wantSTS); got != q.Get("sig") {
-			t.Fatalf("Sign = %s, want the contract's signature", got)
+			t.Fatalf("Sign = %s, want the vector's signature", got)
 		}
 		name, err := VerifySAS(SASRequest{Query: q, Resource: Resource{Account: devAccount}, Op: OpListContainers, Now: sasNow}, accts, nil)
 		if err != nil || name != devAccount {
@@ -147,7 +149,8 @@ func TestSASContractVectors(t *testing.T) {
 }
 
 // TestSASVersionLayouts pins the string-to-sign of every signed-version range
-// of §2.2/§2.3 with literal strings, then verifies tokens signed over them.
+// of the service and account SAS (Create a service SAS, Create an account
+// SAS) with literal strings, then verifies tokens signed over them.
 func TestSASVersionLayouts(t *testing.T) {
 	accts := testAccounts(t)
 	pol := func(container, id string) (StoredPolicy, bool) {
@@ -343,17 +346,18 @@ func TestSASTimeWindow(t *testing.T) {
 	}
 }
 
-// contractRow is one row of the contract §2.4 table, written out here
-// independently of sas.go's opRules (signed version ≥ 2017-07-29, so break
+// permRow is one row of the operation → SAS permission table (Azure's
+// "Permissions for a blob" and account SAS permission lists), written out
+// here independently of sas.go's opRules (signed version ≥ 2017-07-29, so break
 // operations also accept d).
-type contractRow struct {
+type permRow struct {
 	svc     string // service SAS: any of these letters; "" = never
 	srt     string // account SAS resource type; "" = any
 	acct    string // account SAS: any of these letters; "" = never
 	acctAll bool   // account SAS needs all of acct
 }
 
-var contractRows = map[Operation]contractRow{
+var permRows = map[Operation]permRow{
 	OpListContainers:       {"", "s", "l", false},
 	OpCreateContainer:      {"", "c", "cw", false},
 	OpGetContainer:         {"", "c", "r", false},
@@ -394,8 +398,8 @@ func allOps() []Operation {
 
 func TestSASEveryOperationHasARule(t *testing.T) {
 	for _, op := range allOps() {
-		if _, ok := contractRows[op]; !ok {
-			t.Errorf("%v: no contract row in the test", op)
+		if _, ok := permRows[op]; !ok {
+			t.Errorf("%v: no permission row in the test", op)
 		}
 		if _, ok := opRules[op]; !ok {
 			t.Errorf("%v: no rule in sas.go", op)
@@ -452,7 +456,7 @@ func encodeToken(t *testing.T, qp sas.QueryParameters) url.Values {
 
 // TestSASOracleService verifies service SAS tokens built by the SDK's
 // BlobSignatureValues builder against every operation: accepted exactly when
-// the §2.4 table allows the token's permissions, AuthorizationPermissionMismatch
+// the permission table allows the token's permissions, AuthorizationPermissionMismatch
 // otherwise; requests outside the token's scope fail authentication.
 func TestSASOracleService(t *testing.T) {
 	accts := testAccounts(t)
@@ -550,7 +554,7 @@ func TestSASOracleService(t *testing.T) {
 				}
 				var want svcerr.Code
 				inScope := res.Container == "c1" && (sc.sr == "c" || (res.Blob == sasBlob && res.Snapshot == sc.own.Snapshot))
-				row := contractRows[op]
+				row := permRows[op]
 				switch {
 				case !inScope:
 					want = svcerr.AuthenticationFailed
@@ -592,7 +596,7 @@ func TestSASOracleAccount(t *testing.T) {
 				}
 				q := encodeToken(t, qp)
 				for _, op := range allOps() {
-					row := contractRows[op]
+					row := permRows[op]
 					var want svcerr.Code
 					switch {
 					case row.srt != "" && !strings.Contains(srt, row.srt):
@@ -999,7 +1003,8 @@ func TestSASRules(t *testing.T) {
 		ip      string
 		want    svcerr.Code
 	}{
-		// Q11: letter order is not enforced.
+		// Letter order of sp is not enforced (Azure documents a fixed
+		// order; SDKs and tools send others).
 		{name: "service sp out of order", q: svc("sp", "wr"), res: blob, op: OpReadBlob},
 		{name: "account sp out of order", q: acct("sp", "lwr"), account: true, res: Resource{Account: devAccount}, op: OpListContainers},
 		{name: "unknown letters grant nothing", q: svc("sp", "zq"), res: blob, op: OpReadBlob, want: svcerr.AuthorizationPermissionMismatch},

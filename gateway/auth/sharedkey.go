@@ -45,7 +45,7 @@ func (m MapAccounts) Lookup(name string) (*Account, bool) {
 var ErrNoCredentials = errors.New("auth: no credentials")
 
 // MaxClockSkew is how far the request date may be from server time in either
-// direction (contract §2.1, freshness).
+// direction (Shared Key: x-ms-date or Date, the request's freshness).
 const MaxClockSkew = 15 * time.Minute
 
 // DecodeKey decodes a base64 account key. The error never contains the key.
@@ -118,7 +118,8 @@ type canon struct {
 }
 
 // StringToSign builds the Shared Key string-to-sign for r addressed to
-// account (contract §2.1). The path is taken from r.RequestURI (the raw wire
+// account (Authorize with Shared Key: the Blob service string-to-sign of
+// version 2009-09-19 and later). The path is taken from r.RequestURI (the raw wire
 // form, before '?'), falling back to r.URL.EscapedPath() when RequestURI is
 // empty; query parameters come from r.URL.RawQuery.
 func StringToSign(r *http.Request, account string) string {
@@ -302,7 +303,7 @@ func writeParam(b *strings.Builder, name string, values []string) {
 //   - x-ms-date (or Date without x-ms-date) missing, unparsable or more than
 //     15 minutes from now → 403 AuthenticationFailed;
 //   - no key reproduces the signature, with the primary canonicalization or
-//     any of the §2.1 fallbacks → 403 AuthenticationFailed whose detail
+//     any of the variants canon describes → 403 AuthenticationFailed whose detail
 //     carries the server's (primary) string-to-sign.
 //
 // All errors other than ErrNoCredentials are *svcerr.Error.

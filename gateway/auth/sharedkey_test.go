@@ -24,7 +24,8 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// Well-known development account (contract §1.2).
+// Well-known development account (Azurite's devstoreaccount1 and its
+// published key).
 const (
 	devAccount = "devstoreaccount1"
 	devKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -34,7 +35,7 @@ const (
 	otherAcct = "otheraccount"
 )
 
-// vectorDate is the x-ms-date of the contract's test vectors.
+// vectorDate is the x-ms-date of the fixed Shared Key test vectors.
 const vectorDate = "Mon, 01 Jan 2024 00:00:00 GMT"
 
 var vectorNow = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

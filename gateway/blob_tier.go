@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Set Blob Tier: PUT ?comp=tier with x-ms-access-tier → 200. The tier is
+// stored and reported; there is no rehydration, so leaving Archive is
+// immediate (x-ms-rehydrate-priority is accepted and ignored).
+func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *request) error {
+	v := r.Header.Get("x-ms-access-tier")
+	if v == "" {
+		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-access-tier", "")
+	}
+	tier, ok := leasedb.CanonicalTier(v)
+	if !ok {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
+	}
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	cond, err := ifTagsOnly.parse(r.Header)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.SetBlobTier(r.Context(), req.ref(), leaseID, cond, tier); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}

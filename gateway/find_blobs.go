@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Find Blobs by Tags: GET /?comp=blobs&where=... (the account) and GET
+// /<container>?restype=container&comp=blobs&where=... (one container) → 200.
+// The where expression is the restricted grammar (no <>, no OR; @container
+// allowed); each result carries the tags the expression names.
+func (s *Server) findBlobs(w http.ResponseWriter, r *http.Request, req *request) error {
+	max, err := parseMaxResults(req)
+	if err != nil {
+		return err
+	}
+	src, ok := req.query["where"]
+	if !ok || strings.TrimSpace(src) == "" {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, "a where expression is required")
+	}
+	where, err := leasedb.ParseTagFilter(src)
+	if err != nil {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, err.Error())
+	}
+	res, err := s.db.FindBlobsByTags(r.Context(), req.account, req.container, where, req.query["marker"], max)
+	if err != nil {
+		return err
+	}
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
+	xmlEscape(&x.Builder, serviceEndpoint(r, req))
+	x.WriteString(`">`)
+	x.elem("Where", src)
+	x.open("Blobs")
+	for _, b := range res.Blobs {
+		x.open("Blob")
+		x.elem("Name", b.Name)
+		x.elem("ContainerName", b.Container)
+		writeTagSet(&x, b.Tags)
+		x.close("Blob")
+	}
+	x.close("Blobs")
+	x.elem("NextMarker", res.Next)
+	x.close("EnumerationResults")
+	x.send(w)
+	return nil
+}
