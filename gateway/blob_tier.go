@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -9,7 +10,8 @@ import (
 
 // Set Blob Tier: PUT ?comp=tier with x-ms-access-tier → 200. The tier is
 // stored and reported; there is no rehydration, so leaving Archive is
-// immediate (x-ms-rehydrate-priority is accepted and ignored).
+// immediate, which meets either x-ms-rehydrate-priority (Standard or High;
+// any other value is 400, as on Azure).
 func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *request) error {
 	v := r.Header.Get("x-ms-access-tier")
 	if v == "" {
@@ -18,6 +20,9 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 	tier, ok := leasedb.CanonicalTier(v)
 	if !ok {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
+	}
+	if p := r.Header.Get("x-ms-rehydrate-priority"); p != "" && !strings.EqualFold(p, "Standard") && !strings.EqualFold(p, "High") {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-rehydrate-priority", p)
 	}
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {

@@ -454,3 +454,28 @@ func TestIfTags(t *testing.T) {
 		wantStatus(t, resp, 400, "InvalidHeaderValue", "raw bad x-ms-if-tags")
 	})
 }
+
+// TestRehydratePriority: Set Blob Tier takes x-ms-rehydrate-priority
+// Standard or High (leaving Archive is immediate, which meets either) and
+// refuses any other value with 400, changing nothing.
+func TestRehydratePriority(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "rehydrate", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "rehydrate", "x", []byte("x"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTierArchive)}); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := b.do(t, "PUT", "rehydrate/x?comp=tier", "", map[string]string{"x-ms-access-tier": "Hot", "x-ms-rehydrate-priority": "Urgent"})
+	wantStatus(t, resp, http.StatusBadRequest, "InvalidHeaderValue", "rehydrate priority Urgent")
+	p, err := blockClient(b.client, "rehydrate", "x").GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AccessTier == nil || *p.AccessTier != string(blob.AccessTierArchive) {
+		t.Fatalf("tier %v after a refused Set Blob Tier, want Archive", p.AccessTier)
+	}
+	resp, _ = b.do(t, "PUT", "rehydrate/x?comp=tier", "", map[string]string{"x-ms-access-tier": "Hot", "x-ms-rehydrate-priority": "High"})
+	wantStatus(t, resp, http.StatusOK, "", "rehydrate priority High")
+}

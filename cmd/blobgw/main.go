@@ -48,7 +48,7 @@ func configFlags() []cli.Flag {
 		&cli.StringFlag{Name: "listen", EnvVars: []string{"BLOBGW_LISTEN"}, Usage: "listen address (default 127.0.0.1:10000)"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: []string{"BLOBGW_DATA_DIR"}, Usage: "directory for blob bytes (default ./data)"},
 		&cli.StringFlag{Name: "metadata", EnvVars: []string{"BLOBGW_METADATA"}, Usage: "metadata DSN: a SQLite path or postgres:// URL (default <data-dir>/blobgw.db)"},
-		&cli.StringFlag{Name: "backend", EnvVars: []string{"BLOBGW_BACKEND"}, Usage: "byte backend: disk"},
+		&cli.StringFlag{Name: "backend", EnvVars: []string{"BLOBGW_BACKEND"}, Usage: "byte backend: disk (default) or s3"},
 		&cli.StringSliceFlag{Name: "account", EnvVars: []string{"BLOBGW_ACCOUNTS"}, Usage: "account as name:key1[,key2] (repeatable; ';' separates several in the env var)"},
 		&cli.DurationFlag{Name: "gc-grace", EnvVars: []string{"BLOBGW_GC_GRACE"}, Usage: "how long replaced bytes stay readable (default 15m)"},
 		&cli.DurationFlag{Name: "gc-interval", EnvVars: []string{"BLOBGW_GC_INTERVAL"}, Usage: "collector pass interval (default 30s)"},
