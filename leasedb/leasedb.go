@@ -224,6 +224,17 @@ type Store interface {
 	Forget(ctx context.Context, keys []string) error
 	// CollectionKeys lists every key in the collection queue (fsck, tests).
 	CollectionKeys(ctx context.Context) ([]string, error)
+	// ReferencedKeys calls fn, in byte order and once each, for every
+	// backend key that a blob row, a snapshot row, a staged block or a
+	// collection-queue entry (upload intents included) references, all read
+	// in one read transaction (blobgw fsck). ref names one row holding the
+	// key ("account/container/blob", "...?snapshot=ID" for a snapshot row,
+	// "... (staged block ID)" for a staged block); it is "" for a key that
+	// only the collection queue holds. The database sorts (spilling to disk
+	// as it needs) and the rows stream, so memory stays bounded at any
+	// count. It stops at fn's first error and returns it, and never runs fn
+	// again from the start (no retry).
+	ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error
 
 	Close() error
 }

@@ -12,7 +12,7 @@
 // use: containers.go, blobs.go (rows and round trips), listing.go,
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
-// and the collection queue), shares.go, adopt.go, transactions.go (Update,
+// and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), transactions.go (Update,
 // View, Now, NextETag), races.go (the multi-store races), migrations.go
 // (checks of schema upgrades the drivers call with their own SQL);
 // helpers.go has the fixtures and checks they share.
@@ -89,6 +89,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"CreateOnce", func(t *testing.T, s leasedb.Store) { CreateOnce(t, s) }},
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
+		{"ReferencedKeys", testReferencedKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,55 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+	"github.com/jackc/pgx/v5"
+)
+
+// referencedKeysSQL lists every referenced key once, in byte order
+// (COLLATE "C" whatever the database's collation). MAX(ref) prefers a
+// row's name over the queue's "". The server sorts or hashes within
+// work_mem and spills to temporary files past it; pgx reads the rows as
+// they arrive, so memory stays bounded on both sides.
+const referencedKeysSQL = `
+SELECT key, MAX(ref) FROM (
+	SELECT (e->>'k') COLLATE "C" AS key, (b.account || '/' || b.container || '/' || b.name) COLLATE "C" AS ref
+	FROM blobs AS b, jsonb_array_elements(b.extents::jsonb) AS e
+	UNION ALL
+	SELECT (e->>'k') COLLATE "C", (s.account || '/' || s.container || '/' || s.name || '?snapshot=' || s.snapshot) COLLATE "C"
+	FROM snapshots AS s, jsonb_array_elements(s.extents::jsonb) AS e
+	UNION ALL
+	SELECT key COLLATE "C", (account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')') COLLATE "C" FROM blocks
+	UNION ALL
+	SELECT key COLLATE "C", '' COLLATE "C" FROM gc_queue
+) AS r GROUP BY key ORDER BY key`
+
+// ReferencedKeys implements leasedb.Store in one REPEATABLE READ, READ
+// ONLY transaction (one snapshot), without retry: fn may already have seen
+// keys when the statement fails.
+func (s *Store) ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error {
+	err := s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, true, func(ltx leasedb.Tx) error {
+		rows, err := ltx.(*tx).tx.Query(ctx, referencedKeysSQL)
+		if err != nil {
+			return fmt.Errorf("leasedb/postgres: referenced keys: %w", sqlq.CtxErr(ctx, err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key, ref string
+			if err := rows.Scan(&key, &ref); err != nil {
+				return fmt.Errorf("leasedb/postgres: referenced keys: %w", err)
+			}
+			if err := fn(key, ref); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("leasedb/postgres: referenced keys: %w", sqlq.CtxErr(ctx, err))
+		}
+		return nil
+	})
+	return markUnavailable(ctx, err)
+}

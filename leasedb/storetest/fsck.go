@@ -1,0 +1,87 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+)
+
+// testReferencedKeys: every key of a blob row, a snapshot row, a staged
+// block, an intent and a queue entry, once each, in byte order (upper case
+// before lower case, '-' and '.' before '/', whatever the database's
+// collation), with a row's name when a row holds it.
+func testReferencedKeys(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	now := dbNow(t, s)
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		b := fullBlob("c", "b")
+		b.Extents = []leasedb.Extent{{Key: "obj/b/2", Size: 1}, {Key: "obj/b/1", Size: 1}, {Key: "Shared.k", Size: 1}, {Key: "obj/b/1", Size: 1}}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		snap := fullBlob("c", "b")
+		snap.Snapshot = "2024-01-01T00:00:00.0000000Z"
+		snap.Extents = []leasedb.Extent{{Key: "Shared.k", Size: 1}, {Key: "snap-only", Size: 1}}
+		if err := tx.PutSnapshot(ctx, snap); err != nil {
+			return err
+		}
+		if _, err := tx.StageBlock(ctx, acct, "c", "u", leasedb.Block{ID: "YmxrMQ==", Key: "a/Block", Size: 1, StagedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddIntent(ctx, "in/1", now.Add(time.Hour)); err != nil {
+			return err
+		}
+		return tx.AddGC(ctx, []string{"gc/queued", "obj-b"}, now.Add(time.Hour))
+	})
+	type ref struct{ key, ref string }
+	var got []ref
+	if err := s.ReferencedKeys(ctxT(t), func(key, r string) error {
+		got = append(got, ref{key, r})
+		return nil
+	}); err != nil {
+		t.Fatalf("ReferencedKeys: %v", err)
+	}
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, r.key)
+	}
+	want := []string{"Shared.k", "a/Block", "gc/queued", "in/1", "obj-b", "obj/b/1", "obj/b/2", "snap-only"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("ReferencedKeys = %q, want %q", keys, want)
+	}
+	for _, r := range got {
+		switch r.key {
+		case "gc/queued", "in/1", "obj-b":
+			if r.ref != "" {
+				t.Errorf("queued key %s: ref %q, want \"\"", r.key, r.ref)
+			}
+		case "a/Block":
+			if !strings.HasPrefix(r.ref, acct+"/c/u") {
+				t.Errorf("staged key %s: ref %q, want the blob name", r.key, r.ref)
+			}
+		case "snap-only":
+			if r.ref != acct+"/c/b?snapshot=2024-01-01T00:00:00.0000000Z" {
+				t.Errorf("snapshot key %s: ref %q", r.key, r.ref)
+			}
+		default:
+			if !strings.HasPrefix(r.ref, acct+"/c/b") {
+				t.Errorf("row key %s: ref %q, want the blob name", r.key, r.ref)
+			}
+		}
+	}
+	// fn's error stops the listing and comes back unchanged.
+	stop := errors.New("stop")
+	n := 0
+	err := s.ReferencedKeys(ctxT(t), func(string, string) error {
+		n++
+		return stop
+	})
+	if !errors.Is(err, stop) || n != 1 {
+		t.Errorf("ReferencedKeys with failing fn: err %v after %d calls, want stop after 1", err, n)
+	}
+}
