@@ -212,8 +212,9 @@ func newApp() *cli.App {
 			},
 			{
 				Name:  "gc",
-				Usage: "run one collection pass: delete backend objects that are due",
-				Flags: configFlags(),
+				Usage: "run one collection pass at once: delete backend objects that are due (their gc_grace or intent_ttl passed)",
+				// --now says so explicitly: gc never waits for gc_interval.
+				Flags: append(configFlags(), &cli.BoolFlag{Name: "now", Usage: "run the pass at once (what gc always does; for scripts)"}),
 				Action: func(c *cli.Context) error {
 					cfg, err := loadConfig(c)
 					if err != nil {
@@ -232,7 +233,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
-			leaseCommand(),
+			leaseCommand(), fsckCommand(),
 			importCommand(), exportCommand(),
 		},
 	}
