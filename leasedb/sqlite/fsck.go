@@ -9,7 +9,7 @@ import (
 )
 
 // referencedKeysSQL lists every referenced key once, in byte order (BINARY
-// collation). MAX(ref) prefers a row's name over the queue's "": ” sorts
+// collation). MAX(ref) prefers a row's name over the queue's "", which sorts
 // first. The GROUP BY sorts in a temporary b-tree, which SQLite spills to a
 // temporary file past its cache, so memory stays bounded.
 const referencedKeysSQL = `
