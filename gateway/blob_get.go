@@ -224,7 +224,11 @@ func parseRange(h http.Header, size int64) (start, end int64, ranged bool, err e
 		if perr != nil || last < start {
 			return 0, size, false, nil
 		}
-		end = min(last+1, size)
+		// Compare before adding: "bytes=0-9223372036854775807" (an
+		// open end written as the largest int64) would overflow last+1.
+		if last < size {
+			end = last + 1
+		}
 	}
 	if start >= size {
 		return 0, 0, false, svcerr.New(svcerr.InvalidRange)

@@ -250,6 +250,11 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 		return svcerr.New(svcerr.InvalidUri)
 	}
 	container, blob, _ := strings.Cut(path, "/")
+	if container == "" && blob != "" {
+		// An empty container segment ("//blob"): the blob name would be
+		// dropped and the request run as a service-level operation.
+		return svcerr.New(svcerr.InvalidUri)
+	}
 	req.container = container
 	req.blob = strings.ReplaceAll(blob, `\`, "/")
 	if req.container != "" && !validContainerName(req.container) {
