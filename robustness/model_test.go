@@ -1,6 +1,8 @@
 package robustness
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
@@ -173,5 +175,37 @@ func TestPartition(t *testing.T) {
 	}
 	if porcupine.CheckOperations(Model.ToModel(), h) {
 		t.Fatal("lost write on b not found")
+	}
+}
+
+// A violation is written out: the visualization, and the failing blob's
+// history ending at the operation no linearization explains.
+func TestWriteViolation(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 10, Input{Kind: Put, Blob: "r/ok", Value: "v1"}, Output{OK: true, ETag: "e1"}),
+		op(1, 0, 10, Input{Kind: Put, Blob: "r/bad", Value: "v1"}, Output{OK: true, ETag: "e2"}),
+		op(1, 20, 30, Input{Kind: Get, Blob: "r/bad"}, Output{OK: true, Content: "v0", ETag: "e0"}),
+		op(1, 40, 50, Input{Kind: Get, Blob: "r/bad"}, Output{OK: true, Content: "v1", ETag: "e2"}),
+	}
+	res, info := porcupine.CheckOperationsVerbose(Model.ToModel(), h, 0)
+	if res != porcupine.Illegal {
+		t.Fatalf("check = %s, want Illegal", res)
+	}
+	html, blobs, err := writeViolation(t.TempDir(), h, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<html") {
+		t.Fatalf("visualization %s: %v", html, err)
+	}
+	if len(blobs) != 1 || blobs["r/bad"] == "" {
+		t.Fatalf("failing blobs %v, want r/bad only", blobs)
+	}
+	b, err := os.ReadFile(blobs["r/bad"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "shortest failing prefix: 2 operations, ending with\n  get(r/bad) -> \"v0\" e0"; !strings.HasPrefix(string(b), want) {
+		t.Fatalf("history file starts\n%s\nwant\n%s", b, want)
 	}
 }

@@ -410,7 +410,7 @@ func TestLinearizable(t *testing.T) {
 	// Settle: every request has returned and nothing is cut any more, so
 	// whatever an ambiguous request did has happened by now; its window
 	// closes here, before the final reads that settle it.
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	settled := rec.now()
 	for _, i := range rec.unknown {
 		rec.ops[i].Return = settled
@@ -442,39 +442,18 @@ func TestLinearizable(t *testing.T) {
 		requests, len(rec.ops), runTime.Round(time.Millisecond), float64(requests)/runTime.Seconds(), len(rec.unknown),
 		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), res, checkTime.Round(time.Millisecond))
 	t.Logf("per kind: %s", strings.Join(kinds, " "))
+	if res == porcupine.Unknown {
+		t.Fatalf("porcupine gave up after %v (history too hard to check)", checkTime)
+	}
 	if res != porcupine.Ok {
-		out := filepath.Join("out", fmt.Sprintf("history-%s.html", time.Now().Format("20060102-150405")))
-		os.MkdirAll("out", 0o755)
-		if err := porcupine.VisualizePath(model, info, out); err != nil {
-			t.Errorf("visualize: %v", err)
+		html, blobs, err := writeViolation("out", rec.ops, info)
+		if err != nil {
+			t.Errorf("writing the violation: %v", err)
 		}
-		abs, _ := filepath.Abs(out)
-		whole := porcupine.NondeterministicModel{Init: Model.Init, Step: Model.Step, Equal: Model.Equal}
-		for _, part := range Model.Partition(rec.ops) {
-			if porcupine.CheckOperations(whole.ToModel(), part) {
-				continue
-			}
-			sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
-			// The shortest failing prefix (by call time) points at the
-			// operation no linearization can explain.
-			lo, hi := 1, len(part)
-			for lo < hi {
-				if mid := (lo + hi) / 2; porcupine.CheckOperations(whole.ToModel(), part[:mid]) {
-					lo = mid + 1
-				} else {
-					hi = mid
-				}
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "shortest failing prefix: %d operations, ending with\n  %s\n\n", lo, model.DescribeOperation(part[lo-1].Input, part[lo-1].Output))
-			for _, op := range part {
-				fmt.Fprintf(&b, "%12.6f %12.6f c%-3d %s\n", float64(op.Call)/1e9, float64(op.Return)/1e9, op.ClientId, model.DescribeOperation(op.Input, op.Output))
-			}
-			txt := strings.TrimSuffix(abs, ".html") + "-" + strings.ReplaceAll(part[0].Input.(Input).Blob, "/", "_") + ".txt"
-			os.WriteFile(txt, []byte(b.String()), 0o644)
-			t.Errorf("blob %s is not linearizable: its history is in %s", part[0].Input.(Input).Blob, txt)
+		for blob, txt := range blobs {
+			t.Errorf("blob %s is not linearizable: its history is in %s", blob, txt)
 		}
-		t.Fatalf("porcupine: %s; history visualization: %s", res, abs)
+		t.Fatalf("porcupine: %s; history visualization: %s", res, html)
 	}
 	if *duration >= 30*time.Second {
 		// The default run must carry the load and the faults it promises.
@@ -487,6 +466,54 @@ func TestLinearizable(t *testing.T) {
 	}
 
 	checkStorage(t, ctx, dsn, s3cfg, bin, common)
+}
+
+// writeViolation writes porcupine's visualization of a failed check under
+// dir and, per blob whose history is not linearizable, a text file with
+// that history and the shortest failing prefix (by call time), which ends
+// at the operation no linearization explains. It returns the absolute
+// paths.
+func writeViolation(dir string, ops []porcupine.Operation, info porcupine.LinearizationInfo) (html string, blobs map[string]string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	html, err = filepath.Abs(filepath.Join(dir, fmt.Sprintf("history-%s.html", time.Now().Format("20060102-150405.000"))))
+	if err != nil {
+		return "", nil, err
+	}
+	model := Model.ToModel()
+	if err := porcupine.VisualizePath(model, info, html); err != nil {
+		return html, nil, err
+	}
+	whole := porcupine.NondeterministicModel{Init: Model.Init, Step: Model.Step, Equal: Model.Equal}
+	blobs = map[string]string{}
+	for _, part := range Model.Partition(ops) {
+		if porcupine.CheckOperations(whole.ToModel(), part) {
+			continue
+		}
+		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		lo, hi := 1, len(part)
+		for lo < hi {
+			if mid := (lo + hi) / 2; porcupine.CheckOperations(whole.ToModel(), part[:mid]) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "shortest failing prefix: %d operations, ending with\n  %s\n\ncall (s)     return (s)   client\n",
+			lo, model.DescribeOperation(part[lo-1].Input, part[lo-1].Output))
+		for _, op := range part {
+			fmt.Fprintf(&b, "%12.6f %12.6f c%-3d %s\n", float64(op.Call)/1e9, float64(op.Return)/1e9, op.ClientId, model.DescribeOperation(op.Input, op.Output))
+		}
+		blob := part[0].Input.(Input).Blob
+		txt := strings.TrimSuffix(html, ".html") + "-" + strings.ReplaceAll(blob, "/", "_") + ".txt"
+		if err := os.WriteFile(txt, []byte(b.String()), 0o644); err != nil {
+			return html, blobs, err
+		}
+		blobs[blob] = txt
+	}
+	return html, blobs, nil
 }
 
 // checkStorage checks the store against the backend: every blob row's
