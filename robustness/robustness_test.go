@@ -463,6 +463,16 @@ func TestLinearizable(t *testing.T) {
 		if requests < 5000 {
 			t.Errorf("%d operations in %v, want at least 5,000", requests, runTime)
 		}
+		// A check passes trivially on a history of unknowns: every kind
+		// must have succeeded and been refused, and few answers be lost.
+		for _, k := range []Kind{Put, Get, Delete, Append, Acquire, Renew, Release, Break, CLI} {
+			if rec.kinds[string(k)+" ok"] == 0 || rec.kinds[string(k)+" refused"] == 0 {
+				t.Errorf("%s: %d succeeded, %d refused; want both", k, rec.kinds[string(k)+" ok"], rec.kinds[string(k)+" refused"])
+			}
+		}
+		if len(rec.unknown)*10 > requests {
+			t.Errorf("%d of %d operations ambiguous, want under 10%%", len(rec.unknown), requests)
+		}
 	}
 
 	checkStorage(t, ctx, dsn, s3cfg, bin, common)
