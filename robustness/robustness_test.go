@@ -572,8 +572,10 @@ func checkStorage(t *testing.T, ctx context.Context, dsn string, s3cfg s3.Config
 		return m
 	}
 	have := objects()
+	missing := 0
 	for k := range referenced {
 		if !have[k] {
+			missing++
 			t.Errorf("a blob row references object %s, missing from the backend", k)
 		}
 	}
@@ -604,7 +606,8 @@ func checkStorage(t *testing.T, ctx context.Context, dsn string, s3cfg s3.Config
 			leaked = append(leaked, k)
 		}
 	}
-	t.Logf("storage: %d blob rows reference %d objects, all present; after gc %d unreferenced objects still queued for collection", rows, len(referenced), pending)
+	t.Logf("storage: %d blob rows reference %d objects, %d missing; after gc %d unreferenced objects still queued for collection, %d neither referenced nor queued",
+		rows, len(referenced), missing, pending, len(leaked))
 	if len(leaked) > 0 {
 		sort.Strings(leaked)
 		t.Errorf("%d objects neither referenced nor queued for collection: %v", len(leaked), leaked[:min(10, len(leaked))])
