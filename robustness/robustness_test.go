@@ -625,6 +625,7 @@ type worker struct {
 	seq     int
 	seen    map[string]string // last ETag this client saw per blob
 	size    map[string]int64  // last length this client saw per append blob
+	held    string            // the blob this client last acquired a lease on ("" after release)
 }
 
 func (w *worker) value() string {
@@ -663,9 +664,9 @@ func (w *worker) one() {
 	case r < 72:
 		w.leaseOp(name, c, Acquire)
 	case r < 75:
-		w.leaseOp(name, c, Renew)
+		w.leaseOp(w.heldOr(name), c, Renew)
 	case r < 80:
-		w.leaseOp(name, c, Release)
+		w.leaseOp(w.heldOr(name), c, Release)
 	case r < 88:
 		w.leaseOp(name, c, Break)
 	case r < 91:
@@ -673,6 +674,16 @@ func (w *worker) one() {
 	default:
 		w.get(name, c, false)
 	}
+}
+
+// heldOr is mostly the blob this client holds a lease on, so that Renew
+// and Release meet their own lease often enough to succeed in every run
+// (someone else's break may have ended it meanwhile), and otherwise name.
+func (w *worker) heldOr(name string) string {
+	if w.held != "" && w.rng.Intn(4) != 0 {
+		return w.held
+	}
+	return name
 }
 
 func (w *worker) conditions(in *Input) *blob.AccessConditions {
@@ -836,7 +847,14 @@ func (w *worker) leaseOp(name string, c *azblob.Client, kind Kind) {
 	case Break:
 		_, err = lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: to.Ptr(int32(0))})
 	}
-	w.record(in, classify(err), call)
+	out := classify(err)
+	switch {
+	case kind == Acquire && out.OK:
+		w.held = name
+	case kind == Release && out.OK && name == w.held:
+		w.held = ""
+	}
+	w.record(in, out, call)
 }
 
 // list lists the run's prefix and records one List observation per blob,
