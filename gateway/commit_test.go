@@ -169,19 +169,7 @@ func TestClientGoneDuringCommit(t *testing.T) {
 	if _, err := b.client.UploadBuffer(ctx, "gone", "x", oldData, nil); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, b.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	holder, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM blobs WHERE container = 'gone' AND name = 'x' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdBlobRow(t, b.dsn, "gone", "x")
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -217,6 +205,28 @@ func TestClientGoneDuringCommit(t *testing.T) {
 	}
 	b.collectAll(t)
 	b.checkNoLeak(t)
+}
+
+// holdBlobRow locks a blob row (FOR UPDATE) in a transaction of its own
+// connection, so a gateway transaction that needs the row waits inside;
+// roll the transaction back to let it go on. The connection is closed when
+// t ends.
+func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM blobs WHERE container = $1 AND name = $2 FOR UPDATE`, container, name); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 // waitForLockWait waits until some session of the database waits on a

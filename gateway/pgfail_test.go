@@ -29,19 +29,8 @@ func TestLeaseOpConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	admin, err := pgx.Connect(ctx, b.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	// Hold the blob row so the gateway's transaction waits inside.
-	holder, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM blobs WHERE container = 'pgfail' AND name = 'x' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdBlobRow(t, b.dsn, "pgfail", "x")
 
 	done := make(chan error, 1)
 	go func() {
