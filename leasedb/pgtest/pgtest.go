@@ -58,6 +58,9 @@ type Server struct {
 	dir  string // temporary root: data/, the socket, the log
 	port int
 	proc *testproc.Proc // nil until postgres runs
+	// extra are more postgres arguments, after the defaults (for a -c
+	// setting given twice, the last one wins): see StartPair.
+	extra []string
 
 	admin *pgxpool.Pool // connected to the "postgres" database
 	seq   atomic.Int64
@@ -117,7 +120,11 @@ func runAs() (*syscall.Credential, error) {
 // StartServer runs initdb in a new temporary directory and starts postgres
 // on a free port. The caller must call Stop. It returns an error wrapping
 // ErrNotInstalled when the binaries are missing.
-func StartServer() (*Server, error) {
+func StartServer() (*Server, error) { return startServer(nil, (*Server).initdb) }
+
+// startServer is StartServer with more postgres arguments and another way
+// to create the data directory (create gets the initdb path).
+func startServer(extra []string, create func(s *Server, initdb string, cred *syscall.Credential) error) (*Server, error) {
 	initdb, postgres, err := binaries()
 	if err != nil {
 		return nil, err
@@ -139,7 +146,7 @@ func StartServer() (*Server, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, extra: extra}
 	ok := false
 	defer func() {
 		if !ok {
@@ -158,7 +165,7 @@ func StartServer() (*Server, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 
-	if err := s.initdb(initdb, cred); err != nil {
+	if err := create(s, initdb, cred); err != nil {
 		return nil, err
 	}
 	var lastErr error
@@ -228,7 +235,7 @@ func (s *Server) prepare(cmd *exec.Cmd, cred *syscall.Credential) {
 // start runs postgres on port and waits until it accepts connections.
 // retry reports whether another port may help (the port was taken).
 func (s *Server) start(postgres string, cred *syscall.Credential, port int) (retry bool, err error) {
-	cmd := exec.Command(postgres,
+	args := []string{
 		"-D", filepath.Join(s.dir, "data"),
 		"-k", s.dir,
 		"-p", strconv.Itoa(port),
@@ -238,7 +245,8 @@ func (s *Server) start(postgres string, cred *syscall.Credential, port int) (ret
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
 		"-c", "log_min_messages=warning",
-	)
+	}
+	cmd := exec.Command(postgres, append(args, s.extra...)...)
 	s.prepare(cmd, cred)
 	proc, err := testproc.Start(cmd, filepath.Join(s.dir, "postgres.log"), syscall.SIGQUIT)
 	if err != nil {
