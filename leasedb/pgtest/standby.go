@@ -155,18 +155,38 @@ func (p *Pair) DSN(database string) string {
 		p.Primary.port, p.Standby.port, database)
 }
 
-// NewDatabase creates an empty database on the primary (it replicates to
-// the standby) and returns its multi-host DSN. The database goes with the
-// pair.
+// CreateDatabase creates an empty database on the primary and waits until
+// the standby has replayed it (a synchronous commit waits for the
+// standby's flush, not its replay), so that it can be opened on either. It
+// returns the name and the multi-host DSN. The database goes with the pair.
+func (p *Pair) CreateDatabase(ctx context.Context, hint string) (name, dsn string, err error) {
+	name, _, err = p.Primary.CreateDatabase(ctx, hint)
+	if err != nil {
+		return "", "", err
+	}
+	for {
+		var n int
+		err := p.Standby.admin.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n)
+		if err == nil && n == 1 {
+			return name, p.DSN(name), nil
+		}
+		if ctx.Err() != nil {
+			return "", "", fmt.Errorf("pgtest: database %s not on the standby: %v", name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// NewDatabase is CreateDatabase for t: it returns the multi-host DSN.
 func (p *Pair) NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	name, _, err := p.Primary.CreateDatabase(ctx, t.Name())
+	_, dsn, err := p.CreateDatabase(ctx, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.DSN(name)
+	return dsn
 }
 
 // KillPrimary sends SIGKILL to the primary's postmaster and all its
