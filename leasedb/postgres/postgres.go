@@ -115,6 +115,9 @@ func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
 func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.run(ctx, opts, readOnly, fn)
+		if !readOnly && ctx.Err() == nil && serverReadOnly(err) {
+			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
+		}
 		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
 			return markUnavailable(ctx, err)
 		}
@@ -222,6 +225,22 @@ func markUnavailable(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 	}
 	return err
+}
+
+// serverReadOnly reports whether a read-write transaction failed because
+// the server accepts only reads: a hot standby refuses BEGIN READ WRITE
+// with feature_not_supported (0A000, "cannot set transaction read-write
+// mode during recovery"), a read-only server a write with
+// read_only_sql_transaction (25006). That is an outage of the database
+// (a failover in progress, a DSN that reached a standby), not the
+// request's fault: the gateway answers 503 ServerBusy, not 500.
+func serverReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	var be *errBegin
+	return pgErr.Code == "25006" || (pgErr.Code == "0A000" && errors.As(err, &be))
 }
 
 func retryable(err error) bool {
