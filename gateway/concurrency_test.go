@@ -19,7 +19,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/blobgw/blobgw/backends"
-	"github.com/blobgw/blobgw/leasedb"
 )
 
 // TestCreateOnlyRace: 32 goroutines released together doing Put Blob with
@@ -308,56 +307,13 @@ func (b *bundle) countObjects(t *testing.T) int {
 
 // checkNoLeak asserts the no-leak invariant: every backend object is
 // referenced by a blob or snapshot row, a staged block or a collection
-// entry (upload intents included).
+// entry (upload intents included), the set Store.ReferencedKeys walks.
 func (b *bundle) checkNoLeak(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	ref := map[string]bool{}
-	keys, err := b.db.Store.CollectionKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		ref[k] = true
-	}
-	err = b.db.Store.View(ctx, func(tx leasedb.Tx) error {
-		conts, err := tx.ListContainers(ctx, "devstoreaccount1", "", "", 10000)
-		if err != nil {
-			return err
-		}
-		for _, c := range conts {
-			entries, err := tx.ListEntries(ctx, c.Account, c.Name, "", "", "", 100000, leasedb.ListInclude{Uncommitted: true})
-			if err != nil {
-				return err
-			}
-			for _, e := range entries {
-				staged, err := tx.Blocks(ctx, c.Account, c.Name, e.Blob.Name)
-				if err != nil {
-					return err
-				}
-				for _, sb := range staged {
-					ref[sb.Key] = true
-				}
-			}
-			blobs, err := tx.ListBlobs(ctx, c.Account, c.Name, "", "", 100000)
-			if err != nil {
-				return err
-			}
-			for _, bl := range blobs {
-				for _, k := range bl.Keys() {
-					ref[k] = true
-				}
-				snaps, err := tx.Snapshots(ctx, c.Account, c.Name, bl.Name)
-				if err != nil {
-					return err
-				}
-				for _, sn := range snaps {
-					for _, k := range sn.Keys() {
-						ref[k] = true
-					}
-				}
-			}
-		}
+	err := b.db.Store.ReferencedKeys(ctx, func(key, _ string) error {
+		ref[key] = true
 		return nil
 	})
 	if err != nil {

@@ -18,13 +18,15 @@ import (
 // gateway never reads (User-Agent, ...) are left alone.
 func checkHeaderText(h http.Header) error {
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if !textHeader(lk) {
-			continue
-		}
 		for _, v := range vs {
 			if utf8.ValidString(v) {
 				continue
+			}
+			// Only an invalid value costs the name lookup: this runs
+			// on every request.
+			lk := strings.ToLower(k)
+			if !textHeader(lk) {
+				break
 			}
 			shown := strings.ToValidUTF8(v, "\uFFFD")
 			if strings.HasPrefix(lk, metaPrefix) {

@@ -119,12 +119,12 @@ func benchPages(b *testing.B, db *leasedb.DB, n int) {
 		b.Fatal(err)
 	}
 	type page struct {
-		name            string
-		delimiter       string
-		max             int
-		start, mid, end string // markers' names
-		find            bool
-		wantPrefixes    bool
+		name         string
+		delimiter    string
+		max          int
+		mid, end     string // markers' names (the start has none)
+		find         bool
+		wantPrefixes bool
 	}
 	pages := []page{
 		{name: "flat5000", max: 5000, mid: nameAt(n/2 - 1), end: nameAt(n - 5001)},

@@ -97,30 +97,7 @@ func TestListEntriesPlan(t *testing.T) {
 	for _, c := range plancase.Cases() {
 		q, args := sqlq.ListEntries(func(n int) string { return "$" + strconv.Itoa(n) },
 			planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-		for _, generic := range []bool{false, true} {
-			mode := "custom"
-			if generic {
-				mode = "generic"
-			}
-			m, err := explainRows(ctx, conn, q, args, generic)
-			if err != nil {
-				t.Fatalf("%s (%s plan): %v", c.Name, mode, err)
-			}
-			bad := false
-			if m.seqScans != nil {
-				t.Errorf("%s (%s plan): sequential scan of %v", c.Name, mode, m.seqScans)
-				bad = true
-			}
-			if m.planRows > planBound(c.Limit) || m.statRows > planBound(c.Limit) {
-				t.Errorf("%s (%s plan): read %d rows by the plan, %d by the statistics; want at most %d",
-					c.Name, mode, m.planRows, m.statRows, planBound(c.Limit))
-				bad = true
-			}
-			if bad {
-				t.Logf("plan of %s (%s):\n%s", c.Name, mode, explainText(ctx, conn, q, args, generic))
-			}
-			worst.Note(mode+" plan", c.Name, c.Limit, max(m.planRows, m.statRows))
-		}
+		checkQueryPlans(t, ctx, conn, worst, "", c.Name, q, args, c.Limit)
 
 		// The same case through the Store, against the model.
 		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
@@ -146,36 +123,45 @@ func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, con
 	worst := plancase.Worst{}
 	for _, c := range plancase.DelimCases() {
 		q, args := sqlq.ListDelimited(postgres.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-		for _, generic := range []bool{false, true} {
-			mode := "custom"
-			if generic {
-				mode = "generic"
-			}
-			m, err := explainRows(ctx, conn, q, args, generic)
-			if err != nil {
-				t.Fatalf("delimited %s (%s plan): %v", c.Name, mode, err)
-			}
-			bad := false
-			if m.seqScans != nil {
-				t.Errorf("delimited %s (%s plan): sequential scan of %v", c.Name, mode, m.seqScans)
-				bad = true
-			}
-			if m.planRows > planBound(c.Limit) || m.statRows > planBound(c.Limit) {
-				t.Errorf("delimited %s (%s plan): read %d rows by the plan, %d by the statistics; want at most %d",
-					c.Name, mode, m.planRows, m.statRows, planBound(c.Limit))
-				bad = true
-			}
-			if bad {
-				t.Logf("plan of delimited %s (%s):\n%s", c.Name, mode, explainText(ctx, conn, q, args, generic))
-			}
-			worst.Note(mode+" plan", c.Name, c.Limit, max(m.planRows, m.statRows))
-		}
+		checkQueryPlans(t, ctx, conn, worst, "delimited ", c.Name, q, args, c.Limit)
 		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
 			t.Errorf("delimited %s: %v", c.Name, err)
 		}
 	}
 	for _, l := range worst.Lines("rows read") {
 		t.Log("delimited, " + l)
+	}
+}
+
+// checkQueryPlans runs q once in a custom and once in a generic plan and
+// fails the case (named label+name in messages) on a sequential scan or on
+// more rows read than planBound(limit), by the plan or by the statistics
+// counters; it notes the rows read in worst.
+func checkQueryPlans(t *testing.T, ctx context.Context, conn *pgx.Conn, worst plancase.Worst, label, name, q string, args []any, limit int) {
+	t.Helper()
+	for _, generic := range []bool{false, true} {
+		mode := "custom"
+		if generic {
+			mode = "generic"
+		}
+		m, err := explainRows(ctx, conn, q, args, generic)
+		if err != nil {
+			t.Fatalf("%s%s (%s plan): %v", label, name, mode, err)
+		}
+		bad := false
+		if m.seqScans != nil {
+			t.Errorf("%s%s (%s plan): sequential scan of %v", label, name, mode, m.seqScans)
+			bad = true
+		}
+		if m.planRows > planBound(limit) || m.statRows > planBound(limit) {
+			t.Errorf("%s%s (%s plan): read %d rows by the plan, %d by the statistics; want at most %d",
+				label, name, mode, m.planRows, m.statRows, planBound(limit))
+			bad = true
+		}
+		if bad {
+			t.Logf("plan of %s%s (%s):\n%s", label, name, mode, explainText(ctx, conn, q, args, generic))
+		}
+		worst.Note(mode+" plan", name, limit, max(m.planRows, m.statRows))
 	}
 }
 

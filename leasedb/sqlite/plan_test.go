@@ -151,30 +151,7 @@ func TestListEntriesPlan(t *testing.T) {
 		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
 				planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-			plan, err := queryPlan(ctx, conn, q, args)
-			if err != nil {
-				t.Fatalf("%s: %v", c.Name, err)
-			}
-			bad := checkPlan(plan, q)
-			scans, err := bytecodeScans(ctx, conn, q, args, roots)
-			if err != nil {
-				t.Fatalf("%s: %v", c.Name, err)
-			}
-			bad = append(bad, scans...)
-			pages, err := pagesFetched(ctx, conn, q, args...)
-			if err != nil {
-				t.Fatalf("%s: %v", c.Name, err)
-			}
-			if pages > planPageBound(c.Limit) {
-				bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, planPageBound(c.Limit)))
-			}
-			for _, b := range bad {
-				t.Errorf("%s (%s): %s", c.Name, phase, b)
-			}
-			if bad != nil {
-				t.Logf("plan of %s (%s):\n%s", c.Name, phase, planText(plan))
-			}
-			worst.Note(phase, c.Name, c.Limit, pages)
+			checkQueryPlan(t, ctx, conn, roots, worst, "", c.Name, phase, q, args, c.Limit, planPageBound(c.Limit))
 
 			if phase != "no statistics" {
 				continue
@@ -203,30 +180,7 @@ func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, con
 	worst := plancase.Worst{}
 	for _, c := range plancase.DelimCases() {
 		q, args := sqlq.ListDelimited(sqlite.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-		plan, err := queryPlan(ctx, conn, q, args)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		bad := checkPlan(plan, q)
-		scans, err := bytecodeScans(ctx, conn, q, args, roots)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		bad = append(bad, scans...)
-		pages, err := pagesFetched(ctx, conn, q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		if pages > delimPageBound(c.Limit) {
-			bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, delimPageBound(c.Limit)))
-		}
-		for _, b := range bad {
-			t.Errorf("delimited %s (%s): %s", c.Name, phase, b)
-		}
-		if bad != nil {
-			t.Logf("plan of delimited %s (%s):\n%s", c.Name, phase, planText(plan))
-		}
-		worst.Note(phase, c.Name, c.Limit, pages)
+		checkQueryPlan(t, ctx, conn, roots, worst, "delimited ", c.Name, phase, q, args, c.Limit, delimPageBound(c.Limit))
 		if phase != "no statistics" {
 			continue
 		}
@@ -237,6 +191,37 @@ func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, con
 	for _, l := range worst.Lines("pages fetched") {
 		t.Log("delimited, " + l)
 	}
+}
+
+// checkQueryPlan fails the case (named label+name in messages) when q's
+// plan or bytecode scans a table, or when running it fetches more than
+// bound pages; it notes the pages fetched in worst.
+func checkQueryPlan(t *testing.T, ctx context.Context, conn *sql.Conn, roots map[int64]string, worst plancase.Worst, label, name, phase, q string, args []any, limit, bound int) {
+	t.Helper()
+	plan, err := queryPlan(ctx, conn, q, args)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	bad := checkPlan(plan, q)
+	scans, err := bytecodeScans(ctx, conn, q, args, roots)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	bad = append(bad, scans...)
+	pages, err := pagesFetched(ctx, conn, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if pages > bound {
+		bad = append(bad, fmt.Sprintf("fetched %d pages, want at most %d", pages, bound))
+	}
+	for _, b := range bad {
+		t.Errorf("%s%s (%s): %s", label, name, phase, b)
+	}
+	if bad != nil {
+		t.Logf("plan of %s%s (%s):\n%s", label, name, phase, planText(plan))
+	}
+	worst.Note(phase, name, limit, pages)
 }
 
 // delimPageBound is the most pages one ListDelimited query may fetch. A
