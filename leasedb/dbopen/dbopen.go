@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/postgres"
@@ -78,17 +79,40 @@ func open(ctx context.Context, dsn string) (migrator, error) {
 // schema is newer than the newest migration built into this binary is
 // refused with an error wrapping leasedb.ErrSchemaTooNew that names both
 // versions.
+//
+// A migration the database did not answer (leasedb.ErrUnavailable: the
+// connection was lost, also at COMMIT, or the server restarted) is run
+// again for up to migrateRetryFor: a replica starting while Postgres
+// restarts or its connection is cut comes up instead of exiting.
+// Migrating is idempotent (the drivers read the schema version under the
+// migration lock), so a retried migration whose COMMIT did land applies
+// nothing twice.
 func Open(ctx context.Context, dsn string) (leasedb.Store, error) {
 	s, err := open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.Migrate(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("dbopen: %w", err)
+	deadline := time.Now().Add(migrateRetryFor)
+	for attempt := 1; ; attempt++ {
+		_, _, err = s.Migrate(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, leasedb.ErrUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+			s.Close()
+			return nil, fmt.Errorf("dbopen: %w", err)
+		}
+		t := time.NewTimer(min(time.Duration(attempt)*100*time.Millisecond, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
 	}
-	return s, nil
 }
+
+// migrateRetryFor bounds how long Open retries an unanswered migration.
+const migrateRetryFor = 30 * time.Second
 
 // Migrate applies pending migrations to the database dsn names (the
 // `blobgw migrate` command) and returns the schema version before and after;

@@ -125,3 +125,40 @@ func TestPostgres(t *testing.T) {
 		t.Errorf("Migrate: %v, want ErrSchemaTooNew", err)
 	}
 }
+
+// TestPostgresMigrateCut: a connection lost while the schema is migrated,
+// before COMMIT reaches the server or after the server committed but
+// before its answer, does not stop Open: it migrates again, and the
+// database ends at the newest schema with each migration applied once.
+func TestPostgresMigrateCut(t *testing.T) {
+	ctx := context.Background()
+	latest, _ := migrations.Latest(migrations.Postgres)
+	for _, cut := range []pgtest.Cut{pgtest.CutBefore, pgtest.CutAfterReply} {
+		dsn := pgtest.Start(t)
+		p := pgtest.StartProxy(t, dsn)
+		p.SetCut(pgtest.CutOnce(func(q pgtest.Query) bool {
+			return q.IsCommit() && q.InTx("schema_version")
+		}, cut))
+		s, err := dbopen.Open(ctx, p.DSN(dsn))
+		if err != nil {
+			t.Fatalf("cut %d: Open: %v", cut, err)
+		}
+		smoke(t, s)
+		s.Close()
+		if p.Cuts() != 1 {
+			t.Fatalf("cut %d: %d connections cut, want 1", cut, p.Cuts())
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n, maxV int
+		if err := conn.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_version`).Scan(&n, &maxV); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+		if n != latest || maxV != latest {
+			t.Errorf("cut %d: schema_version has %d rows up to %d, want %d", cut, n, maxV, latest)
+		}
+	}
+}

@@ -355,6 +355,15 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 // past target is left alone (there are no down migrations); a target
 // beyond the newest embedded migration is an error.
 func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err error) {
+	from, to, err = s.migrateTo(ctx, target)
+	// A lost connection (also one lost at COMMIT) is tagged
+	// leasedb.ErrUnavailable, so a caller can run the migration again:
+	// it reads schema_version under the migration lock, so a run whose
+	// COMMIT did land applies nothing twice.
+	return from, to, markUnavailable(ctx, err)
+}
+
+func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err error) {
 	plan, err := sqlq.PlanMigration("leasedb/postgres", migrations.Postgres, target)
 	if err != nil {
 		return 0, 0, err
