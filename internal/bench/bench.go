@@ -198,15 +198,15 @@ func validWorkload(w string) bool {
 	return false
 }
 
-// Run runs the workloads on every set (one or two) and, with two sets,
-// the ratios of the first to the second.
+// Run runs the workloads on every set and, with two sets or more, the
+// ratios of each set to the last one (the baseline).
 func Run(ctx context.Context, cfg Config, workloads []string, sets []Set) (*Report, error) {
 	cfg.defaults()
 	if err := Validate(workloads); err != nil {
 		return nil, err
 	}
-	if len(sets) == 0 || len(sets) > 2 {
-		return nil, fmt.Errorf("bench: one or two endpoint sets, not %d", len(sets))
+	if len(sets) == 0 {
+		return nil, errors.New("bench: no endpoint set")
 	}
 	targets := make([]*target, len(sets))
 	for i, s := range sets {
@@ -218,18 +218,20 @@ func Run(ctx context.Context, cfg Config, workloads []string, sets []Set) (*Repo
 		targets[i] = t
 	}
 	rep := &Report{}
-	flip := false
+	reverse := false
 	for _, w := range workloads {
 		sum := make([]*Result, len(targets))
 		for round := 0; round < cfg.Rounds; round++ {
+			// The order reverses from one round (and workload) to the
+			// next, so no set always runs first or last.
 			order := make([]int, len(targets))
 			for i := range order {
 				order[i] = i
+				if reverse {
+					order[i] = len(targets) - 1 - i
+				}
 			}
-			if flip && len(order) == 2 {
-				order[0], order[1] = 1, 0
-			}
-			flip = !flip
+			reverse = !reverse
 			for _, i := range order {
 				if err := ctx.Err(); err != nil {
 					return rep, err
@@ -242,8 +244,8 @@ func Run(ctx context.Context, cfg Config, workloads []string, sets []Set) (*Repo
 			}
 		}
 		rep.Results = append(rep.Results, sum...)
-		if len(sum) == 2 {
-			rep.Ratios = append(rep.Ratios, ratio(sum[0], sum[1]))
+		for i := 0; i+1 < len(sum); i++ {
+			rep.Ratios = append(rep.Ratios, ratio(sum[i], sum[len(sum)-1]))
 		}
 	}
 	return rep, nil

@@ -56,9 +56,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.Ratios) > 0 {
-		fmt.Fprintf(w, "\nratios (%s / %s):\n", r.Ratios[0].A, r.Ratios[0].B)
+		fmt.Fprintf(w, "\nratios (to %s):\n", r.Ratios[0].B)
 		for _, ra := range r.Ratios {
-			line := fmt.Sprintf("  %-18s ops/s %.2fx", ra.Workload, ra.Ops)
+			line := fmt.Sprintf("  %-18s %s / %s: ops/s %.2fx", ra.Workload, ra.A, ra.B, ra.Ops)
 			if ra.MB > 0 {
 				line += fmt.Sprintf("  MB/s %.2fx", ra.MB)
 			}
