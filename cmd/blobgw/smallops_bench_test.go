@@ -40,7 +40,7 @@ import (
 // Postgres, with the database CPU per operation.
 //
 // Knobs: BLOBGW_BENCH_DURATION (each timed phase, default 5s),
-// BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_LARGE (bytes, default 64
+// BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_LARGE (bytes, default 16
 // MiB). Figures from a shared machine are noisy: compare the ratios of one
 // run, not figures of different runs.
 //
@@ -48,7 +48,7 @@ import (
 func BenchmarkSmallOps(b *testing.B) {
 	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
 	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
-	large := envInt(b, "BLOBGW_BENCH_LARGE", 64<<20)
+	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	ctx := context.Background()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "blobgw")

@@ -484,11 +484,11 @@ func (t *target) run(ctx context.Context, cfg Config, w string) (*Result, error)
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	stop()
+	res.Ops, res.Bytes, res.Requests = tl.ops.Load(), tl.bytes.Load(), tl.requests.Load()
+	res.Items, res.Conflicts = tl.items.Load(), tl.conflicts.Load()
 	if done != nil {
 		done(res)
 	}
-	res.Ops, res.Bytes, res.Requests = tl.ops.Load(), tl.bytes.Load(), tl.requests.Load()
-	res.Items, res.Conflicts = tl.items.Load(), tl.conflicts.Load()
 	res.Errors = tl.errors
 	for _, l := range lats {
 		res.lat = append(res.lat, l...)
