@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/internal/bench"
+	"github.com/urfave/cli/v2"
 )
 
 // runBenchApp runs `blobgw bench` with args and returns its standard
@@ -107,6 +109,28 @@ func TestBenchCommand(t *testing.T) {
 	stdout, stderr, code = runBenchApp(t, "--endpoint", a.url, "--compare", b.url, "--workload", "put-small,rmw-hot", "--duration", "200ms", "--clients", "2")
 	if code != 0 || !strings.Contains(stdout, "ops/s") || !strings.Contains(stdout, "ratios (to B)") || !strings.Contains(stdout, "lost updates 0") {
 		t.Fatalf("table (%d):\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestBenchFlags: a request the command cannot honour is refused with
+// status 2 before anything runs.
+func TestBenchFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--workload", "put-small"},
+		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--workload", "put-tiny"},
+		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--size", "4XB"},
+		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--clients", "0"},
+		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--page-size", "5001"},
+		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--compare", "http://127.0.0.1:2/devstoreaccount1", "--compare-name", "A"},
+	} {
+		var out, errOut bytes.Buffer
+		app := newApp()
+		app.Writer, app.ErrWriter = &out, &errOut
+		err := app.Run(append([]string{"blobgw", "bench"}, args...))
+		var ec cli.ExitCoder
+		if !errors.As(err, &ec) || ec.ExitCode() != 2 {
+			t.Errorf("bench %q: %v, want exit status 2", args, err)
+		}
 	}
 }
 

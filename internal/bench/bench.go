@@ -581,6 +581,12 @@ func (t *target) prepare(ctx context.Context, cfg Config, w string, tl *tally) (
 				tl.requests.Add(1)
 				r, err := bb.Upload(ctx, body(t.small), &blockblob.UploadOptions{AccessConditions: ifMatch(etag)})
 				if err != nil {
+					// A failed write may or may not have landed: start
+					// again from the current ETag, or every later attempt
+					// would be a 412.
+					if p, perr := bb.GetProperties(ctx, nil); perr == nil {
+						etag = p.ETag
+					}
 					return 0, err
 				}
 				etag = r.ETag
