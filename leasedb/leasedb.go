@@ -267,6 +267,30 @@ type Tx interface {
 	// prefix whose name is > after (byte order), ordered by name.
 	ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*Container, error)
 
+	// MoveContainer moves the container row (from, name) and every row
+	// under it (blob, snapshot and staged block rows, their tag index,
+	// the adopted keys they hold) to account to, keeping the name:
+	// Delete Container with retention and Restore Container (see
+	// DeletedAccount). ErrNotFound when (from, name) is absent, ErrExists
+	// when (to, name) is taken. The caller holds the container's lock.
+	MoveContainer(ctx context.Context, from, name, to string) error
+	// InsertDeletedContainer records a soft-deleted container; ErrExists
+	// when (account, name, version) is recorded already.
+	InsertDeletedContainer(ctx context.Context, d *DeletedContainer) error
+	// DeletedContainer reads one record; (nil, nil) when absent.
+	DeletedContainer(ctx context.Context, account, name, version string) (*DeletedContainer, error)
+	// RemoveDeletedContainer removes one record; ErrNotFound when absent.
+	RemoveDeletedContainer(ctx context.Context, account, name, version string) error
+	// ListDeletedContainers returns up to limit records of account with
+	// the prefix, ordered by name then version, strictly after (after,
+	// afterVersion) in that order (afterVersion "" is before every
+	// version of after).
+	ListDeletedContainers(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]*DeletedContainer, error)
+	// ExpiredContainers returns up to limit records (any account) whose
+	// ExpiresAt is not after before, soonest first, from an index of the
+	// expiry times.
+	ExpiredContainers(ctx context.Context, before time.Time, limit int) ([]*DeletedContainer, error)
+
 	// Blob reads a blob row; (nil, nil) when absent. With LockExclusive it
 	// serializes against every other locking transaction on the same
 	// (account, container, name), whether or not the row exists (Postgres:
