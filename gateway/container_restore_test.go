@@ -8,8 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
@@ -302,4 +307,79 @@ func TestRestoreContainerHeaders(t *testing.T) {
 	if _, err := b.client.ServiceClient().NewContainerClient("hdr").GetProperties(ctx, nil); err != nil {
 		t.Fatalf("restored container: %v", err)
 	}
+}
+
+// Restore Container by SAS: an account SAS that may create containers
+// restores; one that may only read and list is refused, and a service SAS
+// never grants it. The container's lease ends with the delete: the
+// restored container is not leased.
+func TestRestoreContainerSAS(t *testing.T) {
+	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
+		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+	ctx := context.Background()
+	svc := b.client.ServiceClient()
+	if _, err := b.client.CreateContainer(ctx, "sas-restore", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := svc.NewContainerClient("sas-restore")
+	lc, err := lease.NewContainerClient(cc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(ctx, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Delete(ctx, &container.DeleteOptions{AccessConditions: &container.AccessConditions{
+		LeaseAccessConditions: &container.LeaseAccessConditions{LeaseID: lc.LeaseID()}}}); err != nil {
+		t.Fatal(err)
+	}
+	del := deletedItems(listAll(t, b.client, true), "sas-restore")
+	if len(del) != 1 {
+		t.Fatalf("%d deleted entries", len(del))
+	}
+	now := time.Now().UTC()
+	client := func(perm sas.AccountPermissions) *service.Client {
+		u, err := svc.GetSASURL(sas.AccountResourceTypes{Service: true, Container: true, Object: true}, perm, now.Add(time.Hour), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := service.NewClientWithNoCredential(u, &service.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	_, err = client(sas.AccountPermissions{Read: true, List: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil)
+	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
+	svcSAS := b.sasURL(t, "sas-restore", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: now.Add(time.Hour),
+		ContainerName: "sas-restore", Permissions: (&sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}).String()})
+	resp, err := http.DefaultClient.Do(mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
+		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": *del[0].Version}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantStatus(t, resp, 403, "AuthorizationPermissionMismatch", "service SAS")
+	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil); err != nil {
+		t.Fatalf("restore by account SAS with c: %v", err)
+	}
+	props, err := cc.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *props.LeaseState != "available" {
+		t.Errorf("restored container lease state %s, want available", *props.LeaseState)
+	}
+}
+
+func mustRequest(t *testing.T, method, url string, hdr map[string]string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	return r
 }

@@ -229,8 +229,10 @@ type Store interface {
 	// collection-queue entry (upload intents included) references, all read
 	// in one read transaction (blobgw fsck). ref names one row holding the
 	// key ("account/container/blob", "...?snapshot=ID" for a snapshot row,
-	// "... (staged block ID)" for a staged block); it is "" for a key that
-	// only the collection queue holds. The database sorts (spilling to disk
+	// "... (staged block ID)" for a staged block; the rows of a
+	// soft-deleted container count too, their account being
+	// DeletedAccount's "account/version"); it is "" for a key that only
+	// the collection queue holds. The database sorts (spilling to disk
 	// as it needs) and the rows stream, so memory stays bounded at any
 	// count. It stops at fn's first error and returns it, and never runs fn
 	// again from the start (no retry).

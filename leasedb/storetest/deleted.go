@@ -17,8 +17,7 @@ import (
 func fillContainer(t *testing.T, s leasedb.Store, c string) *leasedb.Blob {
 	t.Helper()
 	mustInsertContainer(t, s, c)
-	b := fullBlob(c, "b")
-	b.Lease = leasedb.Lease{}
+	b := fullBlob(c, "b") // leased
 	b.Extents = []leasedb.Extent{{Key: "obj/" + c + "/2", Size: 1 << 40}, {Key: "obj/" + c + "/1", Size: 17}, {Key: "x/adopted-" + c, Size: 3}}
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
 		if err := tx.PutBlob(ctx, b); err != nil {
@@ -269,6 +268,10 @@ func testContainerSoftDelete(t *testing.T, s leasedb.Store) {
 		t.Fatal(err)
 	}
 	checkEmpty(t, "after a soft delete", readContents(t, s, acct, "c"))
+	// Operators' lease listings pass the deleted container's blobs by.
+	if rows, _, err := db.ListLeases(ctx, leasedb.LeaseFilter{}); err != nil || len(rows) != 0 {
+		t.Errorf("ListLeases after a soft delete: %+v, %v; want none", rows, err)
+	}
 	if _, _, err := db.GetContainer(ctx, acct, "c", ""); !svcerr.HasCode(err, svcerr.ContainerNotFound) {
 		t.Fatalf("Get Container Properties of a deleted container: %v", err)
 	}
@@ -315,6 +318,9 @@ func testContainerSoftDelete(t *testing.T, s leasedb.Store) {
 		t.Fatalf("restore: %v", err)
 	}
 	checkHolds(t, "restored", readContents(t, s, acct, "c"), acct, "c", b)
+	if rows, _, err := db.ListLeases(ctx, leasedb.LeaseFilter{}); err != nil || len(rows) != 1 || rows[0].Blob != "b" {
+		t.Errorf("ListLeases after the restore: %+v, %v; want blob b", rows, err)
+	}
 	if err := db.RestoreContainer(ctx, acct, "c", del.Version); !svcerr.HasCode(err, svcerr.ContainerNotFound) {
 		t.Fatalf("second restore: %v", err)
 	}
