@@ -33,12 +33,14 @@ import (
 // not the upload intent pool's batched refills nor the CORS rules a
 // replica rereads every 5 s (the least of a few runs is taken). The aim is
 // at most 4 statements for a conditional Put Blob and for Lease Blob, and
-// 1 for a read: whoever brings a figure down lowers its ceiling here.
+// 1 for a read: whoever brings a figure down lowers its ceiling here. A
+// read is one statement outside any transaction (its own snapshot), so its
+// ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
 	"Put Blob If-Match":   {18, 17, 2},
-	"Lease Blob acquire":  {7, 6, 1},
-	"Get Blob":            {4, 4, 1},
-	"Get Blob Properties": {4, 4, 1},
+	"Lease Blob acquire":  {4, 4, 1},
+	"Get Blob":            {1, 1, 0},
+	"Get Blob Properties": {1, 1, 0},
 }
 
 // TestStatementsPerOperation counts, with the Postgres driver's statement
@@ -124,7 +126,7 @@ func TestStatementsPerOperation(t *testing.T) {
 			strings.Join(least.SQL, "\n\t"))
 		ceil := statementCeilings[name]
 		// A count of zero means the counter saw nothing: it is broken.
-		if least.Statements == 0 || least.Transactions == 0 {
+		if least.Statements == 0 || (least.Transactions == 0 && ceil.transactions > 0) {
 			t.Errorf("%s: the counter saw %d statements, %d transactions", name, least.Statements, least.Transactions)
 		}
 		if least.Statements > ceil.statements || least.RoundTrips > ceil.roundTrips || least.Transactions > ceil.transactions {

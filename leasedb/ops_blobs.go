@@ -12,39 +12,22 @@ import (
 // (ErrNotModified for 304). The returned time is the database clock, for
 // computing lease headers.
 func (d *DB) GetBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) (*Blob, time.Time, error) {
-	var out *Blob
-	var now time.Time
-	err := d.Store.View(ctx, func(tx Tx) error {
-		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		if b == nil {
-			c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
-			if err != nil {
-				return err
-			}
-			if c == nil {
-				return svcerr.New(svcerr.ContainerNotFound)
-			}
-			return svcerr.New(svcerr.BlobNotFound)
-		}
-		if now, err = tx.Now(ctx); err != nil {
-			return err
-		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalRead(cond, blobResource(b)); err != nil {
-			// The row is still returned with a 304 so the caller can send
-			// its ETag and Last-Modified.
-			out = b
-			return err
-		}
-		out = b
-		return nil
-	})
-	return out, now, err
+	b, containerExists, now, err := d.readBlob(ctx, ref)
+	if err != nil {
+		return nil, now, err
+	}
+	if !containerExists {
+		return nil, now, svcerr.New(svcerr.ContainerNotFound)
+	}
+	if b == nil {
+		return nil, now, svcerr.New(svcerr.BlobNotFound)
+	}
+	if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+		return nil, now, err
+	}
+	// With a 304 (ErrNotModified) the row is still returned so the caller
+	// can send its ETag and Last-Modified.
+	return b, now, EvalRead(cond, blobResource(b))
 }
 
 // PutBlobRequest is the metadata half of Put Blob, Put Blob From URL and

@@ -23,7 +23,7 @@ import (
 func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*Blob, LeaseResult, error) {
 	var out *Blob
 	var res LeaseResult
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
 			return cond.missingBlob()
 		}
@@ -199,7 +199,7 @@ func (d *DB) operateLease(ctx context.Context, ref BlobRef, fn func(now time.Tim
 		})
 		return out, err
 	}
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b == nil {
 			return svcerr.New(svcerr.BlobNotFound)
 		}

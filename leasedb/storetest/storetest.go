@@ -94,6 +94,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ContainerMove", testContainerMove},
 		{"DeletedContainerRecords", testDeletedContainerRecords},
 		{"ContainerSoftDelete", testContainerSoftDelete},
+		{"OneStatementReads", testOneStatement},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

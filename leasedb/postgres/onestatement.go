@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+var (
+	_ leasedb.BlobReader = (*Store)(nil)
+	_ leasedb.BlobLocker = (*tx)(nil)
+)
+
+// readBlobSQL is ReadBlob's statement: the row, the container check and
+// clock_timestamp() in one snapshot.
+var readBlobSQL = sqlq.OneBlob(dialect.Placeholder, "", "blobs", "clock_timestamp()")
+
+// lockBlobSQL is LockBlob's statement. The row is locked in a
+// MATERIALIZED CTE, so the outer SELECT (and clock_timestamp() in it) runs
+// only once the lock is granted: a clock read in the locking SELECT's own
+// output list could be read before a wait on the lock and come out stale.
+// At READ COMMITTED a row changed by the transaction that held the lock is
+// re-read (its newest version, or none when it was deleted or moved).
+var lockBlobSQL = sqlq.OneBlob(dialect.Placeholder,
+	`WITH locked AS MATERIALIZED (SELECT `+blobCols+` FROM blobs WHERE account = $1 AND container = $2 AND name = $3 FOR UPDATE) `,
+	"locked", "clock_timestamp()")
+
+func skipColumn() any { return nil }
+
+// ReadBlob implements leasedb.BlobReader: one statement on the pool, no
+// BEGIN or ROLLBACK. A failure that pgx says never reached the server is
+// retried, as View retries a BEGIN that did not.
+func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+	if err := checkText(account, container, name); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		b, ok, now, err := s.readBlob(ctx, account, container, name)
+		if err == nil {
+			return b, ok, now, nil
+		}
+		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
+			return nil, false, time.Time{}, markUnavailable(ctx,
+				fmt.Errorf("leasedb/postgres: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err)))
+		}
+		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
+			return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
+		}
+	}
+}
+
+func (s *Store) readBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+	rows, err := s.pool.Query(ctx, readBlobSQL, account, container, name)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	defer rows.Close()
+	var now time.Time
+	b, ok, err := sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+}
+
+// LockBlob implements leasedb.BlobLocker: the row FOR UPDATE, the
+// container check and the clock in one statement, without the advisory
+// name lock Blob takes with LockExclusive (an absent row is not locked).
+func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+	if err := checkText(account, container, name); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	if t.readOnly {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: read-only transaction", account, container, name)
+	}
+	b, ok, now, err := func() (*leasedb.Blob, bool, time.Time, error) {
+		rows, err := t.tx.Query(ctx, lockBlobSQL, account, container, name)
+		if err != nil {
+			return nil, false, time.Time{}, err
+		}
+		defer rows.Close()
+		var now time.Time
+		b, ok, err := sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now)
+		if err != nil {
+			return nil, false, time.Time{}, err
+		}
+		rows.Close()
+		return b, ok, now, rows.Err()
+	}()
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
+	}
+	// The clock of the transaction is read once, after its first lock.
+	if t.now.IsZero() {
+		t.now = now.UTC().Truncate(time.Microsecond)
+	}
+	return b, ok, t.now, nil
+}

@@ -1,0 +1,104 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+)
+
+// seedBlob creates container c and blob c/b in account a.
+func seedBlob(t *testing.T, s leasedb.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx leasedb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
+			return err
+		}
+		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x2"`,
+			Created: now, LastModified: now, Size: 3, Lease: leasedb.Lease{ID: "x", State: "leased", Duration: -1, Since: now}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LockBlob reads the clock once its lock is granted, not before it waits:
+// a lease decided on a clock read before the wait would be decided in
+// the past. Another transaction holds the row lock (without changing the
+// row), reads its clock once LockBlob waits for it, and ends; the clock
+// LockBlob returns must not be earlier.
+func TestLockBlobClockAfterLock(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	seedBlob(t, s)
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	watcher, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(ctx)
+	htx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := htx.Exec(ctx, `SELECT 1 FROM blobs WHERE account = 'a' AND container = 'c' AND name = 'b' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		now time.Time
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = s.Update(ctx, func(tx leasedb.Tx) error {
+			var err error
+			_, _, r.now, err = tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
+			return err
+		})
+		done <- r
+	}()
+	// Wait until LockBlob waits for the lock.
+	for {
+		var n int
+		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("LockBlob did not wait for the row lock: %+v", r)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var held time.Time
+	if err := htx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if err := htx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if held = held.UTC().Truncate(time.Microsecond); r.now.Before(held) {
+		t.Errorf("LockBlob's clock %v is before %v, when the lock was still held", r.now, held)
+	}
+}
