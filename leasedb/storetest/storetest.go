@@ -87,6 +87,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"UpdateCanceled", testUpdateCanceled},
 		{"ViewSeesCommitted", testView},
 		{"ViewIsReadOnly", testViewReadOnly},
+		{"OneStatementReads", testOneStatement},
 		{"CreateOnce", func(t *testing.T, s leasedb.Store) { CreateOnce(t, s) }},
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
@@ -94,7 +95,6 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ContainerMove", testContainerMove},
 		{"DeletedContainerRecords", testDeletedContainerRecords},
 		{"ContainerSoftDelete", testContainerSoftDelete},
-		{"OneStatementReads", testOneStatement},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
