@@ -37,16 +37,18 @@ import (
 // read is one statement outside any transaction (its own snapshot), so its
 // ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
-	"Put Blob If-Match":   {18, 17, 2},
-	"Lease Blob acquire":  {4, 4, 1},
-	"Get Blob":            {1, 1, 0},
-	"Get Blob Properties": {1, 1, 0},
+	"Put Blob If-Match":        {18, 17, 2},
+	"Lease Blob acquire":       {4, 4, 1},
+	"Get Blob":                 {1, 1, 0},
+	"Get Blob Properties":      {1, 1, 0},
+	"Get Container Properties": {1, 1, 0},
 }
 
 // TestStatementsPerOperation counts, with the Postgres driver's statement
 // counter, the SQL statements and transactions of one 4 KiB Put Blob with
-// If-Match, one Lease Blob acquire, one Get Blob and one Get Blob
-// Properties sent by the Azure SDK, and holds each to its ceiling.
+// If-Match, one Lease Blob acquire, one Get Blob, one Get Blob Properties
+// and one Get Container Properties sent by the Azure SDK, and holds each
+// to its ceiling.
 func TestStatementsPerOperation(t *testing.T) {
 	ctx := context.Background()
 	store, err := postgres.OpenCounting(ctx, pgtest.Start(t))
@@ -179,6 +181,11 @@ func TestStatementsPerOperation(t *testing.T) {
 	})
 	measure("Get Blob Properties", func() {
 		if _, err := bb.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	measure("Get Container Properties", func() {
+		if _, err := cc.GetProperties(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	})

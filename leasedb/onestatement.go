@@ -99,3 +99,33 @@ func (d *DB) readBlob(ctx context.Context, ref BlobRef) (*Blob, bool, time.Time,
 func (d *DB) existingBlobTx(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
 	return d.Store.Update(ctx, func(tx Tx) error { return withExistingBlob(ctx, tx, ref, fn) })
 }
+
+// ContainerReader is an optional Store method.
+type ContainerReader interface {
+	// ReadContainer reads, in one statement outside any transaction, the
+	// container row (nil when absent) and the database clock read after
+	// it (truncated to microseconds).
+	ReadContainer(ctx context.Context, account, name string) (*Container, time.Time, error)
+}
+
+// readContainer reads what GetContainer decides on: the row (nil when
+// absent) and the clock, in one statement when the store offers
+// ContainerReader, else in one View.
+func (d *DB) readContainer(ctx context.Context, account, name string) (*Container, time.Time, error) {
+	if r, ok := d.Store.(ContainerReader); ok {
+		return r.ReadContainer(ctx, account, name)
+	}
+	var (
+		c   *Container
+		now time.Time
+	)
+	err := d.Store.View(ctx, func(tx Tx) error {
+		var err error
+		if c, err = tx.Container(ctx, account, name, LockNone); err != nil || c == nil {
+			return err
+		}
+		now, err = tx.Now(ctx)
+		return err
+	})
+	return c, now, err
+}

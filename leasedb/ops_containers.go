@@ -36,26 +36,17 @@ func (d *DB) CreateContainer(ctx context.Context, account, name string, meta map
 // GetContainer reads a container; a lease id, when given, must match an
 // active lease (Get Container Properties: x-ms-lease-id).
 func (d *DB) GetContainer(ctx context.Context, account, name, leaseID string) (*Container, time.Time, error) {
-	var out *Container
-	var now time.Time
-	err := d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, account, name, LockNone)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		if now, err = tx.Now(ctx); err != nil {
-			return err
-		}
-		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
-			return err
-		}
-		out = c
-		return nil
-	})
-	return out, now, err
+	c, now, err := d.readContainer(ctx, account, name)
+	if err != nil {
+		return nil, now, err
+	}
+	if c == nil {
+		return nil, now, svcerr.New(svcerr.ContainerNotFound)
+	}
+	if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
+		return nil, now, err
+	}
+	return c, now, nil
 }
 
 // SetContainerMetadata replaces the container's metadata (new ETag).

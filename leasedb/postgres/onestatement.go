@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -105,3 +106,55 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	}
 	return b, ok, t.now, nil
 }
+
+var _ leasedb.ContainerReader = (*Store)(nil)
+
+// readContainerSQL is ReadContainer's statement: the row and
+// clock_timestamp() in one snapshot.
+const readContainerSQL = `SELECT ` + containerCols + `, clock_timestamp() FROM containers WHERE account = $1 AND name = $2`
+
+// ReadContainer implements leasedb.ContainerReader: one statement on the
+// pool, retried like ReadBlob.
+func (s *Store) ReadContainer(ctx context.Context, account, name string) (*leasedb.Container, time.Time, error) {
+	if err := checkText(account, name); err != nil {
+		return nil, time.Time{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		c, now, err := s.readContainer(ctx, account, name)
+		if err == nil {
+			return c, now, nil
+		}
+		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
+			return nil, time.Time{}, markUnavailable(ctx,
+				fmt.Errorf("leasedb/postgres: read container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err)))
+		}
+		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
+			return nil, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
+		}
+	}
+}
+
+func (s *Store) readContainer(ctx context.Context, account, name string) (*leasedb.Container, time.Time, error) {
+	rows, err := s.pool.Query(ctx, readContainerSQL, account, name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var now time.Time
+	cs, err := scanContainers(withTail{Rows: rows, tail: []any{&now}})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(cs) == 0 {
+		// No row, no clock: a missing container needs none.
+		return nil, time.Time{}, nil
+	}
+	return cs[0], now.UTC().Truncate(time.Microsecond), nil
+}
+
+// withTail scans the columns after those the caller names into tail.
+type withTail struct {
+	pgx.Rows
+	tail []any
+}
+
+func (r withTail) Scan(dest ...any) error { return r.Rows.Scan(append(dest, r.tail...)...) }

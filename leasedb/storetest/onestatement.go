@@ -10,7 +10,7 @@ import (
 )
 
 // testOneStatement: the optional one-statement reads (Store.ReadBlob,
-// Tx.LockBlob) return exactly the row Tx.Blob returns, every column, and
+// Store.ReadContainer, Tx.LockBlob) return exactly the row Tx.Blob returns, every column, and
 // tell apart the row, no row in a container that exists, and no
 // container; LockBlob's clock is the transaction's.
 func testOneStatement(t *testing.T, s leasedb.Store) {
@@ -28,6 +28,20 @@ func testOneStatement(t *testing.T, s leasedb.Store) {
 		t.Fatal("Blob: no row")
 	}
 	ctx := ctxT(t)
+	if r, ok := s.(leasedb.ContainerReader); ok {
+		var want *leasedb.Container
+		view(t, s, func(ctx context.Context, tx leasedb.Tx) (err error) {
+			want, err = tx.Container(ctx, acct, "c", leasedb.LockNone)
+			return err
+		})
+		c, now, err := r.ReadContainer(ctx, acct, "c")
+		if err != nil || !reflect.DeepEqual(c, want) || now.IsZero() || now.Location() != time.UTC {
+			t.Errorf("ReadContainer: %+v, %v, %v; want %+v", c, now, err, want)
+		}
+		if c, _, err := r.ReadContainer(ctx, acct, "none"); c != nil || err != nil {
+			t.Errorf("ReadContainer of a missing container: %+v, %v", c, err)
+		}
+	}
 	for _, tc := range []struct {
 		container, name string
 		want            *leasedb.Blob
