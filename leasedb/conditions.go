@@ -43,9 +43,11 @@ func unquote(s string) string {
 // its surrounding quotes (and W/ prefix).
 func UnquoteETag(s string) string { return unquote(s) }
 
-// ETagMatches compares a stored (quoted) ETag with a header value.
+// ETagMatches compares a stored (quoted) ETag with a header value. The
+// empty entity-tag (If-Match: "") matches nothing, not even the empty
+// ETag of a resource that does not exist.
 func ETagMatches(stored, value string) bool {
-	return value == "*" || unquote(stored) == value
+	return value == "*" || (value != "" && unquote(stored) == value)
 }
 
 // Resource is the state a condition is evaluated against.
