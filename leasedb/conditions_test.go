@@ -170,3 +170,25 @@ func TestErrNotModifiedIs(t *testing.T) {
 		t.Errorf("ErrNotModified does not match ConditionNotMet")
 	}
 }
+
+// TestETagMatches: the empty entity-tag (If-Match: "") is a valid header
+// value that matches no ETag, also not the empty one of a missing
+// resource; * matches any.
+func TestETagMatches(t *testing.T) {
+	for _, tc := range []struct {
+		stored, value string
+		want          bool
+	}{
+		{`"0x8D1"`, "0x8D1", true},
+		{`"0x8D1"`, "0x8D2", false},
+		{`"0x8D1"`, "*", true},
+		{`"0x8D1"`, "", false},
+		{"", "", false},
+		{`""`, "", false},
+		{"", "*", true},
+	} {
+		if got := ETagMatches(tc.stored, tc.value); got != tc.want {
+			t.Errorf("ETagMatches(%q, %q) = %v, want %v", tc.stored, tc.value, got, tc.want)
+		}
+	}
+}
