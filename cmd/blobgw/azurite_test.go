@@ -48,6 +48,7 @@ const azuriteBin = "testdata/azurite/node_modules/.bin/azurite-blob"
 type azurite struct {
 	url    string // service URL with trailing slash
 	client *azblob.Client
+	pid    int // the node process (BenchmarkSmallOps reads its CPU time)
 }
 
 // inCI reports whether a missing tool must fail the test rather than skip
@@ -60,7 +61,7 @@ func inCI() bool {
 // startAzurite starts Azurite's blob service on a free 127.0.0.1 port with
 // its data in a temporary directory, waits until it answers, and stops it
 // (that process only) when the test ends.
-func startAzurite(t *testing.T) *azurite {
+func startAzurite(t testing.TB) *azurite {
 	t.Helper()
 	bin, err := filepath.Abs(azuriteBin)
 	if err != nil {
@@ -92,7 +93,7 @@ func startAzurite(t *testing.T) *azurite {
 
 // tryStartAzurite is one start attempt; retry reports that the port was
 // taken before Azurite bound it.
-func tryStartAzurite(t *testing.T, bin, dir string) (a *azurite, retry bool, err error) {
+func tryStartAzurite(t testing.TB, bin, dir string) (a *azurite, retry bool, err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, false, err
@@ -168,7 +169,7 @@ func tryStartAzurite(t *testing.T, bin, dir string) (a *azurite, retry bool, err
 	if err != nil {
 		return nil, false, err
 	}
-	return &azurite{url: svcURL, client: client}, false, nil
+	return &azurite{url: svcURL, client: client, pid: cmd.Process.Pid}, false, nil
 }
 
 // accountSAS returns the service URL with a read/list account SAS.

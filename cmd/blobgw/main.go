@@ -234,7 +234,7 @@ func newApp() *cli.App {
 				},
 			},
 			leaseCommand(), fsckCommand(),
-			importCommand(), exportCommand(),
+			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
 }

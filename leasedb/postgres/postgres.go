@@ -70,12 +70,16 @@ type Store struct {
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value connection string; pgxpool settings such as pool_max_conns are
 // honoured). It does not migrate; call Migrate (dbopen.Open does).
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) { return open(ctx, dsn, nil) }
+
+// open is Open with a pgx tracer on every connection (nil: none).
+func open(ctx context.Context, dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx redacts the password in its parse errors.
 		return nil, fmt.Errorf("leasedb/postgres: parse dsn: %w", err)
 	}
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: open: %w", err)

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blobgw/blobgw/internal/bench"
+	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+)
+
+// BenchmarkSmallOps measures blobgw against Azurite in one run on one
+// machine: `blobgw serve` processes on SQLite + disk and on Postgres + disk,
+// and Azurite's blob service, each driven in turn (alternating order) by
+// the same internal/bench workloads: put-small, put-small-ifmatch,
+// lease-cycle, rmw-hot, put-large, get-large, staged. It prints the table
+// with the ratios to Azurite and, per workload, the CPU time per operation
+// of each server process (from /proc/PID/stat: utime+stime of the
+// gateway, of Azurite's node process, of the postmaster and all its
+// backends) and of the benchmark client, and on Postgres the statements
+// and transactions per operation (pg_stat_statements, BEGIN and COMMIT
+// included, the collector and the intent pool's refills included).
+//
+// Then the database's own limit: pgbench at the same client count, one
+// SELECT ... FOR UPDATE + UPDATE transaction on a random row of 100,000
+// and on one hot row, and the ratio of put-small-ifmatch on Postgres to
+// it; and put-small-ifmatch over 1, 2 and 3 gateway replicas on that one
+// Postgres, with the database CPU per operation.
+//
+// Knobs: BLOBGW_BENCH_DURATION (each timed phase, default 5s),
+// BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_LARGE (bytes, default 16
+// MiB). Figures from a shared machine are noisy: compare the ratios of one
+// run, not figures of different runs.
+//
+//	go test ./cmd/blobgw -run '^$' -bench SmallOps -benchtime 1x -timeout 30m
+func BenchmarkSmallOps(b *testing.B) {
+	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
+	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
+	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
+	ctx := context.Background()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "blobgw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+
+	az := startAzurite(b)
+	pg, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pg.Stop() })
+	dsn := pg.NewDatabase(b)
+	admin, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(admin.Close)
+	if _, err := admin.Exec(ctx, "CREATE EXTENSION pg_stat_statements"); err != nil {
+		b.Fatal(err)
+	}
+	var dbOID uint32
+	if err := admin.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = current_database()").Scan(&dbOID); err != nil {
+		b.Fatal(err)
+	}
+
+	sqliteURL, sqlitePid := startServeProc(b, bin, filepath.Join(dir, "sqlite"))
+	pgData := filepath.Join(dir, "pg")
+	var pgURLs []string
+	var pgPids []int
+	for range 3 {
+		u, pid := startServeProc(b, bin, pgData, "--metadata", dsn)
+		pgURLs, pgPids = append(pgURLs, u), append(pgPids, pid)
+	}
+
+	ep := func(u string) bench.Endpoint {
+		return bench.Endpoint{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}
+	}
+	// What each set's server is: its processes and whether its database
+	// is the Postgres.
+	type server struct {
+		pids     []int
+		postgres bool
+	}
+	servers := map[string]server{
+		"gw-sqlite": {pids: []int{sqlitePid}},
+		"azurite":   {pids: []int{az.pid}},
+	}
+	for n := 1; n <= 3; n++ {
+		servers[fmt.Sprintf("gw-pg-%d", n)] = server{pids: pgPids[:n], postgres: true}
+	}
+	servers["gw-postgres"] = servers["gw-pg-1"]
+	hook := func(set, workload string) func(*bench.Result) {
+		srv := servers[set]
+		if srv.postgres {
+			if _, err := admin.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		gw0, db0, me0 := cpuOf(srv.pids...), treeCPU(pg.Pid()), cpuOf(os.Getpid())
+		return func(r *bench.Result) {
+			if r.Ops == 0 {
+				return
+			}
+			ops := float64(r.Ops)
+			r.Extra = map[string]float64{
+				"server-cpu-us/op": (cpuOf(srv.pids...) - gw0).Seconds() * 1e6 / ops,
+				"client-cpu-us/op": (cpuOf(os.Getpid()) - me0).Seconds() * 1e6 / ops,
+			}
+			if !srv.postgres {
+				return
+			}
+			r.Extra["db-cpu-us/op"] = (treeCPU(pg.Pid()) - db0).Seconds() * 1e6 / ops
+			var stmts, txs float64
+			// Our own reset and this query are not the gateway's.
+			if err := admin.QueryRow(ctx, `SELECT coalesce(sum(calls), 0),
+				coalesce(sum(calls) FILTER (WHERE lower(query) LIKE 'begin%' OR lower(query) LIKE 'start%'), 0)
+				FROM pg_stat_statements WHERE dbid = $1 AND query NOT LIKE '%pg_stat_statements%'`, dbOID).Scan(&stmts, &txs); err != nil {
+				b.Fatal(err)
+			}
+			r.Extra["statements/op"], r.Extra["transactions/op"] = stmts/ops, txs/ops
+		}
+	}
+	cfg := bench.Config{Clients: clients, Duration: duration, LargeSize: large, Progress: os.Stderr, Hook: hook}
+	workloads := []string{"put-small", "put-small-ifmatch", "lease-cycle", "rmw-hot", "put-large", "get-large", "staged"}
+	sets := []bench.Set{
+		{Name: "gw-sqlite", Endpoints: []bench.Endpoint{ep(sqliteURL)}},
+		{Name: "gw-postgres", Endpoints: []bench.Endpoint{ep(pgURLs[0])}},
+		{Name: "azurite", Endpoints: []bench.Endpoint{ep(az.url)}},
+	}
+	rep, err := bench.Run(ctx, cfg, workloads, sets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\n== blobgw (SQLite + disk, Postgres + disk) and Azurite, %d clients, %s per phase\n", clients, duration)
+	rep.WriteTable(os.Stdout)
+	for _, ra := range rep.Ratios {
+		b.ReportMetric(ra.Ops, ra.Workload+"-"+strings.TrimPrefix(ra.A, "gw-")+"-x")
+	}
+	var pgIfMatch float64
+	for _, r := range rep.Results {
+		if r.Workload == "put-small-ifmatch" && r.Set == "gw-postgres" {
+			pgIfMatch = r.OpsPerS
+		}
+		if n := r.ErrorCount(); n > 0 {
+			b.Errorf("%s on %s: %d errors %v", r.Workload, r.Set, n, r.Errors)
+		}
+		if r.LostUpdates != nil && *r.LostUpdates != 0 {
+			b.Errorf("%s on %s: %d lost updates", r.Workload, r.Set, *r.LostUpdates)
+		}
+	}
+
+	// The database's own limit at the same client count, and right after
+	// it (back to back, so the machine's load is alike) the replicas: the
+	// same Postgres behind 1, 2 and 3 gateways.
+	tps, hot, pgbenchTx, pgbenchCPU, err := runPgbench(pg, clients, duration)
+	if err != nil {
+		b.Fatalf("pgbench: %v", err)
+	}
+	fmt.Printf("\n== pgbench, %d clients: SELECT ... FOR UPDATE + UPDATE %.0f tx/s (random rows), %.0f tx/s (one row), database CPU %.0f us/tx\n",
+		clients, tps, hot, pgbenchCPU.Seconds()*1e6/float64(pgbenchTx))
+	b.ReportMetric(tps, "pgbench-tx/s")
+	var rsets []bench.Set
+	for _, n := range []int{2, 3, 1} {
+		s := bench.Set{Name: fmt.Sprintf("gw-pg-%d", n)}
+		for _, u := range pgURLs[:n] {
+			s.Endpoints = append(s.Endpoints, ep(u))
+		}
+		rsets = append(rsets, s)
+	}
+	rrep, err := bench.Run(ctx, cfg, []string{"put-small-ifmatch"}, rsets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\n== put-small-ifmatch over 1, 2, 3 gateway replicas on one Postgres, %d clients\n", clients)
+	rrep.WriteTable(os.Stdout)
+	for _, r := range rrep.Results {
+		b.ReportMetric(r.OpsPerS, "ifmatch-"+r.Set+"-ops/s")
+		if r.Set == "gw-pg-1" {
+			fmt.Printf("put-small-ifmatch on Postgres, one replica, is %.3fx pgbench's random-row rate (%.3fx in the first table)\n", r.OpsPerS/tps, pgIfMatch/tps)
+			b.ReportMetric(r.OpsPerS/tps, "put-small-ifmatch-pg/pgbench-x")
+		}
+	}
+}
+
+// startServeProc runs `blobgw serve` (bin) on a free port with args and
+// returns its service URL and process id; it stops when b ends.
+func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, int) {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
+	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if i > 600 {
+			b.Fatal("gateway did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/" + config.DevAccountName + "/", cmd.Process.Pid
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat times (100 on every
+// Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// procStat returns a process's own CPU time (utime+stime), that of its
+// waited-for children (cutime+cstime), and its parent's pid.
+func procStat(pid int) (self, children time.Duration, ppid int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	// The command name (field 2) may hold spaces; fields after it follow
+	// the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 15 {
+		return 0, 0, 0, false
+	}
+	n := func(k int) time.Duration { v, _ := strconv.ParseInt(f[k], 10, 64); return time.Duration(v) * clockTick }
+	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
+	ppid, _ = strconv.Atoi(f[1])
+	return n(11) + n(12), n(13) + n(14), ppid, true
+}
+
+// cpuOf is the CPU time the processes have used (all their threads).
+func cpuOf(pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		self, _, _, _ := procStat(pid)
+		sum += self
+	}
+	return sum
+}
+
+// treeCPU is the CPU time of a process, its live children and its
+// children that exited (the postmaster and its backends): the difference
+// of two readings is what the tree used in between, backends that came or
+// went included.
+func treeCPU(root int) time.Duration {
+	self, exited, _, ok := procStat(root)
+	if !ok {
+		return 0
+	}
+	sum := self + exited
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == root {
+			continue
+		}
+		if s, _, ppid, ok := procStat(pid); ok && ppid == root {
+			sum += s
+		}
+	}
+	return sum
+}
+
+var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// runPgbench runs pgbench on a new database of pg with clients clients for
+// d twice: a SELECT ... FOR UPDATE and an UPDATE of the same row of
+// pgbench_accounts (scale 1: 100,000 rows) in one transaction, on a random
+// row and then on one row. It returns both rates, the transactions both
+// runs made and the CPU time the server spent on them.
+func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot float64, txs int64, cpu time.Duration, err error) {
+	bin, err := pgbenchBinary()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	ctx := context.Background()
+	name, _, err := pg.CreateDatabase(ctx, "pgbench")
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer pg.DropDatabase(ctx, name)
+	dir, err := os.MkdirTemp("", "blobgw-pgbench-")
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	conn := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres"}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(append(args, conn...), name)...)
+		cmd.Env = append(os.Environ(), "PGPASSWORD=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	if _, err := run("-i", "-q", "-s", "1"); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	txRE := regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+	rate := func(script string) (float64, error) {
+		path := filepath.Join(dir, "script.sql")
+		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+			return 0, err
+		}
+		out, err := run("-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path)
+		if err != nil {
+			return 0, err
+		}
+		m, n := tpsRE.FindStringSubmatch(out), txRE.FindStringSubmatch(out)
+		if m == nil || n == nil {
+			return 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
+		}
+		k, _ := strconv.ParseInt(n[1], 10, 64)
+		txs += k
+		return strconv.ParseFloat(m[1], 64)
+	}
+	const body = "BEGIN;\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\nEND;\n"
+	cpu0 := treeCPU(pg.Pid())
+	if random, err = rate("\\set aid random(1, 100000)\n" + body); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if hot, err = rate("\\set aid 1\n" + body); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return random, hot, txs, treeCPU(pg.Pid()) - cpu0, nil
+}
+
+// pgbenchBinary prefers the pgbench beside the server binaries.
+func pgbenchBinary() (string, error) {
+	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench"); len(m) > 0 {
+		return m[len(m)-1], nil
+	}
+	return exec.LookPath("pgbench")
+}
+
+func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
+	if v := os.Getenv(key); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("%s: %v", key, err)
+		}
+		return d
+	}
+	return def
+}
+
+func envInt(b *testing.B, key string, def int64) int64 {
+	if v := os.Getenv(key); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatalf("%s: %v", key, err)
+		}
+		return n
+	}
+	return def
+}

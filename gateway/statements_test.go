@@ -1,0 +1,183 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/blobgw/blobgw/backends/disk"
+	"github.com/blobgw/blobgw/gateway"
+	"github.com/blobgw/blobgw/gateway/auth"
+	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
+)
+
+// statementCeilings are the statements (BEGIN, COMMIT and ROLLBACK
+// included), round trips and transactions one operation costs on Postgres
+// today, as ceilings: an operation that needs more fails
+// TestStatementsPerOperation. They count what runs for the request itself,
+// not the upload intent pool's batched refills nor the CORS rules a
+// replica rereads every 5 s (the least of a few runs is taken). The aim is
+// at most 4 statements for a conditional Put Blob and for Lease Blob, and
+// 1 for a read: whoever brings a figure down lowers its ceiling here.
+var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
+	"Put Blob If-Match":   {18, 17, 2},
+	"Lease Blob acquire":  {7, 6, 1},
+	"Get Blob":            {4, 4, 1},
+	"Get Blob Properties": {4, 4, 1},
+}
+
+// TestStatementsPerOperation counts, with the Postgres driver's statement
+// counter, the SQL statements and transactions of one 4 KiB Put Blob with
+// If-Match, one Lease Blob acquire, one Get Blob and one Get Blob
+// Properties sent by the Azure SDK, and holds each to its ceiling.
+func TestStatementsPerOperation(t *testing.T) {
+	ctx := context.Background()
+	store, err := postgres.OpenCounting(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, _, err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	t.Cleanup(func() { gw.Close(context.Background()) })
+	// Every request counts into the counter of the moment; the test sends
+	// one request at a time.
+	var mu sync.Mutex
+	var current *postgres.Counter
+	srv := serveGateway(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		c := current
+		mu.Unlock()
+		if c != nil {
+			r = r.WithContext(postgres.CountInto(r.Context(), c))
+		}
+		gw.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CreateContainer(ctx, "count", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := client.ServiceClient().NewContainerClient("count")
+	data := bytes.Repeat([]byte("x"), 4<<10)
+	put := func(bb *blockblob.Client, opts *blockblob.UploadOptions) *blockblob.UploadResponse {
+		t.Helper()
+		r, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	measure := func(name string, op func()) {
+		t.Helper()
+		// The least of a few runs: the steady cost of the operation,
+		// without what a run may add now and then (the CORS rules
+		// reread when their cache expires).
+		var least postgres.Counts
+		for i := range 4 {
+			c := &postgres.Counter{}
+			mu.Lock()
+			current = c
+			mu.Unlock()
+			op()
+			mu.Lock()
+			current = nil
+			mu.Unlock()
+			if got := c.Counts(); i == 0 || got.Statements < least.Statements {
+				least = got
+			}
+		}
+		t.Logf("%s: %d statements, %d round trips, %d transactions:\n\t%s", name, least.Statements, least.RoundTrips, least.Transactions,
+			strings.Join(least.SQL, "\n\t"))
+		ceil := statementCeilings[name]
+		// A count of zero means the counter saw nothing: it is broken.
+		if least.Statements == 0 || least.Transactions == 0 {
+			t.Errorf("%s: the counter saw %d statements, %d transactions", name, least.Statements, least.Transactions)
+		}
+		if least.Statements > ceil.statements || least.RoundTrips > ceil.roundTrips || least.Transactions > ceil.transactions {
+			t.Errorf("%s: %d statements, %d round trips, %d transactions; the ceilings are %d, %d, %d", name,
+				least.Statements, least.RoundTrips, least.Transactions, ceil.statements, ceil.roundTrips, ceil.transactions)
+		}
+	}
+
+	bb := cc.NewBlockBlobClient("cas")
+	etag := put(bb, nil).ETag
+	measure("Put Blob If-Match", func() {
+		etag = put(bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
+	})
+
+	leased := cc.NewBlockBlobClient("leased")
+	put(leased, nil)
+	lc, err := lease.NewBlobClient(leased, &lease.BlobClientOptions{LeaseID: to.Ptr("6b3a7c1e-0d5f-4a8b-9c2d-1e0f3a4b5c6d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure("Lease Blob acquire", func() {
+		if _, err := lc.AcquireLease(ctx, 15, nil); err != nil {
+			t.Fatal(err)
+		}
+		// Released outside the count, so the next acquire finds the
+		// blob available.
+		mu.Lock()
+		c := current
+		current = nil
+		mu.Unlock()
+		if _, err := lc.ReleaseLease(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		current = c
+		mu.Unlock()
+	})
+
+	measure("Get Blob", func() {
+		r, err := bb.DownloadStream(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("Get Blob: %d bytes, %v", len(got), err)
+		}
+	})
+	measure("Get Blob Properties", func() {
+		if _, err := bb.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
