@@ -22,7 +22,15 @@ type CollectOptions struct {
 	// Put Block for this long are discarded, at most expireBlocksBatch
 	// names per pass (leasedb.DB.ExpireBlocks). 0: kept for ever.
 	BlockExpiry time.Duration
+	// Grace is how long the objects of soft-deleted containers whose
+	// retention passed stay after their purge, as after any delete
+	// (leasedb.DB.Grace).
+	Grace time.Duration
 }
+
+// purgeContainersBatch bounds the expired soft-deleted containers one
+// pass purges.
+const purgeContainersBatch = 100
 
 // expireBlocksBatch bounds the names whose blocks one pass discards.
 const expireBlocksBatch = 1000
@@ -41,8 +49,8 @@ func TempSweepAge(bodyIdleTimeout time.Duration) time.Duration {
 
 // CollectPass is one whole collection pass, as every serve runs it and
 // `blobgw gc` runs it once: expired uncommitted blocks
-// (CollectOptions.BlockExpiry) go into the queue, the collection queue
-// is drained (Collect), then the backend's temporary leftovers go
+// (CollectOptions.BlockExpiry) and soft-deleted containers past their
+// retention go into the queue, the collection queue is drained (Collect), then the backend's temporary leftovers go
 // (CollectOptions.TempAge). It returns the
 // number of backend objects deleted from the queue; a failing part does
 // not stop the others, and their errors are joined.
@@ -57,6 +65,15 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 		if names > 0 {
 			log.Info("collector: discarded expired uncommitted blocks", "blobs", names, "expiry", o.BlockExpiry)
 		}
+	}
+	// Soft-deleted containers past their retention (database clock) go
+	// with everything in them; their objects join the queue.
+	purged, err := (&leasedb.DB{Store: store, Grace: o.Grace}).PurgeExpiredContainers(ctx, purgeContainersBatch)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("purge deleted containers: %w", err))
+	}
+	if purged > 0 {
+		log.Info("collector: purged soft-deleted containers past their retention", "containers", purged)
 	}
 	n, err := Collect(ctx, store, backend, log)
 	if err != nil {
@@ -76,5 +93,5 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 
 // collectOptions are the Server's pass options.
 func (s *Server) collectOptions() CollectOptions {
-	return CollectOptions{TempAge: TempSweepAge(s.opt.BodyIdleTimeout), BlockExpiry: s.opt.BlockExpiry}
+	return CollectOptions{TempAge: TempSweepAge(s.opt.BodyIdleTimeout), BlockExpiry: s.opt.BlockExpiry, Grace: s.db.Grace}
 }

@@ -79,7 +79,9 @@ func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, re
 }
 
 // Delete Container: DELETE ?restype=container → 202. Blobs go with it;
-// their bytes are collected after the grace period.
+// their bytes are collected after the grace period, or, with the account's
+// container soft delete retention on, kept with them until it passes
+// (container_restore.go).
 func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *request) error {
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {
@@ -89,7 +91,8 @@ func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	if err := s.db.DeleteContainer(r.Context(), req.account, req.container, leaseID, cond); err != nil {
+	retention := s.opt.ContainerDeleteRetention[req.account]
+	if err := s.db.DeleteContainerRetained(r.Context(), req.account, req.container, leaseID, cond, retention); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusAccepted)

@@ -103,7 +103,9 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		return err
 	}
 	prefix, marker := req.query["prefix"], req.query["marker"]
-	rows, next, now, err := s.db.ListContainers(r.Context(), req.account, prefix, marker, max)
+	// include=deleted adds the soft-deleted containers (Restore Container
+	// takes the Version each reports).
+	rows, next, now, err := s.db.ListContainersDeleted(r.Context(), req.account, prefix, marker, max, include["deleted"])
 	if err != nil {
 		return err
 	}
@@ -124,6 +126,10 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 	for _, c := range rows {
 		x.open("Container")
 		x.elem("Name", c.Name)
+		if c.Deleted != nil {
+			x.elem("Deleted", "true")
+			x.elem("Version", c.Deleted.Version)
+		}
 		x.open("Properties")
 		x.elem("Last-Modified", httpTime(c.LastModified))
 		x.elem("Etag", c.ETag)
@@ -140,6 +146,10 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		x.elem("DenyEncryptionScopeOverride", "false")
 		x.elem("HasImmutabilityPolicy", "false")
 		x.elem("HasLegalHold", "false")
+		if c.Deleted != nil {
+			x.elem("DeletedTime", httpTime(c.Deleted.DeletedAt))
+			x.elem("RemainingRetentionDays", strconv.Itoa(c.Deleted.RemainingDays(now)))
+		}
 		x.close("Properties")
 		if include["metadata"] {
 			x.metadata(c.Metadata)

@@ -156,6 +156,10 @@ var operations = []operation{
 		handle: (*Server).listBlobs, sas: auth.OpListBlobs, public: publicContainer},
 	{name: "FindBlobsByTagsInContainer", on: containerTarget, methods: mGet, restype: "container", comp: "blobs",
 		handle: (*Server).findBlobs, sas: auth.OpFindBlobsContainer},
+	// Restore Container: by account SAS only, which must allow creating
+	// the container (the restore creates it under its name again).
+	{name: "RestoreContainer", on: containerTarget, methods: mPut, restype: "container", comp: "undelete",
+		handle: (*Server).restoreContainer, sas: auth.OpCreateContainer},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseContainer, sas: auth.OpBreakContainerLease},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease",
@@ -239,7 +243,7 @@ var operations = []operation{
 	missingOp("BlobBatch", "batch", "Blob Batch"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
-	missingOp("Undelete", "undelete", "Undelete Blob / Restore Container (soft delete)"),
+	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),
 	missingOp("SetBlobExpiry", "expiry", "Set Blob Expiry"),
 	missingOp("QueryBlobContents", "query", "Query Blob Contents"),
 	missingOp("GetUserDelegationKey", "userdelegationkey", "Get User Delegation Key"),

@@ -72,6 +72,7 @@ func TestResolve(t *testing.T) {
 		{"PUT", "", "restype=service&comp=properties", nil, "SetBlobServiceProperties", "setServiceProperties", auth.OpSetServiceProperties, notPublic, false},
 
 		{"PUT", "cnt", "restype=container", nil, "CreateContainer", "createContainer", auth.OpCreateContainer, notPublic, false},
+		{"PUT", "cnt", "restype=container&comp=undelete", nil, "RestoreContainer", "restoreContainer", auth.OpCreateContainer, notPublic, false},
 		{"GET", "cnt", "restype=container", nil, "GetContainerProperties", "getContainerProperties", auth.OpGetContainer, publicContainer, false},
 		{"HEAD", "cnt", "restype=container", nil, "GetContainerProperties", "getContainerProperties", auth.OpGetContainer, publicContainer, false},
 		{"DELETE", "cnt", "restype=container", nil, "DeleteContainer", "deleteContainer", auth.OpDeleteContainer, notPublic, false},
@@ -133,7 +134,7 @@ func TestResolve(t *testing.T) {
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
-		{"PUT", "cnt", "restype=container&comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
+		{"PUT", "cnt", "comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=expiry", nil, "SetBlobExpiry", "notImplemented", noSAS, notPublic, false},
 		{"POST", "cnt/b", "comp=query", nil, "QueryBlobContents", "notImplemented", noSAS, notPublic, false},
 		{"POST", "", "restype=service&comp=userdelegationkey", nil, "GetUserDelegationKey", "notImplemented", noSAS, notPublic, false},

@@ -57,6 +57,11 @@ type Options struct {
 	// after its last Put Block (default leasedb.DefaultBlockExpiry, a
 	// week, as on Azure); the collector discards them after that.
 	BlockExpiry time.Duration
+	// ContainerDeleteRetention is each account's container soft delete
+	// retention: Delete Container keeps the container and everything in
+	// it, restorable (Restore Container), this long. Absent or 0: Delete
+	// Container deletes at once.
+	ContainerDeleteRetention map[string]time.Duration
 }
 
 // Server is an http.Handler serving the Blob REST API.

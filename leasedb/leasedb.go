@@ -229,8 +229,10 @@ type Store interface {
 	// collection-queue entry (upload intents included) references, all read
 	// in one read transaction (blobgw fsck). ref names one row holding the
 	// key ("account/container/blob", "...?snapshot=ID" for a snapshot row,
-	// "... (staged block ID)" for a staged block); it is "" for a key that
-	// only the collection queue holds. The database sorts (spilling to disk
+	// "... (staged block ID)" for a staged block; the rows of a
+	// soft-deleted container count too, their account being
+	// DeletedAccount's "account/version"); it is "" for a key that only
+	// the collection queue holds. The database sorts (spilling to disk
 	// as it needs) and the rows stream, so memory stays bounded at any
 	// count. It stops at fn's first error and returns it, and never runs fn
 	// again from the start (no retry).
@@ -266,6 +268,30 @@ type Tx interface {
 	// ListContainers returns up to limit containers of account with the
 	// prefix whose name is > after (byte order), ordered by name.
 	ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*Container, error)
+
+	// MoveContainer moves the container row (from, name) and every row
+	// under it (blob, snapshot and staged block rows, their tag index,
+	// the adopted keys they hold) to account to, keeping the name:
+	// Delete Container with retention and Restore Container (see
+	// DeletedAccount). ErrNotFound when (from, name) is absent, ErrExists
+	// when (to, name) is taken. The caller holds the container's lock.
+	MoveContainer(ctx context.Context, from, name, to string) error
+	// InsertDeletedContainer records a soft-deleted container; ErrExists
+	// when (account, name, version) is recorded already.
+	InsertDeletedContainer(ctx context.Context, d *DeletedContainer) error
+	// DeletedContainer reads one record; (nil, nil) when absent.
+	DeletedContainer(ctx context.Context, account, name, version string) (*DeletedContainer, error)
+	// RemoveDeletedContainer removes one record; ErrNotFound when absent.
+	RemoveDeletedContainer(ctx context.Context, account, name, version string) error
+	// ListDeletedContainers returns up to limit records of account with
+	// the prefix, ordered by name then version, strictly after (after,
+	// afterVersion) in that order (afterVersion "" is before every
+	// version of after).
+	ListDeletedContainers(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]*DeletedContainer, error)
+	// ExpiredContainers returns up to limit records (any account) whose
+	// ExpiresAt is not after before, soonest first, from an index of the
+	// expiry times.
+	ExpiredContainers(ctx context.Context, before time.Time, limit int) ([]*DeletedContainer, error)
 
 	// Blob reads a blob row; (nil, nil) when absent. With LockExclusive it
 	// serializes against every other locking transaction on the same

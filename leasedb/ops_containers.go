@@ -104,6 +104,14 @@ func (d *DB) mutateContainer(ctx context.Context, account, name string, fn func(
 // container needs its lease id (Delete Container: x-ms-lease-id); leased
 // blobs inside do not block the delete.
 func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string, cond Conditions) error {
+	return d.DeleteContainerRetained(ctx, account, name, leaseID, cond, 0)
+}
+
+// DeleteContainerRetained is DeleteContainer with the account's container
+// soft delete retention: above 0 the container and everything in it are
+// kept, hidden, for that long (ops_container_restore.go) and nothing is
+// queued for collection; 0 deletes as DeleteContainer.
+func (d *DB) DeleteContainerRetained(ctx context.Context, account, name, leaseID string, cond Conditions, retention time.Duration) error {
 	return d.Store.Update(ctx, func(tx Tx) error {
 		c, err := tx.Container(ctx, account, name, LockExclusive)
 		if err != nil {
@@ -121,6 +129,9 @@ func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string,
 		}
 		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
 			return err
+		}
+		if retention > 0 {
+			return softDeleteContainer(ctx, tx, c, now, retention)
 		}
 		keys, err := tx.DeleteContainer(ctx, account, name)
 		if err != nil {

@@ -94,7 +94,15 @@ func (d *DB) ListLeases(ctx context.Context, f LeaseFilter) ([]LeaseRow, time.Ti
 		now, err = tx.Now(ctx)
 		return err
 	})
-	return rows, now, err
+	// The blobs of soft-deleted containers are no operator's business
+	// until restored.
+	kept := rows[:0]
+	for _, r := range rows {
+		if !IsDeletedAccount(r.Account) {
+			kept = append(kept, r)
+		}
+	}
+	return kept, now, err
 }
 
 // GetLease reads the lease of a blob, or of the container when ref.Name is

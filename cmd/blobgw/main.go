@@ -199,7 +199,7 @@ func newApp() *cli.App {
 					}
 					out.Accounts = nil
 					for _, a := range cfg.Accounts {
-						ra := config.Account{Name: a.Name}
+						ra := config.Account{Name: a.Name, ContainerDeleteRetentionDays: a.ContainerDeleteRetentionDays}
 						for range a.Keys {
 							ra.Keys = append(ra.Keys, "<redacted>")
 						}
@@ -228,6 +228,7 @@ func newApp() *cli.App {
 					n, err := gateway.CollectPass(c.Context, store, backend, newLogger(cfg.LogLevel), gateway.CollectOptions{
 						TempAge:     gateway.TempSweepAge(cfg.BodyIdleTimeout),
 						BlockExpiry: cfg.BlockExpiry,
+						Grace:       cfg.GCGrace,
 					})
 					fmt.Printf("deleted %d objects\n", n)
 					return err
@@ -307,7 +308,8 @@ func serve(c *cli.Context) error {
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
 	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
-		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry})
+		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry,
+		ContainerDeleteRetention: cfg.ContainerDeleteRetention()})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)

@@ -30,6 +30,23 @@ const (
 type Account struct {
 	Name string   `yaml:"name"`
 	Keys []string `yaml:"keys"`
+	// ContainerDeleteRetentionDays is the account's container soft delete
+	// retention (1-365 days; 0: off, Delete Container deletes at once).
+	// Azure sets it on the storage account, outside the data plane, so it
+	// lives here rather than in Set Blob Service Properties.
+	ContainerDeleteRetentionDays int `yaml:"container_delete_retention_days"`
+}
+
+// ContainerDeleteRetention is each account's container soft delete
+// retention, for gateway.Options; accounts with it off are absent.
+func (c *Config) ContainerDeleteRetention() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, a := range c.Accounts {
+		if a.ContainerDeleteRetentionDays > 0 {
+			out[a.Name] = time.Duration(a.ContainerDeleteRetentionDays) * 24 * time.Hour
+		}
+	}
+	return out
 }
 
 // Config is every setting; config.example.yaml documents each key.
@@ -162,6 +179,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("accounts: %q configured twice", a.Name)
 		}
 		seen[a.Name] = true
+		if d := a.ContainerDeleteRetentionDays; d < 0 || d > 365 {
+			return fmt.Errorf("accounts: %q container_delete_retention_days %d (want 0, off, or 1-365)", a.Name, d)
+		}
 		if len(a.Keys) == 0 || len(a.Keys) > 2 {
 			return fmt.Errorf("accounts: %q needs one or two keys", a.Name)
 		}

@@ -12,7 +12,8 @@
 // use: containers.go, blobs.go (rows and round trips), listing.go,
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
-// and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), transactions.go (Update,
+// and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), deleted.go (soft-deleted
+// containers), transactions.go (Update,
 // View, Now, NextETag), races.go (the multi-store races), migrations.go
 // (checks of schema upgrades the drivers call with their own SQL);
 // helpers.go has the fixtures and checks they share.
@@ -90,6 +91,9 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
 		{"ReferencedKeys", testReferencedKeys},
+		{"ContainerMove", testContainerMove},
+		{"DeletedContainerRecords", testDeletedContainerRecords},
+		{"ContainerSoftDelete", testContainerSoftDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,29 @@
+-- 0012_container_soft_delete: soft-deleted containers (Delete Container
+-- with container_delete_retention_days set, Restore Container). Keep
+-- equivalent to postgres/0012_container_soft_delete.sql.
+
+-- A soft-deleted container keeps its container row and every row under it
+-- (blobs, snapshots, staged blocks, the tag index, adopted keys), moved
+-- from account to the hidden account "<account>/<version>" (a '/' never
+-- occurs in an account name, so no request can address it, and every
+-- query of the live account passes it by). Its rows still hold their
+-- backend objects, so the collector, fsck and the leak checks see them as
+-- references. One row here per deleted container names it; Restore
+-- Container moves the rows back, and once expires_at passes (database
+-- clock) the collector deletes them as a Delete Container without
+-- retention does. version is Azure's deleted container version: 16 uppercase hex
+-- digits of the deletion time in 100 ns units since 1601, unique per name.
+CREATE TABLE deleted_containers (
+    account    TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    deleted_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (account, name, version)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX deleted_containers_expires ON deleted_containers (expires_at);
+
+-- Moving a container's rows moves its adopted keys' holders: without an
+-- index that would read every adopted key.
+CREATE INDEX adopted_keys_holder ON adopted_keys (account, container);
