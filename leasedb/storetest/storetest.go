@@ -90,6 +90,10 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
 		{"ReferencedKeys", testReferencedKeys},
+		{"VersionPutGet", testVersionPutGet},
+		{"VersionListing", testVersionListing},
+		{"VersionKeys", testVersionKeys},
+		{"AccountSettings", testAccountSettings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
