@@ -223,6 +223,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("Content-MD5", b64(sum[:]))
 	h.Set("x-ms-request-server-encrypted", "true")
 	if creq.LeaseAction == leasedb.PutLeaseAcquire {

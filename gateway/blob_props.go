@@ -56,6 +56,7 @@ func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *re
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusOK)
 	return nil

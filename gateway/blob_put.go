@@ -110,6 +110,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	if blobType == "BlockBlob" {
 		h.Set("Content-MD5", b64(sum))
 	}

@@ -226,6 +226,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("x-ms-copy-id", copyID)
 	h.Set("x-ms-copy-status", "success")
 	if op == opCopyBlobSync && sum != nil {

@@ -313,18 +313,24 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	if err := s.authorizeSource(ctx, r, req, spec, ref); err != nil {
 		return nil, err
 	}
-	if namesVersion(q) {
-		// The gateway keeps no versions: a source version is a missing
-		// source, never the current blob.
-		if spec.op.fromURL() {
-			return nil, cannotVerify(http.StatusNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
+	// A source version (restoring an old version is a copy of it onto
+	// the base blob) is read as that version, never as the current blob.
+	var version string
+	if v, ok := versionParam(q); ok {
+		var err error
+		if version, err = leasedb.ParseVersionID(v); err != nil || snapshot != "" {
+			if spec.op.fromURL() {
+				return nil, cannotVerify(http.StatusBadRequest, "The copy source's versionid %q is not a version id of a blob.", v)
+			}
+			return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
 		}
-		return nil, svcerr.Newf(svcerr.BlobNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
 	}
 	var b *leasedb.Blob
 	var err error
 	if snapshot != "" {
 		b, _, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
+	} else if version != "" {
+		b, _, err = s.db.GetVersion(ctx, ref, version, spec.cond)
 	} else {
 		b, _, err = s.db.GetBlob(ctx, ref, "", spec.cond)
 	}

@@ -185,7 +185,9 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	// include=snapshots puts each blob's snapshots, oldest first, right
 	// before it; include=uncommittedblobs adds names that have only staged
 	// blocks. Every entry counts toward maxresults.
-	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"]}
+	// include=versions adds each name's previous versions, oldest
+	// first, before its current blob (after its snapshots).
+	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"], Versions: include["versions"]}
 	res, err := s.db.ListBlobsFrom(r.Context(), req.account, req.container, prefix, delimiter, marker, startFrom, max, inc)
 	if err != nil {
 		return err
@@ -235,6 +237,10 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if b.Snapshot != "" {
 		x.elem("Snapshot", b.Snapshot)
 	}
+	if b.VersionID != "" && b.Snapshot == "" {
+		x.elem("VersionId", b.VersionID)
+		x.elem("IsCurrentVersion", strconv.FormatBool(!b.NonCurrent))
+	}
 	x.open("Properties")
 	x.elem("Creation-Time", httpTime(b.Created))
 	x.elem("Last-Modified", httpTime(b.LastModified))
@@ -256,9 +262,9 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	x.elem("Cache-Control", b.Props.CacheControl)
 	x.elem("Content-Disposition", b.Props.ContentDisposition)
 	x.elem("BlobType", b.Type)
-	if b.Snapshot == "" {
-		// Snapshots cannot be leased, so Azure lists them without
-		// LeaseStatus, LeaseState and LeaseDuration.
+	if b.Snapshot == "" && !b.NonCurrent {
+		// Snapshots and previous versions cannot be leased, so Azure
+		// lists them without LeaseStatus, LeaseState and LeaseDuration.
 		status, state, duration := b.Lease.Headers(now)
 		x.elem("LeaseStatus", status)
 		x.elem("LeaseState", state)

@@ -55,6 +55,7 @@ const (
 	containerTarget        // /account/container
 	blobTarget             // /account/container/blob
 	snapshotTarget         // /account/container/blob?snapshot=...
+	versionTarget          // /account/container/blob?versionid=...
 )
 
 func targetOf(req *request) target {
@@ -66,6 +67,9 @@ func targetOf(req *request) target {
 	}
 	if _, ok := req.query["snapshot"]; ok {
 		return snapshotTarget
+	}
+	if _, ok := req.query["versionid"]; ok {
+		return versionTarget
 	}
 	return blobTarget
 }
@@ -179,6 +183,23 @@ var operations = []operation{
 		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease",
 		handle: (*Server).leaseBlob, sas: auth.OpLeaseBlob},
+
+	// Versions are read-only but for their tags and tier; a previous
+	// version can be deleted (SAS: x, delete version).
+	{name: "GetBlob", on: versionTarget, methods: mGet,
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobProperties", on: versionTarget, methods: mHead,
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobMetadata", on: versionTarget, methods: mRead, comp: "metadata",
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "DeleteBlob", on: versionTarget, methods: mDelete,
+		handle: (*Server).deleteVersion, sas: auth.OpDeleteBlobVersion},
+	{name: "GetBlobTags", on: versionTarget, methods: mGet, comp: "tags",
+		handle: (*Server).getBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTags", on: versionTarget, methods: mPut, comp: "tags",
+		handle: (*Server).setBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTier", on: versionTarget, methods: mPut, comp: "tier",
+		handle: (*Server).setBlobTier, sas: auth.OpWriteBlobProps},
 
 	// Blobs: /account/container/blob. Put Blob From URL, Copy Blob and Put
 	// Blob all write the blob: a SAS needs write (or create, for a blob
@@ -307,6 +328,13 @@ func noOperation(t target, req *request) error {
 		if comp != "lease" {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots are read-only")
 		}
+	case versionTarget:
+		// Put Blob, Set Blob Metadata, Lease Blob, ... of a version: a
+		// version is immutable; writes go to the base blob.
+		if knownComp(blobTarget, comp) {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "versionid", req.query["versionid"], "blob versions are read-only")
+		}
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 	case containerTarget:
 		if req.query["restype"] == "container" && !knownComp(t, comp) {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

@@ -56,6 +56,7 @@ const (
 	InvalidBlobOrBlock                    Code = "InvalidBlobOrBlock"
 	InvalidBlockId                        Code = "InvalidBlockId"
 	SnapshotsPresent                      Code = "SnapshotsPresent"
+	OperationNotAllowedOnRootBlob         Code = "OperationNotAllowedOnRootBlob"
 	InvalidOperation                      Code = "InvalidOperation"
 	InvalidHeaderValue                    Code = "InvalidHeaderValue"
 	MissingRequiredHeader                 Code = "MissingRequiredHeader"
@@ -128,6 +129,7 @@ var table = map[Code]entry{
 	LeaseNotPresentWithContainerOperation: {412, "There is currently no lease on the container."},
 	LeaseLost:                             {412, "A lease ID was specified, but the lease for the resource has expired."},
 	InfiniteLeaseDurationRequired:         {412, "The lease ID matched, but the specified lease must be an infinite-duration lease."},
+	OperationNotAllowedOnRootBlob:         {403, "This operation is not permitted on the current version of the blob."},
 	BlobNotFound:                          {404, "The specified blob does not exist."},
 	ContainerNotFound:                     {404, "The specified container does not exist."},
 	ResourceNotFound:                      {404, "The specified resource does not exist."},

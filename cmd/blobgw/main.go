@@ -154,9 +154,10 @@ func newApp() *cli.App {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			{
-				Name:   "serve",
-				Usage:  "serve the Blob REST API",
-				Flags:  configFlags(),
+				Name:  "serve",
+				Usage: "serve the Blob REST API",
+				Flags: append(configFlags(), &cli.BoolFlag{Name: "versioning",
+					Usage: "turn blob versioning on for every configured account at start (kept in the metadata store; blobgw account versioning turns it off)"}),
 				Action: serve,
 			},
 			{
@@ -234,7 +235,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
-			leaseCommand(), fsckCommand(),
+			leaseCommand(), fsckCommand(), accountCommand(),
 			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
@@ -307,6 +308,13 @@ func serve(c *cli.Context) error {
 		return cli.Exit("config: "+err.Error(), 2)
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
+	if c.Bool("versioning") {
+		for _, a := range cfg.Accounts {
+			if err := db.SetVersioning(ctx, a.Name, true); err != nil {
+				return cli.Exit("versioning: "+oneLine(err.Error()), 1)
+			}
+		}
+	}
 	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
 		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry,
 		ContainerDeleteRetention: cfg.ContainerDeleteRetention()})

@@ -64,6 +64,7 @@ const (
 	OpSetServiceProperties
 	OpFindBlobsContainer // Find Blobs by Tags in one container
 	OpFindBlobsService   // Find Blobs by Tags across the account
+	OpDeleteBlobVersion  // Delete Blob with versionid
 )
 
 var opNames = [...]string{
@@ -93,6 +94,7 @@ var opNames = [...]string{
 	OpSetServiceProperties: "SetServiceProperties",
 	OpFindBlobsContainer:   "FindBlobsContainer",
 	OpFindBlobsService:     "FindBlobsService",
+	OpDeleteBlobVersion:    "DeleteBlobVersion",
 }
 
 func (op Operation) String() string {
@@ -667,6 +669,8 @@ var opRules = map[Operation]opRule{
 	OpSetServiceProperties: {srt: 's', acct: "w"},
 	OpFindBlobsContainer:   {svc: "f", containerSAS: true, srt: 'c', acct: "f"},
 	OpFindBlobsService:     {srt: 's', acct: "f"},
+	// Deleting a version needs x (delete version), not d.
+	OpDeleteBlobVersion: {svc: "x", srt: 'o', acct: "x"},
 	// Get Account Information: any SAS that reaches the account; a service
 	// SAS needs r (Azurite), an account SAS any resource type and any of
 	// these letters.

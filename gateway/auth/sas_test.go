@@ -384,9 +384,10 @@ var permRows = map[Operation]permRow{
 	OpSetServiceProperties: {"", "s", "w", false},
 	OpFindBlobsContainer:   {"f", "c", "f", false},
 	OpFindBlobsService:     {"", "s", "f", false},
+	OpDeleteBlobVersion:    {"x", "o", "x", false},
 }
 
-const lastOp = OpFindBlobsService
+const lastOp = OpDeleteBlobVersion
 
 func allOps() []Operation {
 	var ops []Operation

@@ -529,11 +529,12 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 // does not exist. It locks the container row first, so no blob commit,
 // snapshot or block staging in it (which hold FOR SHARE or, through the
 // foreign key, FOR KEY SHARE) can run between the deletes. The lock and the
-// four deletes go in one round trip; each statement takes its snapshot when
+// five deletes go in one round trip; each statement takes its snapshot when
 // it starts, so the deletes see every row committed before the lock was
 // granted. Keys are distinct, each where it first appears in: the blobs'
 // extents in blob-name order, then the snapshots' in (name, snapshot)
-// order, then the staged blocks' keys in (blob name, block id) order.
+// order, then the versions' in (name, version id) order, then the staged
+// blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -542,14 +543,15 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	b.Queue(`SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
 	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, '', extents`, account, name)
 	b.Queue(`DELETE FROM snapshots WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
+	b.Queue(`DELETE FROM versions WHERE account = $1 AND container = $2 RETURNING name, version_id, extents`, account, name)
 	b.Queue(`DELETE FROM blocks WHERE account = $1 AND container = $2 RETURNING blob, block_id, key`, account, name)
 	b.Queue(`DELETE FROM containers WHERE account = $1 AND name = $2`, account, name)
 	// deleted is one deleted row: (name, snapshot, extents) of a blob or
 	// snapshot, (blob, block id, key) of a block.
 	type deleted [3]string
 	var (
-		found                    bool
-		blobs, snapshots, blocks []deleted
+		found                              bool
+		blobs, snapshots, versions, blocks []deleted
 	)
 	br := t.tx.SendBatch(ctx, b)
 	err := func() error {
@@ -561,7 +563,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		for _, q := range []struct {
 			what string
 			out  *[]deleted
-		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"blocks", &blocks}} {
+		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"versions", &versions}, {"blocks", &blocks}} {
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.what, err)
@@ -598,9 +600,10 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	}
 	byKey(blobs)
 	byKey(snapshots)
+	byKey(versions)
 	byKey(blocks)
 	var keys leasedb.NameKeys // once per blob name
-	for _, d := range append(blobs, snapshots...) {
+	for _, d := range append(append(blobs, snapshots...), versions...) {
 		x, err := leasedb.DecodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)

@@ -94,6 +94,10 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ContainerMove", testContainerMove},
 		{"DeletedContainerRecords", testDeletedContainerRecords},
 		{"ContainerSoftDelete", testContainerSoftDelete},
+		{"VersionPutGet", testVersionPutGet},
+		{"VersionListing", testVersionListing},
+		{"VersionKeys", testVersionKeys},
+		{"AccountSettings", testAccountSettings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,23 @@ func PutBlob(placeholder func(n int) string) string {
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed,
+			version_id = excluded.version_id`
+}
+
+// VersionCols are the columns of a version row: BlobCols (version_id,
+// part of the key, among them).
+const VersionCols = BlobCols
+
+// PutVersion is Tx.PutVersion's statement: an upsert of the values of
+// BlobValues; an existing version id of the name has its tier and tags
+// replaced (the only columns of a version that change: Set Blob Tier and
+// Set Blob Tags with versionid).
+func PutVersion(placeholder func(n int) string) string {
+	return `INSERT INTO versions (` + VersionCols + `)
+		VALUES (` + Placeholders(placeholder, blobColCount) + `)
+		ON CONFLICT (account, container, name, version_id) DO UPDATE SET
+			access_tier = excluded.access_tier, tags = excluded.tags`
 }
 
 // PutSnapshot is Tx.PutSnapshot's statement: the values of BlobValues and
