@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
 		{"ReferencedKeys", testReferencedKeys},
+		{"PageBlobRow", testPageBlobRow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

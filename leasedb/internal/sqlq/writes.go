@@ -56,7 +56,8 @@ func PutBlob(placeholder func(n int) string) string {
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed,
+			sequence_number = excluded.sequence_number`
 }
 
 // PutSnapshot is Tx.PutSnapshot's statement: the values of BlobValues and
