@@ -47,6 +47,7 @@ const (
 	opPutBlobFromURL                // Put Blob From URL
 	opPutBlockFromURL               // Put Block From URL
 	opAppendFromURL                 // Append Block From URL
+	opPutPageFromURL                // Put Page From URL
 )
 
 // fromURL reports whether the operation is one of the "From URL" family,

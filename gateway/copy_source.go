@@ -82,7 +82,7 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	if spec.cond, err = sourceConditions.parse(r.Header); err != nil {
 		return nil, err
 	}
-	if op == opPutBlockFromURL || op == opAppendFromURL {
+	if op == opPutBlockFromURL || op == opAppendFromURL || op == opPutPageFromURL {
 		if v := r.Header.Get("x-ms-source-range"); v != "" {
 			if spec.start, spec.end, err = parseSourceRange(v); err != nil {
 				return nil, err
@@ -355,7 +355,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 	}
 	src := &copySource{
-		body:       &extentReader{ctx: ctx, be: s.backend, ext: b.Extents, start: start, end: end},
+		body:       &extentReader{ctx: ctx, be: s.backend, ext: leasedb.Segments(b), start: start, end: end},
 		size:       end - start,
 		typ:        b.Type,
 		props:      b.Props,
@@ -364,7 +364,9 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		blockCount: b.BlockCount,
 		sealed:     b.Sealed,
 	}
-	if start == 0 && end == b.Size {
+	if start == 0 && end == b.Size && b.Type != "PageBlob" {
+		// A page blob's runs are not a blob's bytes in order: its
+		// copies stream (Copy Blob refuses a page blob source).
 		src.ref, src.extents = ref, b.Extents
 	}
 	return src, nil
@@ -420,13 +422,27 @@ func (e *extentReader) Read(p []byte) (int, error) {
 		x := e.ext[e.i]
 		from := e.start - e.off
 		n := min(x.Size, e.end-e.off) - from
-		rc, err := e.be.Open(e.ctx, x.Key, from, n)
+		if x.Key == "" {
+			// A page blob's hole reads as zeros.
+			e.cur, e.left = io.NopCloser(io.LimitReader(zeroReader{}, n)), n
+			e.start += n
+			continue
+		}
+		rc, err := e.be.Open(e.ctx, x.Key, x.Off+from, n)
 		if err != nil {
 			return 0, fmt.Errorf("open copy source extent %s: %w", x.Key, err)
 		}
 		e.cur, e.left = rc, n
 		e.start += n
 	}
+}
+
+// zeroReader reads zeros forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func (e *extentReader) Close() error {

@@ -122,10 +122,12 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=copy&copyid=x", nil, "AbortCopyBlob", "abortCopy", auth.OpOverwriteBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=snapshot", nil, "SnapshotBlob", "createSnapshot", auth.OpSnapshotBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=seal", nil, "AppendBlobSeal", "sealBlob", auth.OpOverwriteBlob, notPublic, false},
+		{"PUT", "cnt/b", "comp=page", nil, "PutPage", "putPage", auth.OpWriteBlobProps, notPublic, true},
+		{"PUT", "cnt/b", "comp=page", copySrc, "PutPageFromURL", "putPageFromURL", auth.OpWriteBlobProps, notPublic, true},
+		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=pagelist&" + snap, nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
 
 		// Not built yet: any path, any method, comp in any case.
-		{"PUT", "cnt/b", "comp=page", nil, "PutPage", "notImplemented", noSAS, notPublic, false},
-		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "notImplemented", noSAS, notPublic, false},
 		{"POST", "", "comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
 		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
@@ -139,7 +141,7 @@ func TestResolve(t *testing.T) {
 		{"POST", "", "restype=service&comp=userdelegationkey", nil, "GetUserDelegationKey", "notImplemented", noSAS, notPublic, false},
 		{"GET", "", "restype=service&comp=stats", nil, "GetBlobServiceStats", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt", "restype=container&comp=rename", nil, "RenameContainer", "notImplemented", noSAS, notPublic, false},
-		{"GET", "cnt/b", "comp=PAGE&" + snap, nil, "PutPage", "notImplemented", noSAS, notPublic, false},
+		{"GET", "cnt/b", "comp=LEGALHOLD&" + snap, nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
 	}
 	hit := make([]bool, len(operations))
 	for _, tt := range tests {
