@@ -362,7 +362,7 @@ func TestPageBlobRefusals(t *testing.T) {
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": "512", "x-ms-blob-sequence-number": "x"}, ""), 400, "InvalidHeaderValue", "bad sequence number")
 		_, err = pageClient(c, "prr", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP10)})
 		wantErr(t, err, 400, "InvalidHeaderValue")
-		_, err = c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").StartCopyFromURL(ctx, pb.URL(), nil)
+		_, err = c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").CopyFromURL(ctx, pb.URL(), nil)
 		wantErr(t, err, 409, "InvalidBlobType")
 		if _, err := c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").GetProperties(ctx, nil); statusOf(err) != 404 {
 			t.Fatalf("a refused page blob create left a blob (status %d)", statusOf(err))
@@ -532,6 +532,7 @@ func TestPageBlobModel(t *testing.T) {
 		if _, err := pb.ClearPages(ctx, rangeOf(0, 4<<10), nil); err != nil {
 			t.Fatal(err)
 		}
+		clear(model[:4<<10])
 		if queued(first) {
 			t.Fatal("an object a snapshot reads was queued for collection")
 		}
@@ -544,6 +545,12 @@ func TestPageBlobModel(t *testing.T) {
 		}
 		if !queued(first) {
 			t.Fatal("an object no run reads any more was not queued for collection")
+		}
+		if _, err := b.gws[0].Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("after collection the blob differs from the model")
 		}
 		b.checkNoLeak(t)
 	})
@@ -666,4 +673,85 @@ func TestPageWritesRace(t *testing.T) {
 			b.checkNoLeak(t)
 		})
 	}
+}
+
+// TestCopyPageBlob: Copy Blob of a page blob (or of its snapshot) shares
+// its runs: the copy reads the same bytes, reports the same page ranges,
+// length and sequence number, and stays as it was when the source is
+// written to or deleted; a snapshot copied onto its base restores it.
+func TestCopyPageBlob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		for _, name := range []string{"srcc", "dstc"} {
+			if _, err := c.CreateContainer(ctx, name, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src := pageClient(c, "srcc", "disk")
+		if _, err := src.Create(ctx, 8<<10, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(42))}); err != nil {
+			t.Fatal(err)
+		}
+		model := make([]byte, 8<<10)
+		data := randBytes(2048, 41)
+		if _, err := src.UploadPages(ctx, rsc{bytes.NewReader(data)}, rangeOf(1024, 2048), nil); err != nil {
+			t.Fatal(err)
+		}
+		copy(model[1024:], data)
+		snap, err := src.CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := pageClient(c, "dstc", "copy")
+		if _, err := dst.StartCopyFromURL(ctx, src.URL(), nil); err != nil {
+			t.Fatal(err)
+		}
+		empty := pageClient(c, "srcc", "empty")
+		if _, err := empty.Create(ctx, 4096, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pageClient(c, "dstc", "empty").StartCopyFromURL(ctx, empty.URL(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := pageRanges(t, pageClient(c, "dstc", "empty"), nil); len(got) != 0 {
+			t.Fatalf("the copy of an unwritten page blob has page ranges %v", got)
+		}
+		// The source changes and goes; the copy does not.
+		if _, err := src.ClearPages(ctx, rangeOf(0, 8<<10), nil); err != nil {
+			t.Fatal(err)
+		}
+		props, err := dst.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *props.BlobType != blob.BlobTypePageBlob || *props.ContentLength != 8<<10 || *props.BlobSequenceNumber != 42 {
+			t.Fatalf("copy: type %v length %v seq %v", *props.BlobType, *props.ContentLength, *props.BlobSequenceNumber)
+		}
+		if got := pageRanges(t, dst, nil); !slices.Equal(got, [][2]int64{{1024, 3071}}) {
+			t.Fatalf("copy page ranges = %v", got)
+		}
+		// Restore the source from its snapshot.
+		if _, err := src.StartCopyFromURL(ctx, src.URL()+"?snapshot="+*snap.Snapshot, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := downloadRange(t, src, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("a page blob restored from its snapshot differs")
+		}
+		if _, err := src.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)}); err != nil {
+			t.Fatal(err)
+		}
+		// Collection (no grace here) deletes what no name reads any more.
+		if _, err := b.gws[0].Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := downloadRange(t, dst, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the copy changed with its deleted source")
+		}
+		// Writing the copy releases only its own share of the objects.
+		if _, err := dst.ClearPages(ctx, rangeOf(0, 8<<10), nil); err != nil {
+			t.Fatal(err)
+		}
+		b.checkNoLeak(t)
+	})
 }

@@ -52,6 +52,7 @@ type copySource struct {
 	tags       map[string]string // local sources only
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
+	seq        int64             // a local page blob's sequence number
 	remote     bool
 	// A local source read whole: its name and extents, so Copy Blob can
 	// share them instead of copying the bytes.
@@ -363,11 +364,15 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		tags:       b.Tags,
 		blockCount: b.BlockCount,
 		sealed:     b.Sealed,
+		seq:        b.SequenceNumber,
 	}
-	if start == 0 && end == b.Size && b.Type != "PageBlob" {
-		// A page blob's runs are not a blob's bytes in order: its
-		// copies stream (Copy Blob refuses a page blob source).
+	if start == 0 && end == b.Size {
+		// A page blob's extents are its runs (holes between them):
+		// only a page blob copy may share them (Copy Blob).
 		src.ref, src.extents = ref, b.Extents
+		if b.Type == "PageBlob" && src.extents == nil {
+			src.extents = []leasedb.Extent{} // no page written: nothing to share
+		}
 	}
 	return src, nil
 }
