@@ -251,6 +251,7 @@ func (s *Server) commitPages(ctx context.Context, w http.ResponseWriter, preq le
 		h.Set("x-ms-lease-id", leaseRes.ID)
 	}
 	w.WriteHeader(http.StatusCreated)
+	s.maybeCompact(preq.Ref, len(b.Extents))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -20,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
+	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb"
 )
@@ -751,6 +753,144 @@ func TestCopyPageBlob(t *testing.T) {
 		// Writing the copy releases only its own share of the objects.
 		if _, err := dst.ClearPages(ctx, rangeOf(0, 8<<10), nil); err != nil {
 			t.Fatal(err)
+		}
+		b.checkNoLeak(t)
+	})
+}
+
+// TestPageBlobCompaction: a fragmented page map is rewritten into one run
+// per written range (the bytes, page ranges, ETag and snapshots unchanged,
+// the replaced objects collected); a compaction whose map changed under
+// it loses to the write; past Options.PageCompactRuns a Put Page starts
+// one in the background.
+func TestPageBlobCompaction(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{options: gateway.Options{PageCompactRuns: 4}})
+		ctx := context.Background()
+		c := b.client
+		if _, err := c.CreateContainer(ctx, "compact", nil); err != nil {
+			t.Fatal(err)
+		}
+		ref := leasedb.BlobRef{Account: config.DevAccountName, Container: "compact", Name: "d"}
+		runsOf := func() []leasedb.Extent {
+			var row *leasedb.Blob
+			if err := b.db.Store.View(ctx, func(tx leasedb.Tx) error {
+				var err error
+				row, err = tx.Blob(ctx, ref.Account, ref.Container, ref.Name, leasedb.LockNone)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return row.Extents
+		}
+		pb := pageClient(c, "compact", "d")
+		if _, err := pb.Create(ctx, 16<<10, nil); err != nil {
+			t.Fatal(err)
+		}
+		model := make([]byte, 16<<10)
+		write := func(page int) {
+			t.Helper()
+			data := randBytes(512, int64(200+page))
+			if _, err := pb.UploadPages(ctx, rsc{bytes.NewReader(data)}, rangeOf(int64(page*512), 512), nil); err != nil {
+				t.Fatal(err)
+			}
+			copy(model[page*512:], data)
+			if err := b.gws[0].WaitCompactions(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Four runs: no compaction yet; the fifth starts one.
+		for _, p := range []int{0, 1, 2, 3} {
+			write(p)
+		}
+		if n := len(runsOf()); n != 4 {
+			t.Fatalf("%d runs before the threshold, want 4", n)
+		}
+		snap, err := pb.CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := runsOf()
+		write(4)
+		runs := runsOf()
+		if len(runs) != 1 || runs[0].At != 0 || runs[0].Size != 5*512 {
+			t.Fatalf("after the threshold the map is %+v, want one run of 5 pages", runs)
+		}
+		after, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *after.ETag == *before.ETag {
+			t.Fatal("the Put Page did not change the ETag")
+		}
+		if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the compacted blob reads other bytes")
+		}
+		etag := *after.ETag
+
+		// By hand: three scattered runs of two ranges become two runs.
+		write(9)
+		write(10)
+		write(20)
+		if n := len(runsOf()); n != 4 {
+			t.Fatalf("%d runs before compacting by hand, want 4", n)
+		}
+		done, err := b.gws[0].CompactPageBlob(ctx, ref)
+		if err != nil || !done {
+			t.Fatalf("compaction: %v, %v", done, err)
+		}
+		compacted := runsOf()
+		if len(compacted) != 3 || compacted[0].Key != compacted[1].Key || compacted[1].Key != compacted[2].Key {
+			t.Fatalf("compacted map %+v, want 3 runs of one object", compacted)
+		}
+		if done, err := b.gws[0].CompactPageBlob(ctx, ref); err != nil || done {
+			t.Fatalf("a second compaction: %v, %v (nothing to gain)", done, err)
+		}
+		props, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *props.ETag == etag {
+			t.Fatal("writes after the first compaction did not change the ETag")
+		}
+		if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the compacted blob reads other bytes")
+		}
+		if got, want := pageRanges(t, pb, nil), [][2]int64{{0, 5*512 - 1}, {9 * 512, 11*512 - 1}, {20 * 512, 21*512 - 1}}; !slices.Equal(got, want) {
+			t.Fatalf("page ranges after compaction %v, want %v", got, want)
+		}
+
+		// A compaction of a map a write changed since loses.
+		if err := b.db.Store.Update(ctx, func(tx leasedb.Tx) error { return tx.AddIntent(ctx, "compaction-loses", time.Now().Add(time.Hour)) }); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := b.db.CompactPages(ctx, ref, old, "compaction-loses"); err != nil || done {
+			t.Fatalf("a compaction of a changed map: %v, %v", done, err)
+		}
+		if got := runsOf(); !slices.Equal(got, compacted) {
+			t.Fatalf("a lost compaction changed the map to %+v", got)
+		}
+		if err := b.db.Store.Forget(ctx, []string{"compaction-loses"}); err != nil {
+			t.Fatal(err)
+		}
+
+		// The snapshot kept its objects; collection deletes only the replaced ones.
+		if _, err := b.gws[0].Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := pb.WithSnapshot(*snap.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := downloadRange(t, sc, 0, 4*512); !bytes.Equal(got, model[:4*512]) {
+			t.Fatal("the snapshot reads other bytes after compaction and collection")
+		}
+		if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the compacted blob reads other bytes after collection")
 		}
 		b.checkNoLeak(t)
 	})

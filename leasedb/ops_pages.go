@@ -2,6 +2,7 @@ package leasedb
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -136,4 +137,38 @@ func (d *DB) SetPageBlobProperties(ctx context.Context, ref BlobRef, leaseID str
 		return nil
 	})
 	return out, err
+}
+
+// CompactPages swaps a page blob's map for CompactRuns(old, key) when the
+// map is still old under the lock: the bytes at every offset stay, only
+// the objects holding them change, so the ETag and Last-Modified stay too.
+// A write that changed the map since old was read wins: nothing changes
+// and done is false (the caller deletes the object under key, whose intent
+// is still recorded). Objects no run or snapshot names any more are
+// queued for collection after the grace period, as for a write.
+func (d *DB) CompactPages(ctx context.Context, ref BlobRef, old []Extent, key string) (done bool, err error) {
+	err = d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		done = false // fn may run again
+		if b == nil || b.Type != "PageBlob" || !slices.Equal(b.Extents, old) {
+			return nil
+		}
+		ok, err := tx.TakeIntent(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errIntentLost()
+		}
+		runs, _ := CompactRuns(old, key)
+		if err := d.dropRuns(ctx, tx, ref, old, runs, now); err != nil {
+			return err
+		}
+		b.Extents = runs
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	return done && err == nil, err
 }

@@ -1,6 +1,9 @@
 package leasedb
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // A page blob's page map is its row's Extents: the written runs, ordered by
 // blob offset (At), never overlapping, each naming the immutable object
@@ -170,4 +173,16 @@ func Segments(b *Blob) []Extent {
 		out = append(out, Extent{Size: b.Size - pos})
 	}
 	return out
+}
+
+// CompactRuns is the page map of runs rewritten into one object, key: one
+// run per written range (adjacent runs joined), each reading the object
+// where the bytes of the ranges before it end. total is the object's
+// length: the ranges' bytes in blob order, holes left out.
+func CompactRuns(runs []Extent, key string) (out []Extent, total int64) {
+	for _, r := range PageRanges(runs, 0, math.MaxInt64) {
+		out = append(out, Extent{Key: key, At: r.Start, Size: r.End - r.Start, Off: total})
+		total += r.End - r.Start
+	}
+	return out, total
 }

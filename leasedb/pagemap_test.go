@@ -271,3 +271,15 @@ func TestApplyPageProps(t *testing.T) {
 		})
 	}
 }
+
+func TestCompactRuns(t *testing.T) {
+	runs := []Extent{run("a", 0, 512, 0), run("b", 512, 1024, 512), run("c", 4096, 512, 1024)}
+	got, total := CompactRuns(runs, "n")
+	want := []Extent{run("n", 0, 1536, 0), run("n", 4096, 512, 1536)}
+	if !reflect.DeepEqual(got, want) || total != 2048 {
+		t.Fatalf("CompactRuns = %+v, %d; want %+v, 2048", got, total, want)
+	}
+	if got, total := CompactRuns(nil, "n"); got != nil || total != 0 {
+		t.Fatalf("CompactRuns of no runs = %+v, %d", got, total)
+	}
+}
