@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/svcerr"
 )
 
 // writeConds parses the conditions and lease id every blob write carries.
@@ -24,8 +23,12 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 	if err != nil {
 		return err
 	}
-	if r.Header.Get("x-ms-blob-content-length") != "" || r.Header.Get("x-ms-sequence-number-action") != "" {
-		return svcerr.Newf(svcerr.InvalidHeaderValue, "Page blob properties are not supported.")
+	pp, err := parsePageProps(r.Header)
+	if err != nil {
+		return err
+	}
+	if pp.Any() {
+		return s.setPageBlobProperties(w, r, req, pp)
 	}
 	props, err := parseBlobProps(r.Header, false)
 	if err != nil {

@@ -20,9 +20,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	ctx := r.Context()
 	blobType := r.Header.Get("x-ms-blob-type")
 	switch blobType {
-	case "BlockBlob", "AppendBlob":
-	case "PageBlob":
-		return svcerr.Newf(svcerr.NotImplemented, "Page blobs are not implemented by this gateway.")
+	case "BlockBlob", "AppendBlob", "PageBlob":
 	case "":
 		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-blob-type", "")
 	default:
@@ -35,7 +33,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if size > s.opt.MaxPutBlobSize {
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
-	if blobType == "AppendBlob" && size != 0 {
+	if blobType != "BlockBlob" && size != 0 {
+		// An append or page blob is created empty (a page blob's pages
+		// read as zeros until Put Page writes them).
 		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", fmt.Sprint(size))
 	}
 	want, err := transactionalSums(r.Header)
@@ -69,6 +69,11 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		return err
 	}
 	preq.CreateOnly = req.createOnly
+	if blobType == "PageBlob" {
+		if preq.PageSize, preq.SequenceNumber, err = parsePageBlobCreate(r.Header); err != nil {
+			return err
+		}
+	}
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.

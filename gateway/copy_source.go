@@ -52,6 +52,7 @@ type copySource struct {
 	tags       map[string]string // local sources only
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
+	seq        int64             // a local page blob's sequence number
 	remote     bool
 	// A local source read whole: its name and extents, so Copy Blob can
 	// share them instead of copying the bytes.
@@ -82,7 +83,7 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	if spec.cond, err = sourceConditions.parse(r.Header); err != nil {
 		return nil, err
 	}
-	if op == opPutBlockFromURL || op == opAppendFromURL {
+	if op == opPutBlockFromURL || op == opAppendFromURL || op == opPutPageFromURL {
 		if v := r.Header.Get("x-ms-source-range"); v != "" {
 			if spec.start, spec.end, err = parseSourceRange(v); err != nil {
 				return nil, err
@@ -361,7 +362,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 	}
 	src := &copySource{
-		body:       &extentReader{ctx: ctx, be: s.backend, ext: b.Extents, start: start, end: end},
+		body:       &extentReader{ctx: ctx, be: s.backend, ext: leasedb.Segments(b), start: start, end: end},
 		size:       end - start,
 		typ:        b.Type,
 		props:      b.Props,
@@ -369,9 +370,15 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		tags:       b.Tags,
 		blockCount: b.BlockCount,
 		sealed:     b.Sealed,
+		seq:        b.SequenceNumber,
 	}
 	if start == 0 && end == b.Size {
+		// A page blob's extents are its runs (holes between them):
+		// only a page blob copy may share them (Copy Blob).
 		src.ref, src.extents = ref, b.Extents
+		if b.Type == "PageBlob" && src.extents == nil {
+			src.extents = []leasedb.Extent{} // no page written: nothing to share
+		}
 	}
 	return src, nil
 }
@@ -426,13 +433,27 @@ func (e *extentReader) Read(p []byte) (int, error) {
 		x := e.ext[e.i]
 		from := e.start - e.off
 		n := min(x.Size, e.end-e.off) - from
-		rc, err := e.be.Open(e.ctx, x.Key, from, n)
+		if x.Key == "" {
+			// A page blob's hole reads as zeros.
+			e.cur, e.left = io.NopCloser(io.LimitReader(zeroReader{}, n)), n
+			e.start += n
+			continue
+		}
+		rc, err := e.be.Open(e.ctx, x.Key, x.Off+from, n)
 		if err != nil {
 			return 0, fmt.Errorf("open copy source extent %s: %w", x.Key, err)
 		}
 		e.cur, e.left = rc, n
 		e.start += n
 	}
+}
+
+// zeroReader reads zeros forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func (e *extentReader) Close() error {

@@ -154,6 +154,9 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
+	if b.Type == "PageBlob" {
+		h.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
+	}
 	if c := b.Copy; c != nil {
 		h.Set("x-ms-copy-id", c.ID)
 		h.Set("x-ms-copy-source", c.Source)

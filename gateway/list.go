@@ -261,6 +261,9 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	x.elem("Content-MD5", md5)
 	x.elem("Cache-Control", b.Props.CacheControl)
 	x.elem("Content-Disposition", b.Props.ContentDisposition)
+	if b.Type == "PageBlob" {
+		x.elem("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
+	}
 	x.elem("BlobType", b.Type)
 	if b.Snapshot == "" && !b.NonCurrent {
 		// Snapshots and previous versions cannot be leased, so Azure

@@ -214,13 +214,6 @@ func TestRefusedFeatures(t *testing.T) {
 				t.Fatalf("a refused Set Blob Service Properties was stored: %+v", props)
 			}
 
-			_, err = cc.NewPageBlobClient("disk.vhd").Create(ctx, 4096, nil)
-			wantErr(t, err, 501, "NotImplemented")
-			notStored("disk.vhd")
-			_, err = cc.NewPageBlobClient("keep").UploadPages(ctx, nopSeeker(strings.Repeat("x", 512)), blob.HTTPRange{Offset: 0, Count: 512}, nil)
-			wantErr(t, err, 501, "NotImplemented")
-			_, err = cc.NewPageBlobClient("keep").NewGetPageRangesPager(nil).NextPage(ctx)
-			wantErr(t, err, 501, "NotImplemented")
 			_, err = cc.NewPageBlobClient("inc").StartCopyIncremental(ctx, cc.NewBlobClient("keep").URL(), "2024-01-01T00:00:00.0000000Z", nil)
 			wantErr(t, err, 501, "NotImplemented")
 			notStored("inc")

@@ -183,6 +183,8 @@ var operations = []operation{
 		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease",
 		handle: (*Server).leaseBlob, sas: auth.OpLeaseBlob},
+	{name: "GetPageRanges", on: snapshotTarget, methods: mGet, comp: "pagelist",
+		handle: (*Server).getPageRanges, sas: auth.OpReadBlob, public: publicBlob},
 
 	// Versions are read-only but for their tags and tier; a previous
 	// version can be deleted (SAS: x, delete version).
@@ -252,14 +254,20 @@ var operations = []operation{
 	// Append Blob Seal: "a SAS that has write permissions".
 	{name: "AppendBlobSeal", on: blobTarget, methods: mPut, comp: "seal",
 		handle: (*Server).sealBlob, sas: auth.OpOverwriteBlob},
+	// Put Page needs write, never create alone (the blob exists): the
+	// permission of Set Blob Properties.
+	{name: "PutPageFromURL", on: blobTarget, methods: mPut, comp: "page", headers: []headerIs{hCopySource},
+		handle: (*Server).putPageFromURL, sas: auth.OpWriteBlobProps, upload: true},
+	{name: "PutPage", on: blobTarget, methods: mPut, comp: "page",
+		handle: (*Server).putPage, sas: auth.OpWriteBlobProps, upload: true},
+	{name: "GetPageRanges", on: blobTarget, methods: mGet, comp: "pagelist",
+		handle: (*Server).getPageRanges, sas: auth.OpReadBlob, public: publicBlob},
 
 	// Operations the gateway does not have yet, at any path and with any
 	// method. Azure spells some comps in mixed case
 	// (immutabilityPolicies), so they match in any case. No SAS grants
 	// them and they are never public, so only an account key learns they
 	// are missing.
-	missingOp("PutPage", "page", "Put Page (page blobs)"),
-	missingOp("GetPageRanges", "pagelist", "Get Page Ranges (page blobs)"),
 	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
 	missingOp("BlobBatch", "batch", "Blob Batch"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),

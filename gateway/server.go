@@ -62,6 +62,10 @@ type Options struct {
 	// it, restorable (Restore Container), this long. Absent or 0: Delete
 	// Container deletes at once.
 	ContainerDeleteRetention map[string]time.Duration
+	// PageCompactRuns: a page blob with more runs after a Put Page is
+	// compacted in the background (page_compact.go; default
+	// DefaultPageCompactRuns, negative: never).
+	PageCompactRuns int
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -75,6 +79,7 @@ type Server struct {
 	corsCache *corsCache // CORS rules per account (cors.go)
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
 	uploads   uploadLimiter
+	pages     pageCompactor // background page blob compactions
 }
 
 // New returns a Server.
@@ -103,6 +108,9 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.BlockExpiry <= 0 {
 		opt.BlockExpiry = leasedb.DefaultBlockExpiry
 	}
+	if opt.PageCompactRuns == 0 {
+		opt.PageCompactRuns = DefaultPageCompactRuns
+	}
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
 		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}
 }
@@ -110,7 +118,11 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 // Close releases what the Server holds in the metadata store: the upload
 // intents recorded ahead for keys no request took. Call it after the HTTP
 // server has shut down; requests that still arrive work, one intent each.
+// It first cancels the background page blob compactions and waits for them.
 func (s *Server) Close(ctx context.Context) error {
+	if err := s.pages.wait(ctx, true); err != nil {
+		return err
+	}
 	return s.keys.close(ctx)
 }
 

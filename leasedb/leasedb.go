@@ -114,6 +114,11 @@ type Extent struct {
 	// BlockID is the block id (base64, as the client sent it) for block
 	// blob extents; "" for Put Blob and append blocks.
 	BlockID string `json:"id,omitempty"`
+	// At and Off place a run of a page blob (pagemap.go): the run is
+	// bytes [At, At+Size) of the blob, read from the object at Off. Both
+	// are 0 for block and append blobs, whose extents follow each other.
+	At  int64 `json:"a,omitempty"`
+	Off int64 `json:"o,omitempty"`
 }
 
 // Block is one staged (uncommitted) block of a block blob.
@@ -143,7 +148,7 @@ type Blob struct {
 	Account      string
 	Container    string
 	Name         string
-	Type         string // "BlockBlob", "AppendBlob"
+	Type         string // "BlockBlob", "AppendBlob", "PageBlob"
 	ETag         string // quoted form
 	Created      time.Time
 	LastModified time.Time
@@ -181,6 +186,11 @@ type Blob struct {
 	// read-only but for its tier and tags. Previous versions share
 	// extents with the other rows of the name like snapshots do.
 	NonCurrent bool
+	// SequenceNumber is a page blob's x-ms-blob-sequence-number (0 for
+	// other types). A page blob's Extents are its written runs in blob
+	// order, with holes between them (pagemap.go); its Size is its
+	// x-ms-blob-content-length, not their sum.
+	SequenceNumber int64
 }
 
 // CopyInfo is what Get Blob Properties and List Blobs (include=copy) report
@@ -339,6 +349,11 @@ type Tx interface {
 	// Versions lists the previous-version rows of a blob name, oldest
 	// first (version ids sort by time in byte order).
 	Versions(ctx context.Context, account, container, blob string) ([]*Blob, error)
+	// NameRows returns the rows of a blob name that may share its current
+	// blob's extents, in one statement: its snapshots (by snapshot id),
+	// then its previous versions (NonCurrent, oldest first). Every write
+	// that drops extents reads it, so it is one round trip, not two.
+	NameRows(ctx context.Context, account, container, blob string) ([]*Blob, error)
 	// DeleteVersion deletes one previous-version row; ErrNotFound when
 	// absent.
 	DeleteVersion(ctx context.Context, account, container, blob, versionID string) error

@@ -66,6 +66,10 @@ type PutBlobRequest struct {
 	// Copy is what sets a Copy Blob destination apart (ops_copy.go); zero
 	// for Put Blob and Put Blob From URL.
 	Copy CopyTarget
+	// PageSize and SequenceNumber are a new page blob's
+	// x-ms-blob-content-length and x-ms-blob-sequence-number (Type
+	// "PageBlob", no Extents: every page reads as zeros).
+	PageSize, SequenceNumber int64
 }
 
 // BlobContent is what a write that replaces the whole blob (Put Blob, Put
@@ -193,6 +197,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
 		b.BlockCount = req.Copy.BlockCount
 		b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
+		if req.Type == "PageBlob" {
+			b.Size, b.SequenceNumber = req.PageSize, req.SequenceNumber
+		}
 		if req.Copy.Info != nil {
 			ci := *req.Copy.Info
 			ci.Completed = now

@@ -122,15 +122,7 @@ func keepVersion(ctx context.Context, tx Tx, ref BlobRef, now time.Time, old *Bl
 // nameRows reads the rows of ref other than its current blob that may
 // share its extents: snapshots and previous versions.
 func nameRows(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
-	snaps, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return nil, err
-	}
-	vs, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return nil, err
-	}
-	return append(snaps, vs...), nil
+	return tx.NameRows(ctx, ref.Account, ref.Container, ref.Name)
 }
 
 // versionOf reads the version versionID of ref: the current blob when it

@@ -50,6 +50,11 @@ const (
 	BlobAlreadyExists                     Code = "BlobAlreadyExists"
 	ContainerAlreadyExists                Code = "ContainerAlreadyExists"
 	InvalidBlobType                       Code = "InvalidBlobType"
+	InvalidPageRange                      Code = "InvalidPageRange"
+	SequenceNumberConditionNotMet         Code = "SequenceNumberConditionNotMet"
+	SequenceNumberIncrementTooLarge       Code = "SequenceNumberIncrementTooLarge"
+	PreviousSnapshotNotFound              Code = "PreviousSnapshotNotFound"
+	PreviousSnapshotCannotBeNewer         Code = "PreviousSnapshotCannotBeNewer"
 	BlockCountExceedsLimit                Code = "BlockCountExceedsLimit"
 	BlockListTooLong                      Code = "BlockListTooLong"
 	InvalidBlockList                      Code = "InvalidBlockList"
@@ -136,6 +141,11 @@ var table = map[Code]entry{
 	BlobAlreadyExists:                     {409, "The specified blob already exists."},
 	ContainerAlreadyExists:                {409, "The specified container already exists."},
 	InvalidBlobType:                       {409, "The blob type is invalid for this operation."},
+	InvalidPageRange:                      {416, "The page range specified is invalid."},
+	SequenceNumberConditionNotMet:         {412, "The sequence number condition specified was not met."},
+	SequenceNumberIncrementTooLarge:       {409, "The sequence number increment cannot be performed because it would result in overflow of the sequence number."},
+	PreviousSnapshotNotFound:              {409, "The previous snapshot is not found."},
+	PreviousSnapshotCannotBeNewer:         {400, "The prevsnapshot query parameter value cannot be newer than snapshot query parameter value."},
 	BlockCountExceedsLimit:                {409, "The committed block count cannot exceed the maximum limit."},
 	BlockListTooLong:                      {400, "The block list may not contain more than 50,000 blocks."},
 	InvalidBlockList:                      {400, "The specified block list is invalid."},

@@ -417,6 +417,12 @@ type tx struct {
 	tx       pgx.Tx
 	readOnly bool
 	now      time.Time
+	// account is the account of the first container a read-write
+	// transaction reads; settings, once read, are its account_settings,
+	// read with the clock in one statement (Now), so a write that needs
+	// both (keepVersion) pays one round trip for them.
+	account  string
+	settings *leasedb.AccountSettings
 }
 
 // Now returns clock_timestamp(), read at the first call (normally after
@@ -425,7 +431,14 @@ type tx struct {
 func (t *tx) Now(ctx context.Context) (time.Time, error) {
 	if t.now.IsZero() {
 		var now time.Time
-		if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		if t.account != "" && t.settings == nil {
+			var v int
+			if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp(),
+				COALESCE((SELECT versioning FROM account_settings WHERE account = $1), 0)`, t.account).Scan(&now, &v); err != nil {
+				return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
+			}
+			t.settings = &leasedb.AccountSettings{Versioning: v != 0}
+		} else if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
 		}
 		t.now = now.UTC().Truncate(time.Microsecond)
@@ -471,6 +484,9 @@ var (
 func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.LockMode) (*leasedb.Container, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
+	}
+	if !t.readOnly && t.account == "" {
+		t.account = account
 	}
 	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
 		account, name)

@@ -102,6 +102,9 @@ func (t *tx) AccountSettings(ctx context.Context, account string) (leasedb.Accou
 	if err := checkText(account); err != nil {
 		return leasedb.AccountSettings{}, err
 	}
+	if t.settings != nil && account == t.account {
+		return *t.settings, nil // read with the clock (Now)
+	}
 	var v int
 	err := t.tx.QueryRow(ctx, `SELECT versioning FROM account_settings WHERE account = $1`, account).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -123,5 +126,26 @@ func (t *tx) PutAccountSettings(ctx context.Context, account string, s leasedb.A
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: put account settings %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
+	if account == t.account {
+		t.settings = &s
+	}
 	return nil
+}
+
+var nameRowsSQL = sqlq.NameRows(dialect.Placeholder)
+
+// NameRows implements leasedb.Tx.
+func (t *tx) NameRows(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, nameRowsSQL, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: rows of %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
+	}
+	items, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/postgres: rows of %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
+	}
+	return sqlq.NameRowBlobs(items), nil
 }

@@ -123,3 +123,21 @@ func (t *tx) PutAccountSettings(ctx context.Context, account string, s leasedb.A
 	}
 	return nil
 }
+
+var nameRowsSQL = sqlq.NameRows(dialect.Placeholder)
+
+// NameRows implements leasedb.Tx.
+func (t *tx) NameRows(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
+	if err := checkText(account, container, blob); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, nameRowsSQL, account, container, blob)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: rows of %s/%s/%s: %w", account, container, blob, err)
+	}
+	items, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("leasedb/sqlite: rows of %s/%s/%s: %w", account, container, blob, err)
+	}
+	return sqlq.NameRowBlobs(items), nil
+}

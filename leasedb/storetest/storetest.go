@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"VersionListing", testVersionListing},
 		{"VersionKeys", testVersionKeys},
 		{"AccountSettings", testAccountSettings},
+		{"PageBlobRow", testPageBlobRow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

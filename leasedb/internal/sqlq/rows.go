@@ -40,7 +40,7 @@ func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *lease
 		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed, &b.VersionID}
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed, &b.VersionID, &b.SequenceNumber}
 		if extra != nil {
 			dest = append(dest, extra(&b)...)
 		}
@@ -144,7 +144,7 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
 		b.Lease.ID, b.Lease.State, b.Lease.Duration, toTime(b.Lease.Expires), toTime(b.Lease.BreakAt), toTime(b.Lease.Since),
-		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID}, nil
+		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID, b.SequenceNumber}, nil
 }
 
 // ScanContainers reads rows of ContainerCols.

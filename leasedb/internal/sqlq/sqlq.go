@@ -25,7 +25,7 @@ import (
 const BlobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
-	access_tier, tags, copy_info, sealed, version_id`
+	access_tier, tags, copy_info, sealed, version_id, sequence_number`
 
 // SnapshotCols are the columns of a snapshot row: BlobCols, then the
 // snapshot id.
@@ -33,7 +33,7 @@ const SnapshotCols = BlobCols + `, snapshot`
 
 // StagedCols are BlobCols for a name that has only staged blocks: a block
 // blob with nothing else known (the drivers scan them like a row).
-const StagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, '', 0, ''`
+const StagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, '', 0, '', 0`
 
 // Kinds of ListEntries rows, in their order within one name: snapshots,
 // previous versions, then the current blob. A name has a blob row or is
