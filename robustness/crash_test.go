@@ -327,7 +327,8 @@ func crashRun(t *testing.T, bin string, size int64, args []string) {
 				r.kill()
 			})
 		}
-		delay := time.Duration(rng.Intn(50)) * time.Millisecond
+		// Up to 400 ms: past the commit and the reply at times.
+		delay := time.Duration(rng.Intn(400)) * time.Millisecond
 		watch := func(name string) func(int64) {
 			if name != driver {
 				return nil

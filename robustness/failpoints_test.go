@@ -1,0 +1,26 @@
+package robustness
+
+import (
+	"flag"
+	"testing"
+	"time"
+)
+
+var (
+	fpDuration = flag.Duration("robustness.failpoints-duration", 20*time.Second,
+		"TestLinearizableFailpoints: how long the clients run")
+	fpSpec = flag.String("robustness.failpoints", "after-stage=kill:0.003,after-commit=kill:0.001,collector-claim=kill:0.05",
+		"TestLinearizableFailpoints: BLOBGW_FAILPOINTS of the replicas (internal/failpoint)")
+)
+
+// TestLinearizableFailpoints is the history check with blobgw built with
+// -tags failpoints: each replica SIGKILLs itself at random after a body's
+// bytes are in the backend but before their commit (after-stage), after a
+// transaction's COMMIT succeeded but before the caller heard of it
+// (after-commit: the client gets no answer to a write that took effect),
+// and in the collector between claiming entries and deleting their objects
+// (collector-claim); a supervisor starts it again. The history must stay
+// linearizable, and nothing acknowledged may be lost or leaked.
+func TestLinearizableFailpoints(t *testing.T) {
+	runLinearizable(t, scenario{duration: *fpDuration, failpoints: *fpSpec})
+}
