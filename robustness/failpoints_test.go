@@ -24,3 +24,23 @@ var (
 func TestLinearizableFailpoints(t *testing.T) {
 	runLinearizable(t, scenario{duration: *fpDuration, failpoints: *fpSpec})
 }
+
+var (
+	sigstopRun = flag.Bool("robustness.sigstop", false, "run TestLinearizableSIGSTOP (about 2 minutes)")
+	allFaults  = flag.Bool("robustness.all-faults", false,
+		"TestLinearizable adds the failpoints (-robustness.failpoints) and a SIGSTOP to its faults: every fault kind in one run")
+)
+
+// TestLinearizableSIGSTOP is the history check with one replica stopped
+// (SIGSTOP) for longer than a lease term and its clients' timeouts while
+// it has requests in flight, then resumed (SIGCONT): its stale requests
+// complete against a store where leases were broken and taken and blobs
+// rewritten meanwhile, and must neither break lease exclusivity nor
+// overwrite what they were conditioned against. Behind
+// -robustness.sigstop, since the stop alone takes 21 s.
+func TestLinearizableSIGSTOP(t *testing.T) {
+	if !*sigstopRun {
+		t.Skip("-robustness.sigstop runs it")
+	}
+	runLinearizable(t, scenario{duration: 50 * time.Second, sigstop: true})
+}

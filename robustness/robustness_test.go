@@ -248,7 +248,7 @@ func quote(etag string) *azcore.ETag {
 func leaseIDOf(client int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", client+1) }
 
 type faults struct {
-	commitCuts, otherCuts, kills, pgRestarts atomic.Int64
+	commitCuts, otherCuts, kills, pgRestarts, stops atomic.Int64
 }
 
 // scenario is one robustness run's faults.
@@ -262,12 +262,24 @@ type scenario struct {
 	// failpoints: blobgw is built with -tags failpoints and the replicas
 	// run with BLOBGW_FAILPOINTS set to it (internal/failpoint).
 	failpoints string
+	// sigstop: a replica SIGSTOPped for longer than a lease term with
+	// requests in flight, then SIGCONTed: what it had in flight goes on
+	// against a store that moved on meanwhile.
+	sigstop bool
 }
+
+// stopFor is how long a sigstop scenario keeps its replica stopped: longer
+// than the 15 s lease term and the clients' request timeout (opCtx).
+const stopFor = 21 * time.Second
 
 // TestLinearizable is the run with connection cuts, a replica kill and a
 // Postgres restart together.
 func TestLinearizable(t *testing.T) {
-	runLinearizable(t, scenario{duration: *duration, cuts: true, kill: true, pgRestart: true})
+	sc := scenario{duration: *duration, cuts: true, kill: true, pgRestart: true}
+	if *allFaults {
+		sc.failpoints, sc.sigstop = *fpSpec, true
+	}
+	runLinearizable(t, sc)
 }
 
 func runLinearizable(t *testing.T, sc scenario) {
@@ -478,6 +490,26 @@ func runLinearizable(t *testing.T, sc scenario) {
 			}
 		}
 	}()
+	if sc.sigstop {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+			time.Sleep(time.Until(rec.t0.Add(sc.duration * 45 / 100)))
+			if time.Until(deadline) < stopFor {
+				fail(fmt.Errorf("a %v run is too short for a %v SIGSTOP", sc.duration, stopFor))
+				return
+			}
+			pid := replicas[rng.Intn(len(replicas))].current().Cmd.Process.Pid
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				fail(err)
+				return
+			}
+			fl.stops.Add(1)
+			time.Sleep(stopFor)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}()
+	}
 	wg.Wait()
 	for _, px := range proxies {
 		px.SetCut(nil)
@@ -549,9 +581,9 @@ func runLinearizable(t *testing.T, sc scenario) {
 		requests += n
 	}
 	sort.Strings(kinds)
-	t.Logf("%d operations (%d history entries: a listing is one per blob) in %v (%.0f/s), %d ambiguous; faults: %d cuts after COMMIT, %d other cuts, %d replica kills, %d Postgres restarts; porcupine: %s in %v",
+	t.Logf("%d operations (%d history entries: a listing is one per blob) in %v (%.0f/s), %d ambiguous; faults: %d cuts after COMMIT, %d other cuts, %d replica kills, %d Postgres restarts, %d SIGSTOPs; porcupine: %s in %v",
 		requests, len(rec.ops), runTime.Round(time.Millisecond), float64(requests)/runTime.Seconds(), len(rec.unknown),
-		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), res, checkTime.Round(time.Millisecond))
+		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), fl.stops.Load(), res, checkTime.Round(time.Millisecond))
 	t.Logf("per kind: %s", strings.Join(kinds, " "))
 	if sc.failpoints != "" {
 		t.Logf("failpoints %s: fired %v; replica exits %d", sc.failpoints, fired, deaths.Load())
