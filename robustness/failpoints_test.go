@@ -9,7 +9,7 @@ import (
 var (
 	fpDuration = flag.Duration("robustness.failpoints-duration", 20*time.Second,
 		"TestLinearizableFailpoints: how long the clients run")
-	fpSpec = flag.String("robustness.failpoints", "after-stage=kill:0.003,after-commit=kill:0.001,collector-claim=kill:0.05",
+	fpSpec = flag.String("robustness.failpoints", "after-stage=kill:0.002,after-commit=kill:0.0005,collector-claim=kill:0.02",
 		"TestLinearizableFailpoints: BLOBGW_FAILPOINTS of the replicas (internal/failpoint)")
 )
 
