@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -180,6 +181,8 @@ const commitTimeout = time.Minute
 func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
+	// Crash tests: the bytes are in the backend, the commit not begun.
+	failpoint.Inject("after-stage")
 	err := fn(cctx)
 	if err == nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 )
 
@@ -28,6 +29,8 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 		if len(keys) == 0 {
 			return total, nil
 		}
+		// Crash tests: claimed, nothing deleted yet.
+		failpoint.Inject("collector-claim")
 		done := deleteObjects(ctx, backend, keys, log)
 		if err := store.Forget(ctx, done); err != nil {
 			return total, fmt.Errorf("forget: %w", err)

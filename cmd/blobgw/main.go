@@ -55,6 +55,9 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
 		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408 (default 60s)"},
 		&cli.IntFlag{Name: "max-uploads", EnvVars: []string{"BLOBGW_MAX_UPLOADS"}, Usage: "uploads served at once per replica; more get 503 ServerBusy (default 256)"},
+		&cli.IntFlag{Name: "max-connections", EnvVars: []string{"BLOBGW_MAX_CONNECTIONS"}, Usage: "connections held at once per replica; more get 503 ServerBusy (default 4096)"},
+		&cli.DurationFlag{Name: "read-header-timeout", EnvVars: []string{"BLOBGW_READ_HEADER_TIMEOUT"}, Usage: "close a connection whose request headers take longer (default 30s)"},
+		&cli.DurationFlag{Name: "idle-timeout", EnvVars: []string{"BLOBGW_IDLE_TIMEOUT"}, Usage: "close a keep-alive connection idle this long (default 2m)"},
 		&cli.DurationFlag{Name: "block-expiry", EnvVars: []string{"BLOBGW_BLOCK_EXPIRY"}, Usage: "discard uncommitted blocks of a blob this long after its last Put Block (default 168h)"},
 		&cli.BoolFlag{Name: "strict-conditions", EnvVars: []string{"BLOBGW_STRICT_CONDITIONS"}, Usage: "reject condition header combinations the REST docs forbid on writes"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"BLOBGW_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
@@ -111,6 +114,15 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	}
 	if c.IsSet("max-uploads") {
 		cfg.MaxUploads = c.Int("max-uploads")
+	}
+	if c.IsSet("max-connections") {
+		cfg.MaxConnections = c.Int("max-connections")
+	}
+	if c.IsSet("read-header-timeout") {
+		cfg.ReadHeaderTimeout = c.Duration("read-header-timeout")
+	}
+	if c.IsSet("idle-timeout") {
+		cfg.IdleTimeout = c.Duration("idle-timeout")
 	}
 	if c.IsSet("block-expiry") {
 		cfg.BlockExpiry = c.Duration("block-expiry")
@@ -324,8 +336,8 @@ func serve(c *cli.Context) error {
 	}
 	// The listener records request headers so that metadata names keep the
 	// case the client sent (Go's server canonicalizes them).
-	ln = gateway.PreserveHeaderCase(ln)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	ln = gateway.PreserveHeaderCase(gateway.LimitConnections(ln, cfg.MaxConnections))
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}
 	go srv.RunCollector(ctx, cfg.GCInterval)
 	names := make([]string, 0, len(cfg.Accounts))

@@ -66,6 +66,12 @@ type Config struct {
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
 	S3               S3            `yaml:"s3"`
+
+	// What idle and slow clients may hold (gateway.LimitConnections,
+	// http.Server's ReadHeaderTimeout and IdleTimeout).
+	MaxConnections    int           `yaml:"max_connections"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 }
 
 // S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
@@ -97,6 +103,10 @@ func Default() Config {
 		BodyIdleTimeout: 60 * time.Second,
 		MaxUploads:      256,
 		BlockExpiry:     7 * 24 * time.Hour,
+
+		MaxConnections:    4096,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 	}
 }
 
@@ -202,6 +212,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BlockExpiry <= 0 {
 		return errors.New("block_expiry must be > 0")
+	}
+	if c.MaxConnections <= 0 {
+		return errors.New("max_connections must be > 0")
+	}
+	if c.ReadHeaderTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("read_header_timeout and idle_timeout must be > 0")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

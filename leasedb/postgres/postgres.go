@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
@@ -171,6 +172,8 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 		}
 		return fmt.Errorf("leasedb/postgres: commit: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
+	// Crash tests: committed, the caller not told.
+	failpoint.Inject("after-commit")
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
@@ -227,6 +228,8 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 		// it) but is not known to be durable.
 		return fmt.Errorf("leasedb/sqlite: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
+	// Crash tests: committed and durable, the caller not told.
+	failpoint.Inject("after-commit")
 	return nil
 }
 
