@@ -136,6 +136,9 @@ var operations = []operation{
 		handle: (*Server).getServiceProperties, sas: auth.OpGetServiceProperties},
 	{name: "SetBlobServiceProperties", on: serviceTarget, methods: mPut, restype: "service", comp: "properties",
 		handle: (*Server).setServiceProperties, sas: auth.OpSetServiceProperties},
+	// Blob Batch (batch.go): POST; each sub-request is authorized on its own.
+	{name: "BlobBatch", on: serviceTarget, methods: mOther, comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 
 	// Containers: /account/container?restype=container.
 	{name: "CreateContainer", on: containerTarget, methods: mPut, restype: "container",
@@ -156,6 +159,8 @@ var operations = []operation{
 		handle: (*Server).listBlobs, sas: auth.OpListBlobs, public: publicContainer},
 	{name: "FindBlobsByTagsInContainer", on: containerTarget, methods: mGet, restype: "container", comp: "blobs",
 		handle: (*Server).findBlobs, sas: auth.OpFindBlobsContainer},
+	{name: "BlobBatch", on: containerTarget, methods: mOther, restype: "container", comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseContainer, sas: auth.OpBreakContainerLease},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease",
@@ -236,7 +241,6 @@ var operations = []operation{
 	missingOp("PutPage", "page", "Put Page (page blobs)"),
 	missingOp("GetPageRanges", "pagelist", "Get Page Ranges (page blobs)"),
 	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
-	missingOp("BlobBatch", "batch", "Blob Batch"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
 	missingOp("Undelete", "undelete", "Undelete Blob / Restore Container (soft delete)"),

@@ -122,13 +122,13 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=copy&copyid=x", nil, "AbortCopyBlob", "abortCopy", auth.OpOverwriteBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=snapshot", nil, "SnapshotBlob", "createSnapshot", auth.OpSnapshotBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=seal", nil, "AppendBlobSeal", "sealBlob", auth.OpOverwriteBlob, notPublic, false},
+		{"POST", "", "comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
+		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
 
 		// Not built yet: any path, any method, comp in any case.
 		{"PUT", "cnt/b", "comp=page", nil, "PutPage", "notImplemented", noSAS, notPublic, false},
 		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "notImplemented", noSAS, notPublic, false},
-		{"POST", "", "comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
-		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},

@@ -88,6 +88,13 @@ const (
 	RequestTimeout                        Code = "RequestTimeout"
 )
 
+// Blob Batch: a batch body with more than 256 sub-requests, or with
+// sub-requests of more than one operation.
+const (
+	ExceedsMaxBatchRequestCount        Code = "ExceedsMaxBatchRequestCount"
+	AllBatchSubRequestsShouldBeSameApi Code = "AllBatchSubRequestsShouldBeSameApi"
+)
+
 // OperationNotSupportedWithFeatureMissing refuses List Blobs endBefore,
 // which only accounts with Blob Listing with Apache Arrow accept.
 const OperationNotSupportedWithFeatureMissing Code = "OperationNotSupportedWithFeatureMissing"
@@ -175,6 +182,8 @@ var table = map[Code]entry{
 	RequestTimeout: {408, "The request body was not received within the permitted time."},
 	// List Blobs endBefore: only accounts with Blob Listing with Apache
 	// Arrow accept it.
+	ExceedsMaxBatchRequestCount:             {400, "The batch operation exceeds maximum number of allowed subrequests."},
+	AllBatchSubRequestsShouldBeSameApi:      {400, "All batch subrequests should be the same api."},
 	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
 }
 
