@@ -184,7 +184,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if v := r.Header.Get("Content-MD5"); v != "" {
 		want, err := decodeMD5(v)
 		if err != nil {
-			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+			return svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
 		}
 		if !bytes.Equal(want, sum[:]) {
 			return svcerr.New(svcerr.Md5Mismatch)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -27,9 +28,22 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 	if r.Header.Get("x-ms-blob-content-length") != "" || r.Header.Get("x-ms-sequence-number-action") != "" {
 		return svcerr.Newf(svcerr.InvalidHeaderValue, "Page blob properties are not supported.")
 	}
-	props, err := parseBlobProps(r.Header, false)
+	// Set Blob Properties stores x-ms-blob-content-md5 as given, in any
+	// length: Azure checks it against nothing there.
+	hdr := r.Header
+	md5v := hdr.Get("x-ms-blob-content-md5")
+	if md5v != "" {
+		hdr = hdr.Clone()
+		hdr.Del("x-ms-blob-content-md5")
+	}
+	props, err := parseBlobProps(hdr, false)
 	if err != nil {
 		return err
+	}
+	if md5v != "" {
+		if props.ContentMD5, err = base64.StdEncoding.DecodeString(md5v); err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-content-md5", md5v)
+		}
 	}
 	b, err := s.db.SetBlobProperties(r.Context(), req.ref(), leaseID, cond, props)
 	if err != nil {

@@ -66,6 +66,7 @@ const (
 	InvalidXmlDocument                    Code = "InvalidXmlDocument"
 	InvalidInput                          Code = "InvalidInput"
 	Md5Mismatch                           Code = "Md5Mismatch"
+	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
 	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
 	InvalidRange                          Code = "InvalidRange"
@@ -157,6 +158,7 @@ var table = map[Code]entry{
 	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
 	InvalidInput:                          {400, "One of the request inputs is not valid."},
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
+	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},

@@ -1,0 +1,207 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/md5"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+)
+
+// Azure behaviours the gateway matches; each test failed before its fix.
+
+// TestSetBlobPropertiesClears: Set Blob Properties replaces the content
+// properties wholesale: one the request does not send is cleared, the
+// stored Content-MD5 included (before, the MD5 was kept). An
+// x-ms-blob-content-md5 is stored as given, in any length (Azure checks
+// nothing there).
+func TestSetBlobPropertiesClears(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "props", nil); err != nil {
+		t.Fatal(err)
+	}
+	bc := b.client.ServiceClient().NewContainerClient("props").NewBlobClient("p")
+	if _, err := b.client.UploadBuffer(ctx, "props", "p", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.SetHTTPHeaders(ctx, blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain"), BlobCacheControl: to.Ptr("no-cache")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := bc.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deref(p.ContentType) != "text/plain" || deref(p.CacheControl) != "no-cache" {
+		t.Fatalf("after the first Set Blob Properties: %q %q", deref(p.ContentType), deref(p.CacheControl))
+	}
+	if p.ContentMD5 != nil {
+		t.Fatalf("Content-MD5 %x kept by a Set Blob Properties that did not send it", p.ContentMD5)
+	}
+	if _, err := bc.SetHTTPHeaders(ctx, blob.HTTPHeaders{BlobContentLanguage: to.Ptr("de")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = bc.GetProperties(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if deref(p.ContentLanguage) != "de" || deref(p.CacheControl) != "" || deref(p.ContentType) != "application/octet-stream" {
+		t.Fatalf("unsent properties kept: language %q cache-control %q type %q", deref(p.ContentLanguage), deref(p.CacheControl), deref(p.ContentType))
+	}
+	// Any base64 is stored as given, 16 bytes or not.
+	for _, v := range [][]byte{[]byte("short"), md5Of("hello"), []byte("twenty bytes of md5.")} {
+		if _, err := bc.SetHTTPHeaders(ctx, blob.HTTPHeaders{BlobContentMD5: v}, nil); err != nil {
+			t.Fatalf("x-ms-blob-content-md5 of %d bytes: %v", len(v), err)
+		}
+		if p, err = bc.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if string(p.ContentMD5) != string(v) {
+			t.Fatalf("stored MD5 %q, want %q", p.ContentMD5, v)
+		}
+	}
+	resp, _ := b.do(t, "PUT", "props/p?comp=properties", "", map[string]string{"x-ms-blob-content-md5": "not base64!"})
+	wantStatus(t, resp, 400, "InvalidHeaderValue", "x-ms-blob-content-md5 not base64")
+}
+
+func md5Of(s string) []byte {
+	sum := md5.Sum([]byte(s))
+	return sum[:]
+}
+
+// TestPutBlobMD5Rules: on a single-shot Put Blob of a block blob
+// x-ms-blob-content-md5 is checked against the bytes like Content-MD5
+// (Azure: the two are interchangeable there), so no MD5 contradicting the
+// bytes is stored (before: 201 and the wrong MD5 stored); a
+// transactional Content-MD5 that is not 16 bytes is 400 InvalidMd5; a
+// request with both Content-MD5 and x-ms-content-crc64 is 400. Put Block
+// and Append Block follow the same transactional rules.
+func TestPutBlobMD5Rules(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "md5", nil); err != nil {
+		t.Fatal(err)
+	}
+	good, wrong := b64(md5Of("body")), b64(md5Of("other"))
+	crc := "AAAAAAAAAAA=" // 8 bytes; never reached when refused first
+	for _, tc := range []struct {
+		name   string
+		path   string
+		hdr    map[string]string
+		status int
+		code   string
+	}{
+		{"blob md5 mismatch", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-md5": wrong}, 400, "Md5Mismatch"},
+		{"blob md5 not 16 bytes", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-md5": b64([]byte("short"))}, 400, "InvalidHeaderValue"},
+		{"content md5 not 16 bytes", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-MD5": b64([]byte("short"))}, 400, "InvalidMd5"},
+		{"both digests", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-MD5": good, "x-ms-content-crc64": crc}, 400, "InvalidHeaderValue"},
+		{"put block md5 not 16 bytes", "md5/a?comp=block&blockid=" + b64([]byte("blk1")), map[string]string{"Content-MD5": b64([]byte("short"))}, 400, "InvalidMd5"},
+		{"put block both digests", "md5/a?comp=block&blockid=" + b64([]byte("blk1")), map[string]string{"Content-MD5": good, "x-ms-content-crc64": crc}, 400, "InvalidHeaderValue"},
+	} {
+		resp, body := b.do(t, "PUT", tc.path, "body", tc.hdr)
+		if d := statusDiff(resp, tc.status, tc.code); d != "" {
+			t.Errorf("%s: %s\n%s", tc.name, d, body)
+		}
+	}
+	if b.exists(t, "md5/a") {
+		t.Fatal("a refused Put Blob stored a blob")
+	}
+	// The matching value is stored; with both MD5 headers, each must match.
+	resp, body := b.do(t, "PUT", "md5/ok", "body", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-md5": good, "Content-MD5": good})
+	wantStatus(t, resp, 201, "", "matching MD5s: "+body)
+	p, err := b.client.ServiceClient().NewContainerClient("md5").NewBlobClient("ok").GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b64(p.ContentMD5) != good {
+		t.Fatalf("stored MD5 %s, want %s", b64(p.ContentMD5), good)
+	}
+	// Put Block List stores x-ms-blob-content-md5 as given: the blocks
+	// were checked when they were put.
+	resp, _ = b.do(t, "PUT", "md5/bl?comp=block&blockid="+b64([]byte("blk1")), "body", nil)
+	wantStatus(t, resp, 201, "", "put block")
+	resp, body = b.do(t, "PUT", "md5/bl?comp=blocklist", `<?xml version="1.0" encoding="utf-8"?><BlockList><Latest>`+b64([]byte("blk1"))+`</Latest></BlockList>`,
+		map[string]string{"x-ms-blob-content-md5": wrong})
+	wantStatus(t, resp, 201, "", "put block list: "+body)
+}
+
+// TestBlobHeadersAzure: Get Blob Properties reports
+// x-ms-access-tier-inferred: false once a tier was set explicitly and
+// x-ms-blob-sealed: false on an append blob not sealed (before, both
+// headers were left out); a full Get Blob returns the stored Content-MD5;
+// a 416 on a zero-length blob carries Content-Range: bytes */0.
+func TestBlobHeadersAzure(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "hdrs", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := b.client.ServiceClient().NewContainerClient("hdrs")
+	if _, err := b.client.UploadBuffer(ctx, "hdrs", "tiered", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := b.do(t, "HEAD", "hdrs/tiered", "", nil)
+	if v := resp.Header.Get("x-ms-access-tier-inferred"); v != "true" {
+		t.Fatalf("untiered blob: x-ms-access-tier-inferred %q, want true", v)
+	}
+	if _, err := cc.NewBlobClient("tiered").SetTier(ctx, blob.AccessTierCool, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ = b.do(t, "HEAD", "hdrs/tiered", "", nil)
+	if v := resp.Header.Get("x-ms-access-tier-inferred"); v != "false" {
+		t.Fatalf("after Set Blob Tier: x-ms-access-tier-inferred %q, want false", v)
+	}
+	p, err := cc.NewBlobClient("tiered").GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AccessTierInferred == nil || *p.AccessTierInferred {
+		t.Fatalf("SDK AccessTierInferred %v, want false", p.AccessTierInferred)
+	}
+
+	if _, err := cc.NewAppendBlobClient("log").Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	ap, err := cc.NewBlobClient("log").GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.IsSealed == nil || *ap.IsSealed {
+		t.Fatalf("unsealed append blob: IsSealed %v, want false", ap.IsSealed)
+	}
+
+	// Full Get Blob, with and without the SDK.
+	resp, body := b.do(t, "GET", "hdrs/tiered", "", nil)
+	if resp.Header.Get("Content-MD5") != b64(md5Of("x")) || body != "x" {
+		t.Fatalf("full Get Blob: Content-MD5 %q body %q", resp.Header.Get("Content-MD5"), body)
+	}
+	dl, err := cc.NewBlobClient("tiered").DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl.Body.Close()
+	if b64(dl.ContentMD5) != b64(md5Of("x")) {
+		t.Fatalf("SDK download: Content-MD5 %x", dl.ContentMD5)
+	}
+
+	if _, err := b.client.UploadBuffer(ctx, "hdrs", "empty", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rng := range []string{"bytes=0-", "bytes=0-0", "bytes=-1"} {
+		resp, _ = b.do(t, "GET", "hdrs/empty", "", map[string]string{"x-ms-range": rng})
+		wantStatus(t, resp, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", rng)
+		if v := resp.Header.Get("Content-Range"); v != "bytes */0" {
+			t.Fatalf("416 for %s on an empty blob: Content-Range %q, want bytes */0", rng, v)
+		}
+	}
+	resp, _ = b.do(t, "GET", "hdrs/tiered", "", map[string]string{"Range": "bytes=5-"})
+	wantStatus(t, resp, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "past the end")
+	if v := resp.Header.Get("Content-Range"); v != "bytes */1" {
+		t.Fatalf("416 past the end: Content-Range %q, want bytes */1", v)
+	}
+	if strings.Contains(resp.Header.Get("Content-Type"), "octet") {
+		t.Fatalf("416 answered with the blob's Content-Type")
+	}
+}
