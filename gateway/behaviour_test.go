@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 )
 
 // Azure behaviours the gateway matches; each test failed before its fix.
@@ -204,4 +205,64 @@ func TestBlobHeadersAzure(t *testing.T) {
 	if strings.Contains(resp.Header.Get("Content-Type"), "octet") {
 		t.Fatalf("416 answered with the blob's Content-Type")
 	}
+}
+
+// TestSnapshotBlockListTags: Get Block List and Get Blob Tags accept
+// ?snapshot= and answer the snapshot's committed blocks and tags, not the
+// base blob's (before, both were 400 "snapshots are read-only").
+func TestSnapshotBlockListTags(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "snaps", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := b.client.ServiceClient().NewContainerClient("snaps")
+	bb := cc.NewBlockBlobClient("s")
+	id1, id2 := b64([]byte("block-1")), b64([]byte("block-2"))
+	if _, err := bb.StageBlock(ctx, id1, nopSeeker("aaa"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.CommitBlockList(ctx, []string{id1}, &blockblob.CommitBlockListOptions{Tags: map[string]string{"v": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := bb.CreateSnapshot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.StageBlock(ctx, id2, nopSeeker("bbbb"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.CommitBlockList(ctx, []string{id1, id2}, &blockblob.CommitBlockListOptions{Tags: map[string]string{"v": "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := bb.WithSnapshot(*snap.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := sb.GetBlockList(ctx, blockblob.BlockListTypeAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bl.CommittedBlocks) != 1 || *bl.CommittedBlocks[0].Name != id1 || *bl.CommittedBlocks[0].Size != 3 || len(bl.UncommittedBlocks) != 0 || deref(bl.BlobContentLength) != 3 {
+		t.Fatalf("snapshot block list: %d committed, %d uncommitted, length %d", len(bl.CommittedBlocks), len(bl.UncommittedBlocks), deref(bl.BlobContentLength))
+	}
+	tags, err := sb.GetTags(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tags.BlobTagSet) != 1 || *tags.BlobTagSet[0].Key != "v" || *tags.BlobTagSet[0].Value != "1" {
+		t.Fatalf("snapshot tags: %+v", tags.BlobTagSet)
+	}
+	// The base blob still answers its own.
+	if bl, err = bb.GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil); err != nil || len(bl.CommittedBlocks) != 2 {
+		t.Fatalf("base block list: %v %v", bl.CommittedBlocks, err)
+	}
+	missing, err := bb.WithSnapshot("2020-01-01T00:00:00.0000000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = missing.GetBlockList(ctx, blockblob.BlockListTypeAll, nil)
+	wantErr(t, err, 404, "BlobNotFound")
+	_, err = missing.GetTags(ctx, nil)
+	wantErr(t, err, 404, "BlobNotFound")
 }

@@ -64,6 +64,8 @@ func TestResolve(t *testing.T) {
 		{"HEAD", "cnt", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties&" + snap, nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
+		{"GET", "cnt/b", "comp=blocklist&" + snap, nil, "GetBlockList", "getSnapshotBlockList", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=tags&" + snap, nil, "GetBlobTags", "getSnapshotTags", auth.OpBlobTags, notPublic, false},
 
 		{"GET", "", "comp=list", nil, "ListContainers", "listContainers", auth.OpListContainers, notPublic, false},
 		{"GET", "", "comp=blobs&where=x", nil, "FindBlobsByTags", "findBlobs", auth.OpFindBlobsService, notPublic, false},
@@ -188,7 +190,7 @@ func TestResolveRefused(t *testing.T) {
 		{"PUT", "cnt/b", "comp=Block", 400, "InvalidQueryParameterValue", "comp"},
 		{"PUT", "cnt/b", snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"PUT", "cnt/b", "comp=metadata&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
-		{"GET", "cnt/b", "comp=blocklist&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
+		{"PUT", "cnt/b", "comp=tags&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=bogus&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=lease&" + snap, 405, "UnsupportedHttpVerb", ""},
 
