@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"context"
 	"crypto/md5"
+	"fmt"
+	"html"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -265,4 +268,43 @@ func TestSnapshotBlockListTags(t *testing.T) {
 	wantErr(t, err, 404, "BlobNotFound")
 	_, err = missing.GetTags(ctx, nil)
 	wantErr(t, err, 404, "BlobNotFound")
+}
+
+// TestTagExpressionLimits: Find Blobs by Tags and x-ms-if-tags refuse
+// what Azure refuses, with its message text: more than 10 tags, a key
+// over 128 or a value over 256 characters, a character no tag holds
+// (before, all were accepted and compared).
+func TestTagExpressionLimits(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "tagq", nil); err != nil {
+		t.Fatal(err)
+	}
+	b.putBlobs(t, "tagq/x")
+	var terms []string
+	for i := 0; i < 11; i++ {
+		terms = append(terms, fmt.Sprintf(`"k%d"='v'`, i))
+	}
+	for _, tc := range []struct{ expr, msg string }{
+		{strings.Join(terms, " AND "), "Error parsing query: there can be at most 10 unique tags in a query"},
+		{`"` + strings.Repeat("k", 129) + `"='v'`, "Error parsing query at or near character position 1: tag must be between 1 and 128 characters in length"},
+		{`"a"='` + strings.Repeat("v", 257) + `'`, "Error parsing query at or near character position 5: tag value must be between 0 and 256 characters in length"},
+		{`"a"='x*y'`, "Error parsing query at or near character position 5: '*' not permitted in tag name or value"},
+	} {
+		resp, body := b.do(t, "GET", "?comp=blobs&where="+url.QueryEscape(tc.expr), "", nil)
+		if d := statusDiff(resp, 400, "InvalidQueryParameterValue"); d != "" || !strings.Contains(html.UnescapeString(body), "<Message>"+tc.msg) {
+			t.Errorf("find %.30q: %s\n%s", tc.expr, d, body)
+		}
+		resp, body = b.do(t, "HEAD", "tagq/x", "", map[string]string{"x-ms-if-tags": tc.expr})
+		if d := statusDiff(resp, 400, "InvalidHeaderValue"); d != "" {
+			t.Errorf("x-ms-if-tags %.30q: %s", tc.expr, d)
+		}
+		resp, body = b.do(t, "GET", "tagq/x?comp=tags", "", map[string]string{"x-ms-if-tags": tc.expr})
+		if d := statusDiff(resp, 400, "InvalidHeaderValue"); d != "" || !strings.Contains(html.UnescapeString(body), tc.msg) {
+			t.Errorf("x-ms-if-tags %.30q: %s\n%s", tc.expr, d, body)
+		}
+	}
+	// Ten are fine.
+	resp, body := b.do(t, "GET", "?comp=blobs&where="+url.QueryEscape(strings.Join(terms[:10], " AND ")), "", nil)
+	wantStatus(t, resp, 200, "", "ten tags: "+body)
 }
