@@ -308,3 +308,38 @@ func TestTagExpressionLimits(t *testing.T) {
 	resp, body := b.do(t, "GET", "?comp=blobs&where="+url.QueryEscape(strings.Join(terms[:10], " AND ")), "", nil)
 	wantStatus(t, resp, 200, "", "ten tags: "+body)
 }
+
+// TestContainerNames: a container name of the wrong length is 400
+// OutOfRangeInput (before: InvalidResourceName); one with other
+// characters stays InvalidResourceName; the special containers $logs and
+// $web may be named (404 until created, then used as any container) and
+// $root keeps working.
+func TestContainerNames(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	for _, n := range []string{"ab", strings.Repeat("a", 64)} {
+		_, err := b.client.CreateContainer(ctx, n, nil)
+		wantErr(t, err, 400, "OutOfRangeInput")
+	}
+	for _, n := range []string{"Bad--Name", "a_b", "$other"} {
+		_, err := b.client.CreateContainer(ctx, n, nil)
+		wantErr(t, err, 400, "InvalidResourceName")
+	}
+	if _, err := b.client.CreateContainer(ctx, strings.Repeat("a", 63), nil); err != nil {
+		t.Fatalf("63 characters: %v", err)
+	}
+	for _, n := range []string{"$logs", "$web", "$root"} {
+		cc := b.client.ServiceClient().NewContainerClient(n)
+		_, err := cc.GetProperties(ctx, nil)
+		wantErr(t, err, 404, "ContainerNotFound")
+		if _, err := cc.Create(ctx, nil); err != nil {
+			t.Fatalf("create %s: %v", n, err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, n, "index.html", []byte("<p>"), nil); err != nil {
+			t.Fatalf("upload to %s: %v", n, err)
+		}
+		if !b.exists(t, n+"/index.html") {
+			t.Fatalf("%s/index.html missing", n)
+		}
+	}
+}

@@ -65,6 +65,7 @@ const (
 	InvalidResourceName                   Code = "InvalidResourceName"
 	InvalidXmlDocument                    Code = "InvalidXmlDocument"
 	InvalidInput                          Code = "InvalidInput"
+	OutOfRangeInput                       Code = "OutOfRangeInput"
 	Md5Mismatch                           Code = "Md5Mismatch"
 	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
@@ -157,6 +158,7 @@ var table = map[Code]entry{
 	InvalidResourceName:                   {400, "The specified resource name contains invalid characters."},
 	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
 	InvalidInput:                          {400, "One of the request inputs is not valid."},
+	OutOfRangeInput:                       {400, "One of the request inputs is out of range."},
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
 	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
