@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -342,4 +343,54 @@ func TestContainerNames(t *testing.T) {
 			t.Fatalf("%s/index.html missing", n)
 		}
 	}
+}
+
+// TestCopyArchivedAndUnreachable: Copy Blob of an archived source to
+// another blob of the account with x-ms-access-tier is allowed (Azure's
+// rehydrate by copy; before: 409 BlobArchived), without an online tier it
+// stays refused; a copy source that cannot be reached is 500
+// CannotVerifyCopySource, as Azure answers a source it cannot verify in
+// time (before: 502).
+func TestCopyArchivedAndUnreachable(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "arch", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := b.client.ServiceClient().NewContainerClient("arch")
+	if _, err := b.client.UploadBuffer(ctx, "arch", "cold", []byte("frozen bytes"), nil); err != nil {
+		t.Fatal(err)
+	}
+	src := cc.NewBlobClient("cold")
+	if _, err := src.SetTier(ctx, blob.AccessTierArchive, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cc.NewBlobClient("warm").StartCopyFromURL(ctx, src.URL(), nil)
+	wantErr(t, err, 409, "BlobArchived")
+	_, err = cc.NewBlobClient("warm").StartCopyFromURL(ctx, src.URL(), &blob.StartCopyFromURLOptions{Tier: to.Ptr(blob.AccessTierArchive)})
+	wantErr(t, err, 409, "BlobArchived")
+	_, err = src.StartCopyFromURL(ctx, src.URL(), &blob.StartCopyFromURLOptions{Tier: to.Ptr(blob.AccessTierHot)})
+	wantErr(t, err, 409, "BlobArchived")
+	if _, err := cc.NewBlobClient("warm").StartCopyFromURL(ctx, src.URL(), &blob.StartCopyFromURLOptions{Tier: to.Ptr(blob.AccessTierCool)}); err != nil {
+		t.Fatalf("rehydrate by copy: %v", err)
+	}
+	if got := download(t, b.client, "arch", "warm"); string(got) != "frozen bytes" {
+		t.Fatalf("rehydrated copy %q", got)
+	}
+	if tier := b.tierOf(t, "arch/warm"); tier != "Cool" {
+		t.Fatalf("rehydrated copy tier %q", tier)
+	}
+	if tier := b.tierOf(t, "arch/cold"); tier != "Archive" {
+		t.Fatalf("source tier %q after the copy", tier)
+	}
+
+	// Nothing listens on a port just closed.
+	l := httptest.NewServer(http.NotFoundHandler())
+	dead := l.URL + "/gone"
+	l.Close()
+	_, err = cc.NewBlobClient("remote").StartCopyFromURL(ctx, dead, nil)
+	wantErr(t, err, 500, "CannotVerifyCopySource")
+	_, err = cc.NewBlockBlobClient("remote").UploadBlobFromURL(ctx, dead, nil)
+	wantErr(t, err, 500, "CannotVerifyCopySource")
+	b.checkNoLeak(t)
 }
