@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 )
 
 // Azure behaviours the gateway matches; each test failed before its fix.
@@ -393,4 +394,66 @@ func TestCopyArchivedAndUnreachable(t *testing.T) {
 	_, err = cc.NewBlockBlobClient("remote").UploadBlobFromURL(ctx, dead, nil)
 	wantErr(t, err, 500, "CannotVerifyCopySource")
 	b.checkNoLeak(t)
+}
+
+// TestCORSVary: the Vary header on actual requests as Azure's CORS tables
+// set it. A matching rule that allows every origin answers every origin
+// alike: no Vary (before: Vary: Origin); a rule naming origins, or no
+// matching rule while rules exist, answers Vary: Origin; a GET without
+// Origin gets Vary: Origin unless the first rule for GET allows every
+// origin; without rules no Vary at all.
+func TestCORSVary(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "vary", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "vary", "p", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	vary := func(origin, method string) string {
+		t.Helper()
+		hdr := map[string]string{}
+		if origin != "" {
+			hdr["Origin"] = origin
+		}
+		resp, _ := b.do(t, method, "vary/p", "", hdr)
+		return strings.Join(resp.Header.Values("Vary"), ",")
+	}
+	if v := vary("", "GET"); v != "" {
+		t.Fatalf("no rules: Vary %q", v)
+	}
+	set := func(rules ...*service.CORSRule) {
+		t.Helper()
+		if _, err := b.client.ServiceClient().SetProperties(ctx, &service.SetPropertiesOptions{CORS: rules}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	named := &service.CORSRule{AllowedOrigins: to.Ptr("http://a.example"), AllowedMethods: to.Ptr("GET"),
+		AllowedHeaders: to.Ptr(""), ExposedHeaders: to.Ptr(""), MaxAgeInSeconds: to.Ptr[int32](5)}
+	star := &service.CORSRule{AllowedOrigins: to.Ptr("*"), AllowedMethods: to.Ptr("GET,HEAD"),
+		AllowedHeaders: to.Ptr(""), ExposedHeaders: to.Ptr(""), MaxAgeInSeconds: to.Ptr[int32](5)}
+	set(named)
+	for _, tc := range []struct{ origin, method, want string }{
+		{"http://a.example", "GET", "Origin"}, // a rule naming the origin
+		{"http://z.example", "GET", "Origin"}, // no rule matches
+		{"", "GET", "Origin"},                 // no Origin, no any-origin rule
+		{"", "HEAD", "Origin"},
+	} {
+		if v := vary(tc.origin, tc.method); v != tc.want {
+			t.Errorf("named rule only, %s %q: Vary %q, want %q", tc.method, tc.origin, v, tc.want)
+		}
+	}
+	set(named, star)
+	for _, tc := range []struct{ origin, method, want string }{
+		{"http://a.example", "GET", "Origin"}, // the named rule comes first
+		{"http://z.example", "GET", ""},       // the any-origin rule
+		{"http://z.example", "HEAD", ""},
+		{"", "GET", ""}, // the first rule for GET without Origin is "*"
+		{"", "HEAD", ""},
+	} {
+		if v := vary(tc.origin, tc.method); v != tc.want {
+			t.Errorf("named and * rules, %s %q: Vary %q, want %q", tc.method, tc.origin, v, tc.want)
+		}
+	}
 }
