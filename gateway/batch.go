@@ -350,7 +350,9 @@ func (rec *subRecorder) Write(p []byte) (int, error) {
 func (rec *subRecorder) writePart(mw *multipart.Writer, contentID string) error {
 	ph := textproto.MIMEHeader{"Content-Type": {"application/http"}}
 	if contentID != "" {
-		ph.Set("Content-ID", contentID)
+		// Spelled as Azure spells it (Set would write Content-Id): the
+		// SDKs' batch parsers look for this name.
+		ph["Content-ID"] = []string{contentID}
 	}
 	pw, err := mw.CreatePart(ph)
 	if err != nil {
@@ -373,8 +375,15 @@ func (rec *subRecorder) writePart(mw *multipart.Writer, contentID string) error 
 	}
 	sort.Strings(names)
 	for _, k := range names {
+		// x-ms-* names in lower case, as Azure writes them: the
+		// JavaScript SDK's batch parser compares x-ms-error-code
+		// case-sensitively.
+		name := k
+		if l := strings.ToLower(k); strings.HasPrefix(l, "x-ms-") {
+			name = l
+		}
 		for _, v := range rec.h[k] {
-			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+			fmt.Fprintf(&b, "%s: %s\r\n", name, v)
 		}
 	}
 	b.WriteString("\r\n")

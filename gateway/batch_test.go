@@ -445,6 +445,13 @@ func (b *bundle) postBatchBody(t *testing.T, path, ct, body string, sign bool) (
 		if code := pr.Header.Get("x-ms-error-code"); code != "" && !strings.Contains(string(pb), "<Code>"+code+"</Code>") {
 			t.Fatalf("part %s: error body %q", code, pb)
 		}
+		if !bytes.Contains(raw, []byte("\r\nx-ms-request-id: "+pr.Header.Get("x-ms-request-id")+"\r\n")) ||
+			pr.Header.Get("x-ms-error-code") != "" && !bytes.Contains(raw, []byte("\r\nx-ms-error-code: "+pr.Header.Get("x-ms-error-code")+"\r\n")) {
+			t.Fatalf("x-ms-* header names not in lower case, as Azure writes them (the JavaScript SDK compares them so)\n%s", raw)
+		}
+		if id := p.Header.Get("Content-ID"); id != "" && !bytes.Contains(raw, []byte("\r\nContent-ID: "+id+"\r\n")) {
+			t.Fatalf("part %s: Content-ID not spelled as Azure does\n%s", id, raw)
+		}
 		out = append(out, subAnswer{id: p.Header.Get("Content-ID"), status: pr.StatusCode, code: pr.Header.Get("x-ms-error-code"), body: string(pb)})
 	}
 	return resp, out
