@@ -603,6 +603,17 @@ func TestBlobBatchMalformed(t *testing.T) {
 	if !b.exists(t, "mal/keep2") {
 		t.Fatal("an unauthorized sub-request deleted a blob")
 	}
+	// The JavaScript SDK's framing: no blank line between a part's
+	// headers and the next boundary, no CRLF before the first one.
+	b.putBlobs(t, "mal/js1")
+	js := strings.TrimSuffix(del("mal/js1"), "\r\n")
+	jsBody := "--batch_js\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\nContent-ID: 0\r\n\r\n" + js + "\r\n--batch_js--\r\n"
+	resp4, subs := b.postBatchBody(t, "?comp=batch", "multipart/mixed; boundary=batch_js", jsBody, true)
+	wantStatus(t, resp4, 202, "", "JavaScript framing")
+	wantSubs(t, subs, "202 ")
+	if b.exists(t, "mal/js1") {
+		t.Fatal("the JavaScript-framed delete did not run")
+	}
 	// And the batch itself needs a credential.
 	resp3, _ := b.postBatchBody(t, "?comp=batch", "multipart/mixed; boundary=batch_b1", batchBody("batch_b1", []string{del("mal/keep2")}), false)
 	if resp3.StatusCode != 401 {
