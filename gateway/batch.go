@@ -46,6 +46,10 @@ const (
 	// maxBatchPart bounds one part: a Delete Blob or Set Blob Tier
 	// request is a request line and headers, never a body.
 	maxBatchPart = 64 << 10
+	// maxBatchBody bounds a whole batch body: 256 sub-requests of
+	// headers are far below it, and no part is read into memory beyond
+	// it.
+	maxBatchBody = 4 << 20
 	// maxBatchSubBody bounds what a sub-response may write: Delete Blob
 	// and Set Blob Tier answer with headers and, on failure, a short
 	// error document.
@@ -80,6 +84,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *request
 	boundary, err := batchBoundary(r.Header.Get("Content-Type"))
 	if err != nil {
 		return err
+	}
+	if r.ContentLength > maxBatchBody {
+		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	subs, batchErr := s.parseBatch(r, req, boundary)
 
@@ -142,7 +149,7 @@ func (s *Server) parseBatch(r *http.Request, batch *request, boundary string) ([
 	invalid := func(format string, args ...any) error {
 		return svcerr.Newf(svcerr.InvalidInput, "One of the request inputs is not valid: "+format, args...)
 	}
-	mr := multipart.NewReader(r.Body, boundary)
+	mr := multipart.NewReader(&capReader{r: r.Body, left: maxBatchBody}, boundary)
 	var subs []subRequest
 	op := ""
 	for {
@@ -151,8 +158,8 @@ func (s *Server) parseBatch(r *http.Request, batch *request, boundary string) ([
 			break
 		}
 		if err != nil {
-			if r.Context().Err() != nil {
-				return nil, err
+			if _, ok := svcerr.As(err); ok || r.Context().Err() != nil {
+				return nil, err // a stalled or oversized body, a client gone
 			}
 			return nil, invalid("the batch body is not a multipart/mixed document with its boundary (%v).", err)
 		}
@@ -172,7 +179,7 @@ func (s *Server) parseBatch(r *http.Request, batch *request, boundary string) ([
 		}
 		raw, err := io.ReadAll(io.LimitReader(part, maxBatchPart+1))
 		if err != nil {
-			if r.Context().Err() != nil {
+			if _, ok := svcerr.As(err); ok || r.Context().Err() != nil {
 				return nil, err
 			}
 			return nil, invalid("part %d cannot be read (%v).", n, err)
@@ -315,6 +322,31 @@ func (s *Server) serveSub(w http.ResponseWriter, r *http.Request, batch *request
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
 	}
+}
+
+// capReader fails a batch body longer than its cap (a chunked one whose
+// length was not announced) with 413 RequestBodyTooLarge.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// At the cap: only a body that goes on is too large.
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, svcerr.New(svcerr.RequestBodyTooLarge)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // subRecorder holds one sub-response until its part is written.

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 // FuzzBatchBody: a Blob Batch body. It parses into 1 to 256 sub-requests
@@ -69,4 +72,23 @@ func FuzzBatchBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCapReader: a batch body up to the cap reads whole; one byte more is
+// 413 RequestBodyTooLarge.
+func TestCapReader(t *testing.T) {
+	for _, tc := range []struct {
+		n, cap int
+		tooBig bool
+	}{
+		{0, 4, false}, {3, 4, false}, {4, 4, false}, {5, 4, true}, {100, 4, true},
+	} {
+		got, err := io.ReadAll(&capReader{r: strings.NewReader(strings.Repeat("x", tc.n)), left: int64(tc.cap)})
+		switch {
+		case tc.tooBig && !svcerr.HasCode(err, svcerr.RequestBodyTooLarge):
+			t.Errorf("%d bytes, cap %d: %v, want RequestBodyTooLarge", tc.n, tc.cap, err)
+		case !tc.tooBig && (err != nil || len(got) != tc.n):
+			t.Errorf("%d bytes, cap %d: read %d, %v", tc.n, tc.cap, len(got), err)
+		}
+	}
 }
