@@ -457,3 +457,40 @@ func TestCORSVary(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockCRC64Echo: Put Block and Append Block without a transactional
+// digest answer the CRC64 of the bytes received, as the service does
+// since 2019-02-02 (before: no digest at all); with Content-MD5 they echo
+// the MD5 and no CRC64.
+func TestBlockCRC64Echo(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "crc", nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := b.client.ServiceClient().NewContainerClient("crc")
+	data := "some block bytes"
+	sr, err := cc.NewBlockBlobClient("b").StageBlock(ctx, b64([]byte("blk")), nopSeeker(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b64(sr.ContentCRC64) != b64(azureCRC64([]byte(data))) || sr.ContentMD5 != nil {
+		t.Fatalf("Put Block without a digest: x-ms-content-crc64 %x (want %x), Content-MD5 %x", sr.ContentCRC64, azureCRC64([]byte(data)), sr.ContentMD5)
+	}
+	ac := cc.NewAppendBlobClient("a")
+	if _, err := ac.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	ar, err := ac.AppendBlock(ctx, nopSeeker(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b64(ar.ContentCRC64) != b64(azureCRC64([]byte(data))) {
+		t.Fatalf("Append Block without a digest: x-ms-content-crc64 %x", ar.ContentCRC64)
+	}
+	resp, _ := b.do(t, "PUT", "crc/b?comp=block&blockid="+b64([]byte("bl2")), data, map[string]string{"Content-MD5": b64(md5Of(data))})
+	wantStatus(t, resp, 201, "", "Put Block with Content-MD5")
+	if resp.Header.Get("Content-MD5") != b64(md5Of(data)) || resp.Header.Get("x-ms-content-crc64") != "" {
+		t.Fatalf("Put Block with Content-MD5: Content-MD5 %q, x-ms-content-crc64 %q", resp.Header.Get("Content-MD5"), resp.Header.Get("x-ms-content-crc64"))
+	}
+}
