@@ -72,6 +72,9 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	start, end, ranged, err := parseRange(r.Header, b.Size)
 	if err != nil {
+		// Get Blob: a 416 names the blob's size, "bytes */0" for an
+		// empty one.
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", b.Size))
 		return err
 	}
 	rangeSums, err := s.rangeDigests(r, b, start, end, ranged)

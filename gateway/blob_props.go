@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 // writeConds parses the conditions and lease id every blob write carries.
@@ -30,9 +32,22 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 	if pp.Any() {
 		return s.setPageBlobProperties(w, r, req, pp)
 	}
-	props, err := parseBlobProps(r.Header, false)
+	// Set Blob Properties stores x-ms-blob-content-md5 as given, in any
+	// length: Azure checks it against nothing there.
+	hdr := r.Header
+	md5v := hdr.Get("x-ms-blob-content-md5")
+	if md5v != "" {
+		hdr = hdr.Clone()
+		hdr.Del("x-ms-blob-content-md5")
+	}
+	props, err := parseBlobProps(hdr, false)
 	if err != nil {
 		return err
+	}
+	if md5v != "" {
+		if props.ContentMD5, err = base64.StdEncoding.DecodeString(md5v); err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-content-md5", md5v)
+		}
 	}
 	b, err := s.db.SetBlobProperties(r.Context(), req.ref(), leaseID, cond, props)
 	if err != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,16 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		}
 	}
 	sum := got.md5
-	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
+	if blobType == "BlockBlob" {
+		// Put Blob of a block blob: x-ms-blob-content-md5 and Content-MD5
+		// are interchangeable (Azure checks either against the body), so
+		// the blob never carries an MD5 its bytes contradict.
+		if m := preq.Props.ContentMD5; m != nil && !bytes.Equal(m, sum) {
+			for _, e := range preq.Extents {
+				s.discard(e.Key)
+			}
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
 		preq.Props.ContentMD5 = sum
 	}
 	var b *leasedb.Blob

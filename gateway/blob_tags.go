@@ -77,6 +77,7 @@ func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
 			h.Set("x-ms-access-tier-inferred", "true")
 		} else {
 			h.Set("x-ms-access-tier", b.AccessTier)
+			h.Set("x-ms-access-tier-inferred", "false")
 		}
 	}
 	if len(b.Tags) > 0 {

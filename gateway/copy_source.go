@@ -291,6 +291,17 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 	return cannotVerify(http.StatusForbidden, "The copy source is not readable by this request: give it a SAS, or copy within one account with Shared Key.")
 }
 
+// rehydrateByCopy reports whether an archived source may be read: Copy
+// Blob (the async form) of an archived blob to another blob of the same
+// account with x-ms-access-tier set to an online tier is how Azure
+// rehydrates by copy. The gateway keeps the archived bytes online, so the
+// copy completes at once.
+func rehydrateByCopy(r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) bool {
+	tier, ok := leasedb.CanonicalTier(r.Header.Get("x-ms-access-tier"))
+	return ok && tier != leasedb.TierArchive && spec.op == opCopyBlob &&
+		ref.Account == req.account && ref != req.ref()
+}
+
 // openLocal reads a source blob of this gateway: authorization, the
 // source conditions against its row, then its extents from the backend.
 func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) (*copySource, error) {
@@ -348,7 +359,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	default:
 		return nil, err
 	}
-	if b.AccessTier == leasedb.TierArchive {
+	if b.AccessTier == leasedb.TierArchive && !rehydrateByCopy(r, req, spec, ref) {
 		return nil, svcerr.New(svcerr.BlobArchived)
 	}
 	start, end := int64(0), b.Size // [start, end)
@@ -504,7 +515,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 		if errors.As(err, &ue) {
 			err = ue.Err // its URL may carry the SAS signature
 		}
-		return nil, cannotVerify(http.StatusBadGateway, "Fetching the copy source %s failed: %v", redactURL(spec.raw), err)
+		return nil, cannotVerify(http.StatusInternalServerError, "Fetching the copy source %s failed: %v", redactURL(spec.raw), err)
 	}
 	fail := func(e error) (*copySource, error) {
 		resp.Body.Close()
@@ -538,7 +549,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 			if r.Context().Err() != nil {
 				return nil, r.Context().Err()
 			}
-			return nil, cannotVerify(http.StatusBadGateway, "Reading the copy source failed: %v", err)
+			return nil, cannotVerify(http.StatusInternalServerError, "Reading the copy source failed: %v", err)
 		}
 		n := int64(math.MaxInt64)
 		if spec.end >= 0 {

@@ -49,7 +49,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 	body := errorBody(e, req.id)
 	h.Set("Content-Type", "application/xml")
 	h.Del("Content-Length")
-	h.Del("Content-Range")
+	if e.Status() != http.StatusRequestedRangeNotSatisfiable {
+		h.Del("Content-Range")
+	}
 	w.WriteHeader(e.Status())
 	_, _ = w.Write(body)
 }

@@ -150,9 +150,7 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	h.Set("Accept-Ranges", "bytes")
 	if b.Type == "AppendBlob" {
 		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
-		if b.Sealed {
-			h.Set("x-ms-blob-sealed", "true")
-		}
+		h.Set("x-ms-blob-sealed", strconv.FormatBool(b.Sealed))
 	}
 	if b.Type == "PageBlob" {
 		h.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))

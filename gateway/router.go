@@ -140,6 +140,9 @@ var operations = []operation{
 		handle: (*Server).getServiceProperties, sas: auth.OpGetServiceProperties},
 	{name: "SetBlobServiceProperties", on: serviceTarget, methods: mPut, restype: "service", comp: "properties",
 		handle: (*Server).setServiceProperties, sas: auth.OpSetServiceProperties},
+	// Blob Batch (batch.go): POST; each sub-request is authorized on its own.
+	{name: "BlobBatch", on: serviceTarget, methods: mOther, comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 
 	// Containers: /account/container?restype=container.
 	{name: "CreateContainer", on: containerTarget, methods: mPut, restype: "container",
@@ -164,6 +167,8 @@ var operations = []operation{
 	// the container (the restore creates it under its name again).
 	{name: "RestoreContainer", on: containerTarget, methods: mPut, restype: "container", comp: "undelete",
 		handle: (*Server).restoreContainer, sas: auth.OpCreateContainer},
+	{name: "BlobBatch", on: containerTarget, methods: mOther, restype: "container", comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseContainer, sas: auth.OpBreakContainerLease},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease",
@@ -179,6 +184,10 @@ var operations = []operation{
 		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
 	{name: "DeleteBlob", on: snapshotTarget, methods: mDelete,
 		handle: (*Server).deleteSnapshot, sas: auth.OpDeleteBlob},
+	{name: "GetBlockList", on: snapshotTarget, methods: mRead, comp: "blocklist",
+		handle: (*Server).getSnapshotBlockList, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobTags", on: snapshotTarget, methods: mGet, comp: "tags",
+		handle: (*Server).getSnapshotTags, sas: auth.OpBlobTags},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease",
@@ -269,7 +278,6 @@ var operations = []operation{
 	// them and they are never public, so only an account key learns they
 	// are missing.
 	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
-	missingOp("BlobBatch", "batch", "Blob Batch"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
 	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),

@@ -65,6 +65,8 @@ func TestResolve(t *testing.T) {
 		{"HEAD", "cnt", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties&" + snap, nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
+		{"GET", "cnt/b", "comp=blocklist&" + snap, nil, "GetBlockList", "getSnapshotBlockList", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=tags&" + snap, nil, "GetBlobTags", "getSnapshotTags", auth.OpBlobTags, notPublic, false},
 
 		{"GET", "", "comp=list", nil, "ListContainers", "listContainers", auth.OpListContainers, notPublic, false},
 		{"GET", "", "comp=blobs&where=x", nil, "FindBlobsByTags", "findBlobs", auth.OpFindBlobsService, notPublic, false},
@@ -136,11 +138,11 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=page", copySrc, "PutPageFromURL", "putPageFromURL", auth.OpWriteBlobProps, notPublic, true},
 		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
 		{"GET", "cnt/b", "comp=pagelist&" + snap, nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
+		{"POST", "", "comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
+		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
 
 		// Not built yet: any path, any method, comp in any case.
 		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "notImplemented", noSAS, notPublic, false},
-		{"POST", "", "comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
-		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
@@ -200,7 +202,7 @@ func TestResolveRefused(t *testing.T) {
 		{"PUT", "cnt/b", "comp=Block", 400, "InvalidQueryParameterValue", "comp"},
 		{"PUT", "cnt/b", snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"PUT", "cnt/b", "comp=metadata&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
-		{"GET", "cnt/b", "comp=blocklist&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
+		{"PUT", "cnt/b", "comp=tags&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=bogus&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=lease&" + snap, 405, "UnsupportedHttpVerb", ""},
 

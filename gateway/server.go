@@ -274,8 +274,10 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	}
 	req.container = container
 	req.blob = strings.ReplaceAll(blob, `\`, "/")
-	if req.container != "" && !validContainerName(req.container) {
-		return svcerr.New(svcerr.InvalidResourceName)
+	if req.container != "" {
+		if err := checkContainerName(req.container); err != nil {
+			return err
+		}
 	}
 	// A blob name is text: one that is not UTF-8 after %-decoding can be
 	// neither stored nor listed.
@@ -288,13 +290,29 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 var containerNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
 
 // validContainerName: 3–63 of a-z0-9-, starting and ending with a letter or
-// digit, no "--" (Azure's container naming rules). $root is Azure's
-// implicit container.
+// digit, no "--" (Azure's container naming rules), or one of Azure's
+// special containers: $root (the implicit container), $logs and $web
+// (which Azure's analytics logging and static websites use, and which may
+// be created and used as any container).
 func validContainerName(n string) bool {
-	if n == "$root" {
-		return true
+	return checkContainerName(n) == nil
+}
+
+// checkContainerName answers a name of the wrong length with 400
+// OutOfRangeInput and one with other characters with 400
+// InvalidResourceName, as Azure does.
+func checkContainerName(n string) error {
+	switch n {
+	case "$root", "$logs", "$web":
+		return nil
 	}
-	return len(n) >= 3 && len(n) <= 63 && containerNameRE.MatchString(n)
+	if len(n) < 3 || len(n) > 63 {
+		return svcerr.Newf(svcerr.OutOfRangeInput, "The specified resource name length is not within the permissible limits.")
+	}
+	if !containerNameRE.MatchString(n) {
+		return svcerr.New(svcerr.InvalidResourceName)
+	}
+	return nil
 }
 
 // newKey returns a fresh backend key. 128 random bits: never reused.

@@ -305,12 +305,10 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 // a new one is given. The blob stops reporting the copy that wrote it.
 func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
 	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
-		md5 := b.Props.ContentMD5
+		// Set Blob Properties: a content property the request does not
+		// send is cleared, x-ms-blob-content-md5 included.
 		b.Copy = nil
 		b.Props = p
-		if p.ContentMD5 == nil {
-			b.Props.ContentMD5 = md5
-		}
 	})
 }
 

@@ -71,7 +71,9 @@ const (
 	InvalidResourceName                   Code = "InvalidResourceName"
 	InvalidXmlDocument                    Code = "InvalidXmlDocument"
 	InvalidInput                          Code = "InvalidInput"
+	OutOfRangeInput                       Code = "OutOfRangeInput"
 	Md5Mismatch                           Code = "Md5Mismatch"
+	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
 	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
 	InvalidRange                          Code = "InvalidRange"
@@ -92,6 +94,13 @@ const (
 	ServerBusy                            Code = "ServerBusy"
 	OperationTimedOut                     Code = "OperationTimedOut"
 	RequestTimeout                        Code = "RequestTimeout"
+)
+
+// Blob Batch: a batch body with more than 256 sub-requests, or with
+// sub-requests of more than one operation.
+const (
+	ExceedsMaxBatchRequestCount        Code = "ExceedsMaxBatchRequestCount"
+	AllBatchSubRequestsShouldBeSameApi Code = "AllBatchSubRequestsShouldBeSameApi"
 )
 
 // OperationNotSupportedWithFeatureMissing refuses List Blobs endBefore,
@@ -161,7 +170,9 @@ var table = map[Code]entry{
 	InvalidResourceName:                   {400, "The specified resource name contains invalid characters."},
 	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
 	InvalidInput:                          {400, "One of the request inputs is not valid."},
+	OutOfRangeInput:                       {400, "One of the request inputs is out of range."},
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
+	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
@@ -187,6 +198,8 @@ var table = map[Code]entry{
 	RequestTimeout: {408, "The request body was not received within the permitted time."},
 	// List Blobs endBefore: only accounts with Blob Listing with Apache
 	// Arrow accept it.
+	ExceedsMaxBatchRequestCount:             {400, "The batch operation exceeds maximum number of allowed subrequests."},
+	AllBatchSubRequestsShouldBeSameApi:      {400, "All batch subrequests should be the same api."},
 	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
 }
 
