@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,6 +59,9 @@ type Options struct {
 	// after its last Put Block (default leasedb.DefaultBlockExpiry, a
 	// week, as on Azure); the collector discards them after that.
 	BlockExpiry time.Duration
+	// TrustedProxies are the peers whose X-Forwarded-Proto /
+	// X-Forwarded-For / Forwarded headers are believed (proxy.go).
+	TrustedProxies []netip.Prefix
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -70,6 +75,8 @@ type Server struct {
 	corsCache *corsCache // CORS rules per account (cors.go)
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
 	uploads   uploadLimiter
+	metrics   *metrics    // this Server's registry (metrics.go)
+	draining  atomic.Bool // set by SetDraining: Ready fails (health.go)
 }
 
 // New returns a Server.
@@ -98,8 +105,16 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.BlockExpiry <= 0 {
 		opt.BlockExpiry = leasedb.DefaultBlockExpiry
 	}
+	// Observed parts for the metrics; credentials never reach the log.
+	log = slog.New(RedactingHandler(log.Handler()))
+	m := newMetrics()
+	backend = backends.Observe(backend, m.observeBackend)
+	observed := *db
+	observed.Store = observedStore{Store: db.Store, m: m}
+	db = &observed
+	m.reg.MustRegister(newStateCollector(db, observed.Store.(observedStore).Store))
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
-		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}
+		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads), metrics: m}
 }
 
 // Close releases what the Server holds in the metadata store: the upload
@@ -123,6 +138,9 @@ type request struct {
 	// apply), a create-only SAS (the commit refuses existing blobs), or an
 	// anonymous read of a public container.
 	sas, createOnly, anonymous bool
+	// peer is the client's scheme and address, believing forwarded
+	// headers from trusted proxies only (proxy.go).
+	peer peer
 	// metaNames spells x-ms-meta-* header names as the client sent them
 	// (lowercased name → as sent; headercase.go); nil when unknown.
 	metaNames map[string]string
@@ -134,7 +152,12 @@ func (q *request) ref() leasedb.BlobRef {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{id: uuid.NewString(), start: time.Now()}
+	req := &request{id: uuid.NewString(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
+	acc := &statusWriter{ResponseWriter: w}
+	w = acc
+	in, restoreBody := countBody(r)
+	defer restoreBody()
+	defer s.finish(acc, r, req, in) // the access log line and metrics (accesslog.go)
 	// First: the connection's record must be taken, and recording paused
 	// for the body, before anything reads the body (headercase.go).
 	var resumeRecording func()
@@ -168,8 +191,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rw, r, req, svcerr.New(svcerr.InternalError))
 			}
 		}
-		s.log.Debug("request", "request_id", req.id, "method", r.Method, "uri", r.RequestURI,
-			"operation", req.opName(), "status", rw.status, "duration", time.Since(req.start))
+		// The access line (accesslog.go) has the rest; the URI only at
+		// debug level, its SAS signature masked.
+		s.log.Debug("request uri", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI))
 	}()
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
@@ -294,6 +318,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	n      int64 // body bytes written
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -307,7 +332,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
 }
 
 // ReadFrom keeps the underlying writer's io.ReaderFrom reachable, so a read
@@ -317,10 +344,15 @@ func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
+	var n int64
+	var err error
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 	}
-	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	w.n += n
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -333,6 +365,9 @@ func (s *Server) RunCollector(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := s.Collect(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("collector", "err", err)
+			s.metrics.collectorPass.WithLabelValues("error").Inc()
+		} else if err == nil {
+			s.metrics.collectorPass.WithLabelValues("ok").Inc()
 		}
 		select {
 		case <-ctx.Done():
