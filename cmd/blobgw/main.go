@@ -132,6 +132,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	if c.IsSet("s3-path-style") {
 		cfg.S3.PathStyle = c.Bool("s3-path-style")
 	}
+	applyServingFlags(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.Exit("config: "+err.Error(), 2)
 	}
@@ -156,7 +157,7 @@ func newApp() *cli.App {
 			{
 				Name:   "serve",
 				Usage:  "serve the Blob REST API",
-				Flags:  configFlags(),
+				Flags:  append(configFlags(), servingFlags()...),
 				Action: serve,
 			},
 			{
@@ -233,7 +234,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
-			leaseCommand(), fsckCommand(),
+			leaseCommand(), fsckCommand(), certCommand(),
 			importCommand(), exportCommand(),
 		},
 	}
@@ -285,7 +286,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
+	log := newFormatLogger(cfg.LogLevel, cfg.LogFormat)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, backend, err := openParts(ctx, cfg)
@@ -307,38 +308,35 @@ func serve(c *cli.Context) error {
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
 	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
-		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry})
+		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry,
+		TrustedProxies: cfg.TrustedPrefixes()})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)
 	}
 	// The listener records request headers so that metadata names keep the
-	// case the client sent (Go's server canonicalizes them).
-	ln = gateway.PreserveHeaderCase(ln)
+	// case the client sent (Go's server canonicalizes them). Behind TLS it
+	// would record ciphertext: names are lowercased there.
+	if cfg.TLSCert == "" {
+		ln = gateway.PreserveHeaderCase(ln)
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnContext: gateway.ConnContext}
-	go srv.RunCollector(ctx, cfg.GCInterval)
+	if err := setupTLS(hs, cfg, log); err != nil {
+		ln.Close()
+		return cli.Exit(err.Error(), 1)
+	}
+	scheme := "http"
+	if hs.TLSConfig != nil {
+		scheme = "https"
+	}
 	names := make([]string, 0, len(cfg.Accounts))
 	for _, a := range cfg.Accounts {
 		names = append(names, a.Name)
 	}
 	log.Info("blobgw serving", "addr", ln.Addr().String(), "accounts", names, "data_dir", cfg.DataDir,
-		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("http://%s/%s", ln.Addr(), names[0]))
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	if cerr := srv.Close(sctx); cerr != nil {
-		log.Warn("releasing pooled upload intents", "err", cerr)
-	}
-	return err
+		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("%s://%s/%s", scheme, ln.Addr(), names[0]))
+	return runServe(ctx, stop, log, cfg, srv, hs, ln)
 }
 
 // redactDSN hides a password in a postgres URL for logging.

@@ -49,6 +49,9 @@ type Config struct {
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
 	S3               S3            `yaml:"s3"`
+
+	// Serving: TLS, trusted proxies, metrics, log format, drain (serving.go).
+	Serving `yaml:",inline"`
 }
 
 // S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
@@ -80,6 +83,8 @@ func Default() Config {
 		BodyIdleTimeout: 60 * time.Second,
 		MaxUploads:      256,
 		BlockExpiry:     7 * 24 * time.Hour,
+
+		Serving: defaultServing(),
 	}
 }
 
@@ -188,7 +193,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log_level: %q (want debug, info, warn or error)", c.LogLevel)
 	}
-	return nil
+	return c.Serving.validate()
 }
 
 func validAccountName(n string) bool {
