@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
@@ -131,6 +132,20 @@ func TestSASProtocolBehindProxy(t *testing.T) {
 	}
 	_, err = sasBlobClient(t, ipTok, map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.1"}, nil).GetProperties(ctx, nil)
 	wantErr(t, err, 403, "AuthorizationSourceIPMismatch")
+
+	// Listings name the endpoint with the scheme the client used.
+	lc, err := azblob.NewClientWithSharedKeyCredential(behind.serviceURL(0), behind.cred, &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}, PerCallPolicies: []policy.Policy{headerPolicy(fwdHTTPS)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := lc.NewListBlobsFlatPager("tls", nil).NextPage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := *page.ServiceEndpoint; !strings.HasPrefix(ep, "https://") {
+		t.Fatalf("ServiceEndpoint through a TLS-terminating proxy: %s", ep)
+	}
 
 	// From an untrusted peer the same headers are ignored.
 	u = exposed.sasURL(t, "tls/a.txt", httpsOnly("tls", "a.txt", ""))
