@@ -71,7 +71,6 @@ func TestSetBlobPropertiesClears(t *testing.T) {
 	wantStatus(t, resp, 400, "InvalidHeaderValue", "x-ms-blob-content-md5 not base64")
 }
 
-
 // TestPutBlobMD5Rules: on a single-shot Put Blob of a block blob
 // x-ms-blob-content-md5 is checked against the bytes like Content-MD5
 // (Azure: the two are interchangeable there), so no MD5 contradicting the

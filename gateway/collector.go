@@ -82,5 +82,7 @@ const reclaimAfter = 10 * time.Minute
 // Collect runs one collection pass (CollectPass) with the server's store,
 // backend and options.
 func (s *Server) Collect(ctx context.Context) (int, error) {
-	return CollectPass(ctx, s.db.Store, s.backend, s.log, s.collectOptions())
+	n, err := CollectPass(ctx, s.db.Store, s.backend, s.log, s.collectOptions())
+	s.metrics.collected.Add(float64(n))
+	return n, err
 }

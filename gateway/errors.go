@@ -35,7 +35,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 			s.log.Warn("dependency unavailable", "request_id", req.id, "err", err)
 			e = svcerr.New(svcerr.ServerBusy)
 		default:
-			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", r.RequestURI, "err", err)
+			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI), "err", err)
 			e = svcerr.New(svcerr.InternalError)
 		}
 	} else if e.Status() >= 500 {

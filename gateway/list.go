@@ -43,8 +43,10 @@ func (x *xmlWriter) send(w http.ResponseWriter) {
 }
 
 func serviceEndpoint(r *http.Request, req *request) string {
+	// The scheme the client used (a TLS-terminating trusted proxy says
+	// https; proxy.go).
 	scheme := "http"
-	if r.TLS != nil {
+	if req.peer.https {
 		scheme = "https"
 	}
 	host := r.Host

@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -66,6 +68,9 @@ type Options struct {
 	// compacted in the background (page_compact.go; default
 	// DefaultPageCompactRuns, negative: never).
 	PageCompactRuns int
+	// TrustedProxies are the peers whose X-Forwarded-Proto /
+	// X-Forwarded-For / Forwarded headers are believed (proxy.go).
+	TrustedProxies []netip.Prefix
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -80,6 +85,8 @@ type Server struct {
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
 	uploads   uploadLimiter
 	pages     pageCompactor // background page blob compactions
+	metrics   *metrics      // this Server's registry (metrics.go)
+	draining  atomic.Bool   // set by SetDraining: Ready fails (health.go)
 }
 
 // New returns a Server.
@@ -111,8 +118,16 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.PageCompactRuns == 0 {
 		opt.PageCompactRuns = DefaultPageCompactRuns
 	}
+	// Observed parts for the metrics; credentials never reach the log.
+	log = slog.New(RedactingHandler(log.Handler()))
+	m := newMetrics()
+	backend = backends.Observe(backend, m.observeBackend)
+	observed := *db
+	observed.Store = observedStore{Store: db.Store, m: m}
+	db = &observed
+	m.reg.MustRegister(newStateCollector(db, observed.Store.(observedStore).Store))
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
-		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}
+		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads), metrics: m}
 }
 
 // Close releases what the Server holds in the metadata store: the upload
@@ -140,6 +155,9 @@ type request struct {
 	// apply), a create-only SAS (the commit refuses existing blobs), or an
 	// anonymous read of a public container.
 	sas, createOnly, anonymous bool
+	// peer is the client's scheme and address, believing forwarded
+	// headers from trusted proxies only (proxy.go).
+	peer peer
 	// metaNames spells x-ms-meta-* header names as the client sent them
 	// (lowercased name → as sent; headercase.go); nil when unknown.
 	metaNames map[string]string
@@ -151,7 +169,12 @@ func (q *request) ref() leasedb.BlobRef {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{id: uuid.NewString(), start: time.Now()}
+	req := &request{id: uuid.NewString(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
+	acc := &statusWriter{ResponseWriter: w}
+	w = acc
+	in, restoreBody := countBody(r)
+	defer restoreBody()
+	defer s.finish(acc, r, req, in) // the access log line and metrics (accesslog.go)
 	// First: the connection's record must be taken, and recording paused
 	// for the body, before anything reads the body (headercase.go).
 	var resumeRecording func()
@@ -185,8 +208,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rw, r, req, svcerr.New(svcerr.InternalError))
 			}
 		}
-		s.log.Debug("request", "request_id", req.id, "method", r.Method, "uri", r.RequestURI,
-			"operation", req.opName(), "status", rw.status, "duration", time.Since(req.start))
+		// The access line (accesslog.go) has the rest; the URI only at
+		// debug level, its SAS signature masked.
+		s.log.Debug("request uri", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI))
 	}()
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
@@ -329,6 +353,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	n      int64 // body bytes written
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -342,7 +367,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
 }
 
 // ReadFrom keeps the underlying writer's io.ReaderFrom reachable, so a read
@@ -352,10 +379,15 @@ func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
+	var n int64
+	var err error
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 	}
-	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	w.n += n
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -368,6 +400,9 @@ func (s *Server) RunCollector(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := s.Collect(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("collector", "err", err)
+			s.metrics.collectorPass.WithLabelValues("error").Inc()
+		} else if err == nil {
+			s.metrics.collectorPass.WithLabelValues("ok").Inc()
 		}
 		select {
 		case <-ctx.Done():

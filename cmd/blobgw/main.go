@@ -144,6 +144,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	if c.IsSet("s3-path-style") {
 		cfg.S3.PathStyle = c.Bool("s3-path-style")
 	}
+	applyServingFlags(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.Exit("config: "+err.Error(), 2)
 	}
@@ -168,7 +169,7 @@ func newApp() *cli.App {
 			{
 				Name:  "serve",
 				Usage: "serve the Blob REST API",
-				Flags: append(configFlags(), &cli.BoolFlag{Name: "versioning",
+				Flags: append(append(configFlags(), servingFlags()...), &cli.BoolFlag{Name: "versioning",
 					Usage: "turn blob versioning on for every configured account at start (kept in the metadata store; blobgw account versioning turns it off)"}),
 				Action: serve,
 			},
@@ -247,7 +248,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
-			leaseCommand(), fsckCommand(), accountCommand(),
+			leaseCommand(), fsckCommand(), accountCommand(), certCommand(),
 			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
@@ -299,7 +300,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
+	log := newFormatLogger(cfg.LogLevel, cfg.LogFormat)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, backend, err := openParts(ctx, cfg)
@@ -329,38 +330,38 @@ func serve(c *cli.Context) error {
 	}
 	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
 		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry,
-		ContainerDeleteRetention: cfg.ContainerDeleteRetention()})
+		ContainerDeleteRetention: cfg.ContainerDeleteRetention(),
+		TrustedProxies:           cfg.TrustedPrefixes()})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)
 	}
 	// The listener records request headers so that metadata names keep the
-	// case the client sent (Go's server canonicalizes them).
-	ln = gateway.PreserveHeaderCase(gateway.LimitConnections(ln, cfg.MaxConnections))
+	// case the client sent (Go's server canonicalizes them). Behind TLS it
+	// would record ciphertext: names are lowercased there. The connection
+	// limit counts raw TCP connections (under TLS an over-limit connection
+	// is closed: its busy answer would need the handshake).
+	ln = gateway.LimitConnections(ln, cfg.MaxConnections)
+	if cfg.TLSCert == "" {
+		ln = gateway.PreserveHeaderCase(ln)
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}
-	go srv.RunCollector(ctx, cfg.GCInterval)
+	if err := setupTLS(hs, cfg, log); err != nil {
+		ln.Close()
+		return cli.Exit(err.Error(), 1)
+	}
+	scheme := "http"
+	if hs.TLSConfig != nil {
+		scheme = "https"
+	}
 	names := make([]string, 0, len(cfg.Accounts))
 	for _, a := range cfg.Accounts {
 		names = append(names, a.Name)
 	}
 	log.Info("blobgw serving", "addr", ln.Addr().String(), "accounts", names, "data_dir", cfg.DataDir,
-		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("http://%s/%s", ln.Addr(), names[0]))
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	if cerr := srv.Close(sctx); cerr != nil {
-		log.Warn("releasing pooled upload intents", "err", cerr)
-	}
-	return err
+		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("%s://%s/%s", scheme, ln.Addr(), names[0]))
+	return runServe(ctx, stop, log, cfg, srv, hs, ln)
 }
 
 // redactDSN hides a password in a postgres URL for logging.

@@ -72,6 +72,8 @@ type Config struct {
 	MaxConnections    int           `yaml:"max_connections"`
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	// Serving: TLS, trusted proxies, metrics, log format, drain (serving.go).
+	Serving `yaml:",inline"`
 }
 
 // S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
@@ -107,6 +109,7 @@ func Default() Config {
 		MaxConnections:    4096,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		Serving:           defaultServing(),
 	}
 }
 
@@ -224,7 +227,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log_level: %q (want debug, info, warn or error)", c.LogLevel)
 	}
-	return nil
+	return c.Serving.validate()
 }
 
 func validAccountName(n string) bool {

@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ClaimDueReclaim", testClaimDueReclaim},
 		{"ClaimDueConcurrent", testClaimDueConcurrent},
 		{"AddGCForget", testAddGCForget},
+		{"QueueStats", testQueueStats},
 		{"ShareRelease", testShareRelease},
 		{"UpdateRollback", testUpdateRollback},
 		{"UpdatePanic", testUpdatePanic},
