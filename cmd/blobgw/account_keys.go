@@ -266,14 +266,25 @@ func startAccounts(ctx context.Context, cfg config.Config, store leasedb.Store, 
 		}
 		seed = append(seed, row)
 	}
-	added, err := db.SeedAccountKeys(ctx, seed, cfg.AccountsDefaulted)
+	// Seeding is idempotent, so a start while the store is briefly
+	// unavailable (a Postgres restart) retries rather than exits, as the
+	// migration in dbopen.Open does.
+	var added []string
+	var table *accounts.Table
+	err = retryUnavailable(ctx, func() error {
+		added, err = db.SeedAccountKeys(ctx, seed, cfg.AccountsDefaulted)
+		return err
+	})
 	if err != nil {
 		return nil, cli.Exit("metadata: seeding accounts: "+err.Error(), 1)
 	}
 	if len(added) > 0 {
 		log.Info("accounts added to the metadata store from the configuration", "accounts", added)
 	}
-	table, err := accounts.Load(ctx, db, sealer, log)
+	err = retryUnavailable(ctx, func() error {
+		table, err = accounts.Load(ctx, db, sealer, log)
+		return err
+	})
 	if errors.Is(err, accounts.ErrKeys) {
 		return nil, cli.Exit(err.Error(), 2)
 	}
@@ -296,4 +307,21 @@ func validAccount(n string) bool {
 		}
 	}
 	return true
+}
+
+// retryUnavailable runs fn again while it fails with
+// leasedb.ErrUnavailable, for up to 30 s.
+func retryUnavailable(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !errors.Is(err, leasedb.ErrUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(time.Duration(attempt)*100*time.Millisecond, time.Second)):
+		}
+	}
 }
