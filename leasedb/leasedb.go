@@ -406,6 +406,9 @@ type Tx interface {
 	// service properties document.
 	PutServiceProperties(ctx context.Context, account, doc string) error
 
+	// AccountTx keeps the storage accounts and their keys (ops_accounts.go).
+	AccountTx
+
 	// ListEntries returns up to limit (at least 1) List Blobs entries of
 	// the container under prefix, in listing order, strictly after the
 	// position (after, afterSnapshot). Listing order is by name (byte

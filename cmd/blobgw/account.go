@@ -36,10 +36,11 @@ var accountSubs = []accountSub{
 func accountCommand() *cli.Command {
 	cmd := &cli.Command{
 		Name:  "account",
-		Usage: "show or change per-account settings kept in the metadata store (blob versioning)",
+		Usage: "manage the storage accounts, their keys and their settings kept in the metadata store",
 		Description: "The account commands read and change the metadata store directly, with the same\n" +
 			"configuration as serve (--config, --metadata, --data-dir, BLOBGW_*). ACCOUNT must be\n" +
-			"a configured account. Every replica applies a change at its next write.",
+			"a configured account or one in the store. Every replica applies a settings change at its\n" +
+			"next write and a key change within a few seconds.",
 	}
 	for _, s := range accountSubs {
 		s := s
@@ -49,6 +50,7 @@ func accountCommand() *cli.Command {
 			Action: leaseAction(1+s.nArgs, 1+s.nArgs, func(c *cli.Context, args []string) error { return runAccountSub(c, s, args) }),
 		})
 	}
+	cmd.Subcommands = append(cmd.Subcommands, accountKeyCommands()...)
 	return cmd
 }
 
@@ -65,14 +67,21 @@ func runAccountSub(c *cli.Context, s accountSub, args []string) error {
 	for _, a := range cfg.Accounts {
 		names = append(names, a.Name)
 	}
-	if !slices.Contains(names, account) {
-		return cli.Exit(fmt.Sprintf("account %q is not configured (configured: %s)", account, strings.Join(names, ", ")), 2)
-	}
 	db, closeDB, err := openLeaseDB(c, cfg)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
+	if !slices.Contains(names, account) {
+		// Accounts added by `blobgw account add` live in the store only.
+		stored, _, err := db.ListAccountKeys(c.Context)
+		if err != nil {
+			return cli.Exit("account: "+oneLine(err.Error()), 1)
+		}
+		if !slices.ContainsFunc(stored, func(a leasedb.AccountKeys) bool { return a.Name == account }) {
+			return cli.Exit(fmt.Sprintf("account %q is neither configured (%s) nor in the metadata store", account, strings.Join(names, ", ")), 2)
+		}
+	}
 	return s.run(c, db, account, args[1:])
 }
 

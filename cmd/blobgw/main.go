@@ -316,9 +316,10 @@ func serve(c *cli.Context) error {
 			log.Info("removed stale temp files", "count", n)
 		}
 	}
-	accounts, err := cfg.AuthAccounts()
+	// The accounts live in the metadata store, shared by every replica.
+	accounts, err := startAccounts(ctx, cfg, store, log)
 	if err != nil {
-		return cli.Exit("config: "+err.Error(), 2)
+		return err
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
 	if c.Bool("versioning") {

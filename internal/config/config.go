@@ -74,6 +74,10 @@ type Config struct {
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	// Serving: TLS, trusted proxies, metrics, log format, drain (serving.go).
 	Serving `yaml:",inline"`
+	// AccountsDefaulted is set by Validate when no account was configured
+	// and Accounts holds the development account: serve seeds it only
+	// into a store that holds no account.
+	AccountsDefaulted bool `yaml:"-"`
 }
 
 // S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
@@ -182,6 +186,7 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Accounts) == 0 {
 		c.Accounts = []Account{{Name: DevAccountName, Keys: []string{DevAccountKey}}}
+		c.AccountsDefaulted = true
 	}
 	seen := map[string]bool{}
 	for _, a := range c.Accounts {
