@@ -59,6 +59,10 @@ type Features struct {
 
 // FeaturesOf returns the abilities b declares.
 func FeaturesOf(b Backend) Features {
+	if w, ok := b.(interface{ Features() Features }); ok {
+		// A wrapper (Observe) answers for the backend it wraps.
+		return w.Features()
+	}
 	var f Features
 	f.BatchDeleter, _ = b.(BatchDeleter)
 	f.AdoptedKeys, _ = b.(AdoptedKeys)

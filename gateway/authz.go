@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"net"
 	"net/http"
 
 	"github.com/blobgw/blobgw/gateway/auth"
@@ -36,8 +35,8 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 		Query:    q,
 		Resource: auth.Resource{Account: req.account, Container: req.container, Blob: req.blob, Snapshot: req.query["snapshot"]},
 		Op:       op,
-		HTTPS:    r.TLS != nil,
-		ClientIP: clientIP(r),
+		HTTPS:    req.peer.https,
+		ClientIP: req.peer.ip,
 		Now:      s.opt.Now(),
 	}
 	// A token naming a stored access policy (si) takes it from the
@@ -62,14 +61,6 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 		req.sas = true
 	}
 	return err
-}
-
-func clientIP(r *http.Request) net.IP {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return net.ParseIP(host)
 }
 
 // publicRead reports whether an anonymous request is an operation the

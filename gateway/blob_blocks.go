@@ -24,17 +24,18 @@ const (
 )
 
 // readBody stages a request body of exactly size bytes under a new key for
-// Put Block and Append Block. Only the digests the client sends
-// (Content-MD5, x-ms-content-crc64) are computed, checked and returned:
-// since version 2019-02-02 the service echoes a block's Content-MD5 only
-// when the request carried one, and hashing every block costs a core's
-// worth of throughput.
+// Put Block and Append Block. The digests the client sends (Content-MD5,
+// x-ms-content-crc64) are computed, checked and returned; a request that
+// sends neither gets the CRC64 of its bytes, as the service returns it
+// since version 2019-02-02 (it echoes a block's Content-MD5 only when the
+// request carried one). MD5 is never computed unasked: hashing every
+// block costs a core's worth of throughput, CRC64 a fraction of it.
 func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, sums, error) {
 	want, err := transactionalSums(r.Header)
 	if err != nil {
 		return leasedb.Extent{}, sums{}, err
 	}
-	ext, got, err := s.stage(r.Context(), r.Body, size, want.md5 != nil, want.crc64 != nil)
+	ext, got, err := s.stage(r.Context(), r.Body, size, want.md5 != nil, want.crc64 != nil || want.md5 == nil)
 	if err != nil {
 		return ext, sums{}, err
 	}
@@ -184,7 +185,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if v := r.Header.Get("Content-MD5"); v != "" {
 		want, err := decodeMD5(v)
 		if err != nil {
-			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+			return svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
 		}
 		if !bytes.Equal(want, sum[:]) {
 			return svcerr.New(svcerr.Md5Mismatch)
@@ -223,6 +224,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("Content-MD5", b64(sum[:]))
 	h.Set("x-ms-request-server-encrypted", "true")
 	if creq.LeaseAction == leasedb.PutLeaseAcquire {

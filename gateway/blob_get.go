@@ -72,6 +72,9 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	start, end, ranged, err := parseRange(r.Header, b.Size)
 	if err != nil {
+		// Get Blob: a 416 names the blob's size, "bytes */0" for an
+		// empty one.
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", b.Size))
 		return err
 	}
 	rangeSums, err := s.rangeDigests(r, b, start, end, ranged)
@@ -91,7 +94,7 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	sent := false
-	err = s.streamExtents(r, w, b.Extents, start, end, func() {
+	err = s.streamExtents(r, w, leasedb.Segments(b), start, end, func() {
 		sent = true
 		w.WriteHeader(status)
 	})
@@ -135,16 +138,18 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 		return sums{}, svcerr.Header(svcerr.InvalidHeaderValue, name, value)
 	}
 	d := newDigester(wantMD5, wantCRC)
-	if err := s.streamExtents(r, d, b.Extents, start, end, nil); err != nil {
+	if err := s.streamExtents(r, d, leasedb.Segments(b), start, end, nil); err != nil {
 		return sums{}, fmt.Errorf("digest of range: %w", err)
 	}
 	return d.sums(), nil
 }
 
-// streamExtents copies bytes [start, end) of the blob formed by extents.
-// ready, when not nil, runs once before the first byte is written: after
-// the first extent opened (or at the end when the range is empty), so a
-// blob whose bytes cannot be read fails before anything was sent.
+// streamExtents copies bytes [start, end) of the blob formed by extents
+// (leasedb.Segments: each read from its Off; one without a Key, a page
+// blob's hole, is zeros). ready, when not nil, runs once before the first
+// byte is written: after the first extent opened (or at the end when the
+// range is empty), so a blob whose bytes cannot be read fails before
+// anything was sent.
 func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.Extent, start, end int64, ready func()) error {
 	var off int64
 	buf := make([]byte, 256<<10)
@@ -162,7 +167,14 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		}
 		from := max(start, eStart) - eStart
 		to := min(end, eEnd) - eStart
-		rc, err := s.backend.Open(r.Context(), e.Key, from, to-from)
+		if e.Key == "" {
+			started()
+			if err := writeZeros(w, to-from, buf); err != nil {
+				return fmt.Errorf("copy zeros: %w", err)
+			}
+			continue
+		}
+		rc, err := s.backend.Open(r.Context(), e.Key, e.Off+from, to-from)
 		if err != nil {
 			return fmt.Errorf("open extent %s: %w", e.Key, err)
 		}
@@ -177,6 +189,20 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		}
 	}
 	started() // an empty range opens nothing
+	return nil
+}
+
+// writeZeros writes n zero bytes through buf (zeroed here: bounded memory
+// whatever the size of a page blob's hole).
+func writeZeros(w io.Writer, n int64, buf []byte) error {
+	clear(buf)
+	for n > 0 {
+		k := min(n, int64(len(buf)))
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
 	return nil
 }
 

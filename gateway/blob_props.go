@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -24,12 +25,29 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 	if err != nil {
 		return err
 	}
-	if r.Header.Get("x-ms-blob-content-length") != "" || r.Header.Get("x-ms-sequence-number-action") != "" {
-		return svcerr.Newf(svcerr.InvalidHeaderValue, "Page blob properties are not supported.")
-	}
-	props, err := parseBlobProps(r.Header, false)
+	pp, err := parsePageProps(r.Header)
 	if err != nil {
 		return err
+	}
+	if pp.Any() {
+		return s.setPageBlobProperties(w, r, req, pp)
+	}
+	// Set Blob Properties stores x-ms-blob-content-md5 as given, in any
+	// length: Azure checks it against nothing there.
+	hdr := r.Header
+	md5v := hdr.Get("x-ms-blob-content-md5")
+	if md5v != "" {
+		hdr = hdr.Clone()
+		hdr.Del("x-ms-blob-content-md5")
+	}
+	props, err := parseBlobProps(hdr, false)
+	if err != nil {
+		return err
+	}
+	if md5v != "" {
+		if props.ContentMD5, err = base64.StdEncoding.DecodeString(md5v); err != nil {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-content-md5", md5v)
+		}
 	}
 	b, err := s.db.SetBlobProperties(r.Context(), req.ref(), leaseID, cond, props)
 	if err != nil {
@@ -56,6 +74,7 @@ func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *re
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusOK)
 	return nil

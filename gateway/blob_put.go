@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -20,9 +22,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	ctx := r.Context()
 	blobType := r.Header.Get("x-ms-blob-type")
 	switch blobType {
-	case "BlockBlob", "AppendBlob":
-	case "PageBlob":
-		return svcerr.Newf(svcerr.NotImplemented, "Page blobs are not implemented by this gateway.")
+	case "BlockBlob", "AppendBlob", "PageBlob":
 	case "":
 		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-blob-type", "")
 	default:
@@ -35,7 +35,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if size > s.opt.MaxPutBlobSize {
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
-	if blobType == "AppendBlob" && size != 0 {
+	if blobType != "BlockBlob" && size != 0 {
+		// An append or page blob is created empty (a page blob's pages
+		// read as zeros until Put Page writes them).
 		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", fmt.Sprint(size))
 	}
 	want, err := transactionalSums(r.Header)
@@ -69,6 +71,11 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		return err
 	}
 	preq.CreateOnly = req.createOnly
+	if blobType == "PageBlob" {
+		if preq.PageSize, preq.SequenceNumber, err = parsePageBlobCreate(r.Header); err != nil {
+			return err
+		}
+	}
 
 	// Fast pre-check: a request that will certainly fail does so before
 	// any byte is read.
@@ -96,7 +103,16 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		}
 	}
 	sum := got.md5
-	if preq.Props.ContentMD5 == nil && blobType == "BlockBlob" {
+	if blobType == "BlockBlob" {
+		// Put Blob of a block blob: x-ms-blob-content-md5 and Content-MD5
+		// are interchangeable (Azure checks either against the body), so
+		// the blob never carries an MD5 its bytes contradict.
+		if m := preq.Props.ContentMD5; m != nil && !bytes.Equal(m, sum) {
+			for _, e := range preq.Extents {
+				s.discard(e.Key)
+			}
+			return svcerr.New(svcerr.Md5Mismatch)
+		}
 		preq.Props.ContentMD5 = sum
 	}
 	var b *leasedb.Blob
@@ -110,6 +126,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	if blobType == "BlockBlob" {
 		h.Set("Content-MD5", b64(sum))
 	}
@@ -174,6 +191,8 @@ const commitTimeout = time.Minute
 func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
+	// Crash tests: the bytes are in the backend, the commit not begun.
+	failpoint.Inject("after-stage")
 	err := fn(cctx)
 	if err == nil {
 		return nil

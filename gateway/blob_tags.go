@@ -77,6 +77,7 @@ func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
 			h.Set("x-ms-access-tier-inferred", "true")
 		} else {
 			h.Set("x-ms-access-tier", b.AccessTier)
+			h.Set("x-ms-access-tier-inferred", "false")
 		}
 	}
 	if len(b.Tags) > 0 {
@@ -173,7 +174,16 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err := leasedb.ValidateTags(tags); err != nil {
 		return err
 	}
-	if _, err := s.db.SetBlobTags(r.Context(), req.ref(), leaseID, cond, tags); err != nil {
+	vid, err := versionID(req)
+	if err != nil {
+		return err
+	}
+	if vid != "" {
+		_, err = s.db.SetVersionTags(r.Context(), req.ref(), vid, leaseID, cond, tags)
+	} else {
+		_, err = s.db.SetBlobTags(r.Context(), req.ref(), leaseID, cond, tags)
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -190,7 +200,16 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	b, err := s.db.GetBlobTags(r.Context(), req.ref(), leaseID, cond)
+	vid, err := versionID(req)
+	if err != nil {
+		return err
+	}
+	var b *leasedb.Blob
+	if vid != "" {
+		b, err = s.db.GetVersionTags(r.Context(), req.ref(), vid, cond)
+	} else {
+		b, err = s.db.GetBlobTags(r.Context(), req.ref(), leaseID, cond)
+	}
 	if err != nil {
 		return err
 	}

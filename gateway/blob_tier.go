@@ -32,7 +32,16 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.SetBlobTier(r.Context(), req.ref(), leaseID, cond, tier); err != nil {
+	vid, err := versionID(req)
+	if err != nil {
+		return err
+	}
+	if vid != "" {
+		_, err = s.db.SetVersionTier(r.Context(), req.ref(), vid, leaseID, cond, tier)
+	} else {
+		_, err = s.db.SetBlobTier(r.Context(), req.ref(), leaseID, cond, tier)
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

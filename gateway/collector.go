@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 )
 
@@ -28,6 +29,8 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 		if len(keys) == 0 {
 			return total, nil
 		}
+		// Crash tests: claimed, nothing deleted yet.
+		failpoint.Inject("collector-claim")
 		done := deleteObjects(ctx, backend, keys, log)
 		if err := store.Forget(ctx, done); err != nil {
 			return total, fmt.Errorf("forget: %w", err)
@@ -79,5 +82,7 @@ const reclaimAfter = 10 * time.Minute
 // Collect runs one collection pass (CollectPass) with the server's store,
 // backend and options.
 func (s *Server) Collect(ctx context.Context) (int, error) {
-	return CollectPass(ctx, s.db.Store, s.backend, s.log, s.collectOptions())
+	n, err := CollectPass(ctx, s.db.Store, s.backend, s.log, s.collectOptions())
+	s.metrics.collected.Add(float64(n))
+	return n, err
 }

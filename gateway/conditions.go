@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -107,10 +109,23 @@ func parseIfTags(name string, vals []string) (*leasedb.TagExpr, error) {
 	}
 	e, err := leasedb.ParseTagCondition(vals[0])
 	if err != nil {
-		return nil, &svcerr.Error{Code: svcerr.InvalidHeaderValue, Message: name + ": " + err.Error(),
+		return nil, &svcerr.Error{Code: svcerr.InvalidHeaderValue, Message: name + ": " + tagParseMessage(err),
 			Details: [][2]string{{"HeaderName", name}, {"HeaderValue", vals[0]}}}
 	}
 	return e, nil
+}
+
+// tagParseMessage words a tag expression's parse error as Azure does
+// ("Error parsing query at or near character position N: ...").
+func tagParseMessage(err error) string {
+	var te *leasedb.TagExprError
+	switch {
+	case !errors.As(err, &te):
+		return "Error parsing query: " + err.Error()
+	case te.Pos == 0:
+		return "Error parsing query: " + te.Msg
+	}
+	return fmt.Sprintf("Error parsing query at or near character position %d: %s", te.Pos, te.Msg)
 }
 
 // splitETags reads If-Match / If-None-Match values: comma-separated lists,

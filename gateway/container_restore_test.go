@@ -467,3 +467,48 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 		b.checkNoLeak(t)
 	})
 }
+
+// TestContainerSoftDeleteVersions: a soft-deleted container keeps its
+// blobs' previous versions (they are rows under it like its blobs), a
+// restore brings them back readable, and once its retention passes the
+// purge collects their bytes too.
+func TestContainerSoftDeleteVersions(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind, setupOpts{options: gateway.Options{
+			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
+		svc := b.client.ServiceClient()
+		if _, err := b.client.CreateContainer(ctx, "vers", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.setVersioning(t, true)
+		bc := blockClient(b.client, "vers", "doc")
+		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version two"))}, nil); err != nil {
+			t.Fatal(err)
+		}
+		vid := vidOf(t, "Put Blob", first.VersionID)
+		if _, err := b.client.DeleteContainer(ctx, "vers", nil); err != nil {
+			t.Fatalf("delete a container with versions: %v", err)
+		}
+		b.collectAll(t)
+		b.checkNoLeak(t)
+		del := deletedItems(listAll(t, b.client, true), "vers")
+		if len(del) != 1 {
+			t.Fatalf("%d deleted entries of vers, want 1", len(del))
+		}
+		if _, err := svc.RestoreContainer(ctx, "vers", *del[0].Version, nil); err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		if got := b.downloadVersion(t, "vers", "doc", vid); string(got) != "version one" {
+			t.Fatalf("restored version %s reads %q", vid, got)
+		}
+		if got := download(t, b.client, "vers", "doc"); string(got) != "version two" {
+			t.Fatalf("restored blob reads %q", got)
+		}
+		b.checkNoLeak(t)
+	})
+}

@@ -47,6 +47,7 @@ const (
 	opPutBlobFromURL                // Put Blob From URL
 	opPutBlockFromURL               // Put Block From URL
 	opAppendFromURL                 // Append Block From URL
+	opPutPageFromURL                // Put Page From URL
 )
 
 // fromURL reports whether the operation is one of the "From URL" family,
@@ -147,6 +148,15 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	case "":
 		preq.Type = "BlockBlob" // a plain HTTP object
 	case "BlockBlob", "AppendBlob":
+	case "PageBlob":
+		// A page blob of this gateway is copied whole by Copy Blob,
+		// sharing its runs: the copy keeps its page ranges, length and
+		// sequence number. Copy Blob From URL takes block blobs only
+		// on Azure, and a remote page blob's ranges are unknown here.
+		if op != opCopyBlob || src.ref == (leasedb.BlobRef{}) {
+			return svcerr.Newf(svcerr.InvalidBlobType, "Copying a %s is not supported by this gateway.", preq.Type)
+		}
+		preq.PageSize, preq.SequenceNumber = src.size, src.seq
 	default:
 		return svcerr.Newf(svcerr.InvalidBlobType, "Copying a %s is not supported by this gateway.", preq.Type)
 	}
@@ -226,6 +236,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("x-ms-copy-id", copyID)
 	h.Set("x-ms-copy-status", "success")
 	if op == opCopyBlobSync && sum != nil {

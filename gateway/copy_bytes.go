@@ -65,7 +65,7 @@ func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, drop
 		case ctx.Err() != nil:
 			return leasedb.Extent{}, nil, ctx.Err()
 		case src.remote:
-			return leasedb.Extent{}, nil, cannotVerify(http.StatusBadGateway, "The copy source failed after %d bytes: %v", sr.n, sr.err)
+			return leasedb.Extent{}, nil, cannotVerify(http.StatusInternalServerError, "The copy source failed after %d bytes: %v", sr.n, sr.err)
 		}
 		return leasedb.Extent{}, nil, fmt.Errorf("reading copy source: %w", sr.err)
 	}

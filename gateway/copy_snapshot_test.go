@@ -85,7 +85,7 @@ func TestCopyFromSnapshot(t *testing.T) {
 		missing, _ := other.WithSnapshot("2001-01-01T00:00:00.0000000Z")
 		_, err = blockClient(b.client, "snaps", "x").StartCopyFromURL(ctx, missing.URL(), nil)
 		wantErr(t, err, 404, "BlobNotFound")
-		// Versions are not kept: a source version is a missing source.
+		// Versioning is off: a source version is a missing source.
 		_, err = blockClient(b.client, "snaps", "x").StartCopyFromURL(ctx, other.URL()+"?versionid=2001-01-01T00:00:00.0000000Z", nil)
 		wantErr(t, err, 404, "BlobNotFound")
 		b.checkNoLeak(t)

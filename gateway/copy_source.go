@@ -52,6 +52,7 @@ type copySource struct {
 	tags       map[string]string // local sources only
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
+	seq        int64             // a local page blob's sequence number
 	remote     bool
 	// A local source read whole: its name and extents, so Copy Blob can
 	// share them instead of copying the bytes.
@@ -82,7 +83,7 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 	if spec.cond, err = sourceConditions.parse(r.Header); err != nil {
 		return nil, err
 	}
-	if op == opPutBlockFromURL || op == opAppendFromURL {
+	if op == opPutBlockFromURL || op == opAppendFromURL || op == opPutPageFromURL {
 		if v := r.Header.Get("x-ms-source-range"); v != "" {
 			if spec.start, spec.end, err = parseSourceRange(v); err != nil {
 				return nil, err
@@ -259,7 +260,7 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 			Resource: auth.Resource{Account: ref.Account, Container: ref.Container, Blob: ref.Name, Snapshot: q.Get("snapshot")},
 			Op:       auth.OpReadBlob,
 			HTTPS:    spec.u.Scheme == "https",
-			ClientIP: clientIP(r),
+			ClientIP: req.peer.ip,
 			Now:      s.opt.Now(),
 		}, s.accounts, policies)
 		if dbErr != nil {
@@ -290,6 +291,17 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 	return cannotVerify(http.StatusForbidden, "The copy source is not readable by this request: give it a SAS, or copy within one account with Shared Key.")
 }
 
+// rehydrateByCopy reports whether an archived source may be read: Copy
+// Blob (the async form) of an archived blob to another blob of the same
+// account with x-ms-access-tier set to an online tier is how Azure
+// rehydrates by copy. The gateway keeps the archived bytes online, so the
+// copy completes at once.
+func rehydrateByCopy(r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) bool {
+	tier, ok := leasedb.CanonicalTier(r.Header.Get("x-ms-access-tier"))
+	return ok && tier != leasedb.TierArchive && spec.op == opCopyBlob &&
+		ref.Account == req.account && ref != req.ref()
+}
+
 // openLocal reads a source blob of this gateway: authorization, the
 // source conditions against its row, then its extents from the backend.
 func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, spec *copySpec, ref leasedb.BlobRef) (*copySource, error) {
@@ -313,18 +325,24 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	if err := s.authorizeSource(ctx, r, req, spec, ref); err != nil {
 		return nil, err
 	}
-	if namesVersion(q) {
-		// The gateway keeps no versions: a source version is a missing
-		// source, never the current blob.
-		if spec.op.fromURL() {
-			return nil, cannotVerify(http.StatusNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
+	// A source version (restoring an old version is a copy of it onto
+	// the base blob) is read as that version, never as the current blob.
+	var version string
+	if v, ok := versionParam(q); ok {
+		var err error
+		if version, err = leasedb.ParseVersionID(v); err != nil || snapshot != "" {
+			if spec.op.fromURL() {
+				return nil, cannotVerify(http.StatusBadRequest, "The copy source's versionid %q is not a version id of a blob.", v)
+			}
+			return nil, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
 		}
-		return nil, svcerr.Newf(svcerr.BlobNotFound, "The copy source's blob version does not exist: this gateway keeps no blob versions.")
 	}
 	var b *leasedb.Blob
 	var err error
 	if snapshot != "" {
 		b, _, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
+	} else if version != "" {
+		b, _, err = s.db.GetVersion(ctx, ref, version, spec.cond)
 	} else {
 		b, _, err = s.db.GetBlob(ctx, ref, "", spec.cond)
 	}
@@ -341,7 +359,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	default:
 		return nil, err
 	}
-	if b.AccessTier == leasedb.TierArchive {
+	if b.AccessTier == leasedb.TierArchive && !rehydrateByCopy(r, req, spec, ref) {
 		return nil, svcerr.New(svcerr.BlobArchived)
 	}
 	start, end := int64(0), b.Size // [start, end)
@@ -355,7 +373,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 	}
 	src := &copySource{
-		body:       &extentReader{ctx: ctx, be: s.backend, ext: b.Extents, start: start, end: end},
+		body:       &extentReader{ctx: ctx, be: s.backend, ext: leasedb.Segments(b), start: start, end: end},
 		size:       end - start,
 		typ:        b.Type,
 		props:      b.Props,
@@ -363,9 +381,15 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		tags:       b.Tags,
 		blockCount: b.BlockCount,
 		sealed:     b.Sealed,
+		seq:        b.SequenceNumber,
 	}
 	if start == 0 && end == b.Size {
+		// A page blob's extents are its runs (holes between them):
+		// only a page blob copy may share them (Copy Blob).
 		src.ref, src.extents = ref, b.Extents
+		if b.Type == "PageBlob" && src.extents == nil {
+			src.extents = []leasedb.Extent{} // no page written: nothing to share
+		}
 	}
 	return src, nil
 }
@@ -420,13 +444,27 @@ func (e *extentReader) Read(p []byte) (int, error) {
 		x := e.ext[e.i]
 		from := e.start - e.off
 		n := min(x.Size, e.end-e.off) - from
-		rc, err := e.be.Open(e.ctx, x.Key, from, n)
+		if x.Key == "" {
+			// A page blob's hole reads as zeros.
+			e.cur, e.left = io.NopCloser(io.LimitReader(zeroReader{}, n)), n
+			e.start += n
+			continue
+		}
+		rc, err := e.be.Open(e.ctx, x.Key, x.Off+from, n)
 		if err != nil {
 			return 0, fmt.Errorf("open copy source extent %s: %w", x.Key, err)
 		}
 		e.cur, e.left = rc, n
 		e.start += n
 	}
+}
+
+// zeroReader reads zeros forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func (e *extentReader) Close() error {
@@ -477,7 +515,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 		if errors.As(err, &ue) {
 			err = ue.Err // its URL may carry the SAS signature
 		}
-		return nil, cannotVerify(http.StatusBadGateway, "Fetching the copy source %s failed: %v", redactURL(spec.raw), err)
+		return nil, cannotVerify(http.StatusInternalServerError, "Fetching the copy source %s failed: %v", redactURL(spec.raw), err)
 	}
 	fail := func(e error) (*copySource, error) {
 		resp.Body.Close()
@@ -511,7 +549,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 			if r.Context().Err() != nil {
 				return nil, r.Context().Err()
 			}
-			return nil, cannotVerify(http.StatusBadGateway, "Reading the copy source failed: %v", err)
+			return nil, cannotVerify(http.StatusInternalServerError, "Reading the copy source failed: %v", err)
 		}
 		n := int64(math.MaxInt64)
 		if spec.end >= 0 {

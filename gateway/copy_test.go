@@ -572,7 +572,7 @@ func TestCopyFromExternal(t *testing.T) {
 		// Cloud metadata endpoints are never fetched (the dial is refused
 		// before any packet leaves).
 		_, err = wc.StartCopyFromURL(ctx, "http://169.254.169.254/latest/meta-data/", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 		b.collectAll(t)
 		b.checkNoLeak(t)
 	})
@@ -597,7 +597,8 @@ func dyingServer(t *testing.T, data []byte) *httptest.Server {
 }
 
 // TestCopySourceDiesMidStream: a remote source that breaks off half-way
-// fails the copy (502 CannotVerifyCopySource, retriable) and leaves no
+// fails the copy (500 CannotVerifyCopySource, as Azure answers a source it
+// cannot verify in time; retriable) and leaves no
 // visible change — the destination keeps its bytes and ETag, no block is
 // staged — and no object behind once collected.
 func TestCopySourceDiesMidStream(t *testing.T) {
@@ -615,15 +616,15 @@ func TestCopySourceDiesMidStream(t *testing.T) {
 		srv := dyingServer(t, randBytes(3<<20, 61))
 
 		_, err := dst.StartCopyFromURL(ctx, srv.URL+"/big", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 		_, err = dst.CopyFromURL(ctx, srv.URL+"/big", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 		_, err = dst.UploadBlobFromURL(ctx, srv.URL+"/big", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 		_, err = dst.StageBlockFromURL(ctx, blockID(0), srv.URL+"/big", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 		_, err = blockClient(b.client, "box", "new").StartCopyFromURL(ctx, srv.URL+"/big", nil)
-		wantErr(t, err, 502, "CannotVerifyCopySource")
+		wantErr(t, err, 500, "CannotVerifyCopySource")
 
 		if got := download(t, b.client, "box", "dst"); string(got) != "intact" {
 			t.Fatalf("destination after failed copies: %q", got)

@@ -29,9 +29,11 @@ import (
 //     Access-Control-Expose-Headers (the rule's exposed headers; a prefix
 //     rule such as x-ms-* lists the response's headers that match),
 //     Access-Control-Allow-Credentials when the origin is not "*", and Vary:
-//     Origin, on success and error responses alike.
-//   - Vary: Origin is also sent on every GET/HEAD response while the account
-//     has rules, so caches keep per-origin answers apart.
+//     Origin unless the rule allows every origin, on success and error
+//     responses alike.
+//   - Vary: Origin is also sent on a GET/HEAD response without Origin while
+//     the account has rules, unless the first rule for its method allows
+//     every origin, so caches keep per-origin answers apart.
 //
 // The parsed rules are cached per account for corsCacheTTL, so requests do
 // not read the database each time; Set Blob Service Properties clears this
@@ -318,15 +320,26 @@ func (s *Server) corsHook(w http.ResponseWriter, r *http.Request, req *request) 
 	if len(rules) == 0 {
 		return w
 	}
-	w.Header().Add("Vary", "Origin")
-	if origin == "" {
-		return w
-	}
+	// The Vary header as Azure's CORS tables set it: the first rule that
+	// allows the request's method and its origin (any origin, for a
+	// request without one, when the rule allows every origin) decides.
+	// A rule allowing every origin answers the same to all of them, so
+	// no Vary; any other rule, or no matching rule while rules exist,
+	// answers Vary: Origin so that caches keep per-origin answers apart.
 	for i := range rules {
-		if rules[i].allowsOrigin(origin) && rules[i].allowsMethod(r.Method) {
-			return &corsWriter{ResponseWriter: w, rule: &rules[i], origin: origin}
+		rule := &rules[i]
+		if !rule.allowsMethod(r.Method) || (origin == "" && !rule.anyOrigin()) || (origin != "" && !rule.allowsOrigin(origin)) {
+			continue
 		}
+		if !rule.anyOrigin() {
+			w.Header().Add("Vary", "Origin")
+		}
+		if origin == "" {
+			return w
+		}
+		return &corsWriter{ResponseWriter: w, rule: rule, origin: origin}
 	}
+	w.Header().Add("Vary", "Origin")
 	return w
 }
 

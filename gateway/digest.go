@@ -26,10 +26,16 @@ type sums struct {
 // transactionalSums reads the digests a request body must match.
 func transactionalSums(h http.Header) (sums, error) {
 	var want sums
+	if h.Get("Content-MD5") != "" && h.Get("x-ms-content-crc64") != "" {
+		// One transactional digest per request: Azure refuses both.
+		e := svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", h.Get("x-ms-content-crc64"))
+		e.Message = "Both x-ms-content-crc64 header and Content-MD5 header are present."
+		return want, e
+	}
 	if v := h.Get("Content-MD5"); v != "" {
 		b, err := decodeMD5(v)
 		if err != nil {
-			return want, svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
+			return want, svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
 		}
 		want.md5 = b
 	}

@@ -35,7 +35,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 			s.log.Warn("dependency unavailable", "request_id", req.id, "err", err)
 			e = svcerr.New(svcerr.ServerBusy)
 		default:
-			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", r.RequestURI, "err", err)
+			s.log.Error("internal error", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI), "err", err)
 			e = svcerr.New(svcerr.InternalError)
 		}
 	} else if e.Status() >= 500 {
@@ -49,7 +49,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 	body := errorBody(e, req.id)
 	h.Set("Content-Type", "application/xml")
 	h.Del("Content-Length")
-	h.Del("Content-Range")
+	if e.Status() != http.StatusRequestedRangeNotSatisfiable {
+		h.Del("Content-Range")
+	}
 	w.WriteHeader(e.Status())
 	_, _ = w.Write(body)
 }

@@ -23,7 +23,9 @@ func (s *Server) findBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	}
 	where, err := leasedb.ParseTagFilter(src)
 	if err != nil {
-		return svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, err.Error())
+		e := svcerr.Query(svcerr.InvalidQueryParameterValue, "where", src, err.Error())
+		e.Message = tagParseMessage(err)
+		return e
 	}
 	res, err := s.db.FindBlobsByTags(r.Context(), req.account, req.container, where, req.query["marker"], max)
 	if err != nil {

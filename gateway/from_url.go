@@ -110,6 +110,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	}
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
+	setVersionID(h, b)
 	h.Set("Content-MD5", b64(sum))
 	h.Set("x-ms-request-server-encrypted", "true")
 	if preq.LeaseAction == leasedb.PutLeaseAcquire {

@@ -150,9 +150,10 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	h.Set("Accept-Ranges", "bytes")
 	if b.Type == "AppendBlob" {
 		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
-		if b.Sealed {
-			h.Set("x-ms-blob-sealed", "true")
-		}
+		h.Set("x-ms-blob-sealed", strconv.FormatBool(b.Sealed))
+	}
+	if b.Type == "PageBlob" {
+		h.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
 	}
 	if c := b.Copy; c != nil {
 		h.Set("x-ms-copy-id", c.ID)
@@ -163,6 +164,21 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	}
 	writeTierTagHeaders(h, b)
 	writeMetadata(h, b.Metadata)
+	if b.VersionID != "" && b.Snapshot == "" {
+		// Get Blob / Get Blob Properties of a version: which one, and
+		// whether it is the current blob.
+		h.Set("x-ms-version-id", b.VersionID)
+		h.Set("x-ms-is-current-version", strconv.FormatBool(!b.NonCurrent))
+	}
+}
+
+// setVersionID answers a write that created a version (Put Blob, Put
+// Block List, Copy Blob, the From-URL puts, Set Blob Metadata with
+// versioning on) with its id; without versioning the header is absent.
+func setVersionID(h http.Header, b *leasedb.Blob) {
+	if b.VersionID != "" {
+		h.Set("x-ms-version-id", b.VersionID)
+	}
 }
 
 func writeContainerHeaders(h http.Header, c *leasedb.Container, now time.Time) {

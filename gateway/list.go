@@ -43,8 +43,10 @@ func (x *xmlWriter) send(w http.ResponseWriter) {
 }
 
 func serviceEndpoint(r *http.Request, req *request) string {
+	// The scheme the client used (a TLS-terminating trusted proxy says
+	// https; proxy.go).
 	scheme := "http"
-	if r.TLS != nil {
+	if req.peer.https {
 		scheme = "https"
 	}
 	host := r.Host
@@ -185,7 +187,9 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	// include=snapshots puts each blob's snapshots, oldest first, right
 	// before it; include=uncommittedblobs adds names that have only staged
 	// blocks. Every entry counts toward maxresults.
-	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"]}
+	// include=versions adds each name's previous versions, oldest
+	// first, before its current blob (after its snapshots).
+	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"], Versions: include["versions"]}
 	res, err := s.db.ListBlobsFrom(r.Context(), req.account, req.container, prefix, delimiter, marker, startFrom, max, inc)
 	if err != nil {
 		return err
@@ -235,6 +239,10 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if b.Snapshot != "" {
 		x.elem("Snapshot", b.Snapshot)
 	}
+	if b.VersionID != "" && b.Snapshot == "" {
+		x.elem("VersionId", b.VersionID)
+		x.elem("IsCurrentVersion", strconv.FormatBool(!b.NonCurrent))
+	}
 	x.open("Properties")
 	x.elem("Creation-Time", httpTime(b.Created))
 	x.elem("Last-Modified", httpTime(b.LastModified))
@@ -255,10 +263,13 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	x.elem("Content-MD5", md5)
 	x.elem("Cache-Control", b.Props.CacheControl)
 	x.elem("Content-Disposition", b.Props.ContentDisposition)
+	if b.Type == "PageBlob" {
+		x.elem("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
+	}
 	x.elem("BlobType", b.Type)
-	if b.Snapshot == "" {
-		// Snapshots cannot be leased, so Azure lists them without
-		// LeaseStatus, LeaseState and LeaseDuration.
+	if b.Snapshot == "" && !b.NonCurrent {
+		// Snapshots and previous versions cannot be leased, so Azure
+		// lists them without LeaseStatus, LeaseState and LeaseDuration.
 		status, state, duration := b.Lease.Headers(now)
 		x.elem("LeaseStatus", status)
 		x.elem("LeaseState", state)

@@ -10,7 +10,7 @@ import (
 )
 
 // Refuse, never ignore: a request that asks for something this gateway
-// does not do (a blob version, a customer-provided key, an encryption
+// does not do (a customer-provided key, an encryption
 // scope, an immutability policy or legal hold, an operation not built
 // yet) is answered before its handler runs, so nothing it carries is
 // stored and nothing is applied to something other than what it named.
@@ -32,22 +32,22 @@ func refuseOperation(r *http.Request, req *request) error {
 		return req.op.notImplementedErr()
 	}
 	if _, ok := req.query["versionid"]; ok && req.blob != "" {
-		// The gateway keeps no versions, so no version id names a
-		// version: Azure answers a missing version with 404
-		// BlobNotFound, whatever the operation. Acting on the current
-		// blob instead (Delete, Get, Set Blob Tier, Set Blob Tags, ...)
-		// would hit what the client did not name.
-		return svcerr.Newf(svcerr.BlobNotFound, "The specified blob version does not exist: this gateway keeps no blob versions.")
+		if _, snap := req.query["snapshot"]; snap {
+			// A request names a snapshot or a version, never both
+			// (the router would act on the snapshot alone).
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "versionid", req.query["versionid"], "a request names a snapshot or a version, not both")
+		}
 	}
 	if req.op.name == "ListBlobs" {
-		// List Blobs include=versions (or deletedwithversions) asks for
-		// every version; listing the current blobs only would present
-		// them as the complete history.
+		// List Blobs include=deletedwithversions asks for the names
+		// whose current version was deleted, which needs blob soft
+		// delete; listing without them would present an incomplete
+		// history.
 		for _, p := range strings.Split(req.query["include"], ",") {
 			switch p = strings.ToLower(strings.TrimSpace(p)); p {
-			case "versions", "deletedwithversions":
-				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "blob versions are not implemented")
-				e.Message = "Listing blob versions (include=" + p + ") is not implemented by this gateway."
+			case "deletedwithversions":
+				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "soft delete is not implemented")
+				e.Message = "Listing deleted blobs with versions (include=" + p + ") is not implemented by this gateway."
 				return e
 			}
 		}
@@ -178,13 +178,13 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 	return nil
 }
 
-// namesVersion reports whether a copy source's query names a blob version
-// (versionid, in any case, as Azure reads query names).
-func namesVersion(q url.Values) bool {
-	for k := range q {
-		if strings.EqualFold(k, "versionid") {
-			return true
+// versionParam returns a copy source's versionid (the name in any case,
+// as Azure reads query names) and whether it names one.
+func versionParam(q url.Values) (string, bool) {
+	for k, vs := range q {
+		if strings.EqualFold(k, "versionid") && len(vs) > 0 {
+			return vs[0], true
 		}
 	}
-	return false
+	return "", false
 }

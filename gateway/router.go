@@ -55,6 +55,7 @@ const (
 	containerTarget        // /account/container
 	blobTarget             // /account/container/blob
 	snapshotTarget         // /account/container/blob?snapshot=...
+	versionTarget          // /account/container/blob?versionid=...
 )
 
 func targetOf(req *request) target {
@@ -66,6 +67,9 @@ func targetOf(req *request) target {
 	}
 	if _, ok := req.query["snapshot"]; ok {
 		return snapshotTarget
+	}
+	if _, ok := req.query["versionid"]; ok {
+		return versionTarget
 	}
 	return blobTarget
 }
@@ -136,6 +140,9 @@ var operations = []operation{
 		handle: (*Server).getServiceProperties, sas: auth.OpGetServiceProperties},
 	{name: "SetBlobServiceProperties", on: serviceTarget, methods: mPut, restype: "service", comp: "properties",
 		handle: (*Server).setServiceProperties, sas: auth.OpSetServiceProperties},
+	// Blob Batch (batch.go): POST; each sub-request is authorized on its own.
+	{name: "BlobBatch", on: serviceTarget, methods: mOther, comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 
 	// Containers: /account/container?restype=container.
 	{name: "CreateContainer", on: containerTarget, methods: mPut, restype: "container",
@@ -160,6 +167,8 @@ var operations = []operation{
 	// the container (the restore creates it under its name again).
 	{name: "RestoreContainer", on: containerTarget, methods: mPut, restype: "container", comp: "undelete",
 		handle: (*Server).restoreContainer, sas: auth.OpCreateContainer},
+	{name: "BlobBatch", on: containerTarget, methods: mOther, restype: "container", comp: "batch",
+		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseContainer, sas: auth.OpBreakContainerLease},
 	{name: "LeaseContainer", on: containerTarget, methods: mPut, restype: "container", comp: "lease",
@@ -175,10 +184,33 @@ var operations = []operation{
 		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
 	{name: "DeleteBlob", on: snapshotTarget, methods: mDelete,
 		handle: (*Server).deleteSnapshot, sas: auth.OpDeleteBlob},
+	{name: "GetBlockList", on: snapshotTarget, methods: mRead, comp: "blocklist",
+		handle: (*Server).getSnapshotBlockList, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobTags", on: snapshotTarget, methods: mGet, comp: "tags",
+		handle: (*Server).getSnapshotTags, sas: auth.OpBlobTags},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease", headers: []headerIs{hLeaseBreak},
 		handle: (*Server).leaseBlob, sas: auth.OpBreakBlobLease},
 	{name: "LeaseBlob", on: snapshotTarget, methods: mPut, comp: "lease",
 		handle: (*Server).leaseBlob, sas: auth.OpLeaseBlob},
+	{name: "GetPageRanges", on: snapshotTarget, methods: mGet, comp: "pagelist",
+		handle: (*Server).getPageRanges, sas: auth.OpReadBlob, public: publicBlob},
+
+	// Versions are read-only but for their tags and tier; a previous
+	// version can be deleted (SAS: x, delete version).
+	{name: "GetBlob", on: versionTarget, methods: mGet,
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobProperties", on: versionTarget, methods: mHead,
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "GetBlobMetadata", on: versionTarget, methods: mRead, comp: "metadata",
+		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "DeleteBlob", on: versionTarget, methods: mDelete,
+		handle: (*Server).deleteVersion, sas: auth.OpDeleteBlobVersion},
+	{name: "GetBlobTags", on: versionTarget, methods: mGet, comp: "tags",
+		handle: (*Server).getBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTags", on: versionTarget, methods: mPut, comp: "tags",
+		handle: (*Server).setBlobTags, sas: auth.OpBlobTags},
+	{name: "SetBlobTier", on: versionTarget, methods: mPut, comp: "tier",
+		handle: (*Server).setBlobTier, sas: auth.OpWriteBlobProps},
 
 	// Blobs: /account/container/blob. Put Blob From URL, Copy Blob and Put
 	// Blob all write the blob: a SAS needs write (or create, for a blob
@@ -231,16 +263,21 @@ var operations = []operation{
 	// Append Blob Seal: "a SAS that has write permissions".
 	{name: "AppendBlobSeal", on: blobTarget, methods: mPut, comp: "seal",
 		handle: (*Server).sealBlob, sas: auth.OpOverwriteBlob},
+	// Put Page needs write, never create alone (the blob exists): the
+	// permission of Set Blob Properties.
+	{name: "PutPageFromURL", on: blobTarget, methods: mPut, comp: "page", headers: []headerIs{hCopySource},
+		handle: (*Server).putPageFromURL, sas: auth.OpWriteBlobProps, upload: true},
+	{name: "PutPage", on: blobTarget, methods: mPut, comp: "page",
+		handle: (*Server).putPage, sas: auth.OpWriteBlobProps, upload: true},
+	{name: "GetPageRanges", on: blobTarget, methods: mGet, comp: "pagelist",
+		handle: (*Server).getPageRanges, sas: auth.OpReadBlob, public: publicBlob},
 
 	// Operations the gateway does not have yet, at any path and with any
 	// method. Azure spells some comps in mixed case
 	// (immutabilityPolicies), so they match in any case. No SAS grants
 	// them and they are never public, so only an account key learns they
 	// are missing.
-	missingOp("PutPage", "page", "Put Page (page blobs)"),
-	missingOp("GetPageRanges", "pagelist", "Get Page Ranges (page blobs)"),
 	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
-	missingOp("BlobBatch", "batch", "Blob Batch"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
 	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),
@@ -307,6 +344,13 @@ func noOperation(t target, req *request) error {
 		if comp != "lease" {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots are read-only")
 		}
+	case versionTarget:
+		// Put Blob, Set Blob Metadata, Lease Blob, ... of a version: a
+		// version is immutable; writes go to the base blob.
+		if knownComp(blobTarget, comp) {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "versionid", req.query["versionid"], "blob versions are read-only")
+		}
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 	case containerTarget:
 		if req.query["restype"] == "container" && !knownComp(t, comp) {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")

@@ -52,6 +52,7 @@ func TestResolve(t *testing.T) {
 	brk := map[string]string{"x-ms-lease-action": "Break"}
 	acquire := map[string]string{"x-ms-lease-action": "acquire"}
 	const snap = "snapshot=2024-01-01T00:00:00.0000000Z"
+	const ver = "versionid=2024-01-01T00:00:00.0000000Z"
 	tests := []struct {
 		method, path, query string
 		hdr                 map[string]string
@@ -64,6 +65,8 @@ func TestResolve(t *testing.T) {
 		{"HEAD", "cnt", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties", nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
 		{"GET", "cnt/b", "restype=account&comp=properties&" + snap, nil, "GetAccountInformation", "getAccountInfo", auth.OpAccountInfo, notPublic, false},
+		{"GET", "cnt/b", "comp=blocklist&" + snap, nil, "GetBlockList", "getSnapshotBlockList", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=tags&" + snap, nil, "GetBlobTags", "getSnapshotTags", auth.OpBlobTags, notPublic, false},
 
 		{"GET", "", "comp=list", nil, "ListContainers", "listContainers", auth.OpListContainers, notPublic, false},
 		{"GET", "", "comp=blobs&where=x", nil, "FindBlobsByTags", "findBlobs", auth.OpFindBlobsService, notPublic, false},
@@ -93,6 +96,14 @@ func TestResolve(t *testing.T) {
 		{"DELETE", "cnt/b", snap, nil, "DeleteBlob", "deleteSnapshot", auth.OpDeleteBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=lease&" + snap, acquire, "LeaseBlob", "leaseBlob", auth.OpLeaseBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=lease&" + snap, brk, "LeaseBlob", "leaseBlob", auth.OpBreakBlobLease, notPublic, false},
+		{"GET", "cnt/b", ver, nil, "GetBlob", "getVersion", auth.OpReadBlob, publicBlob, false},
+		{"HEAD", "cnt/b", ver, nil, "GetBlobProperties", "getVersion", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=metadata&" + ver, nil, "GetBlobMetadata", "getVersion", auth.OpReadBlob, publicBlob, false},
+		{"HEAD", "cnt/b", "comp=metadata&" + ver, nil, "GetBlobMetadata", "getVersion", auth.OpReadBlob, publicBlob, false},
+		{"DELETE", "cnt/b", ver, nil, "DeleteBlob", "deleteVersion", auth.OpDeleteBlobVersion, notPublic, false},
+		{"GET", "cnt/b", "comp=tags&" + ver, nil, "GetBlobTags", "getBlobTags", auth.OpBlobTags, notPublic, false},
+		{"PUT", "cnt/b", "comp=tags&" + ver, nil, "SetBlobTags", "setBlobTags", auth.OpBlobTags, notPublic, false},
+		{"PUT", "cnt/b", "comp=tier&" + ver, nil, "SetBlobTier", "setBlobTier", auth.OpWriteBlobProps, notPublic, false},
 
 		{"PUT", "cnt/b", "", nil, "PutBlob", "putBlob", auth.OpOverwriteBlob, notPublic, true},
 		{"PUT", "cnt/b", "", copySrc, "CopyBlob", "copyBlob", auth.OpOverwriteBlob, notPublic, true},
@@ -123,13 +134,15 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=copy&copyid=x", nil, "AbortCopyBlob", "abortCopy", auth.OpOverwriteBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=snapshot", nil, "SnapshotBlob", "createSnapshot", auth.OpSnapshotBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=seal", nil, "AppendBlobSeal", "sealBlob", auth.OpOverwriteBlob, notPublic, false},
+		{"PUT", "cnt/b", "comp=page", nil, "PutPage", "putPage", auth.OpWriteBlobProps, notPublic, true},
+		{"PUT", "cnt/b", "comp=page", copySrc, "PutPageFromURL", "putPageFromURL", auth.OpWriteBlobProps, notPublic, true},
+		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
+		{"GET", "cnt/b", "comp=pagelist&" + snap, nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
+		{"POST", "", "comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
+		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
 
 		// Not built yet: any path, any method, comp in any case.
-		{"PUT", "cnt/b", "comp=page", nil, "PutPage", "notImplemented", noSAS, notPublic, false},
-		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "notImplemented", noSAS, notPublic, false},
-		{"POST", "", "comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
-		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
@@ -140,7 +153,7 @@ func TestResolve(t *testing.T) {
 		{"POST", "", "restype=service&comp=userdelegationkey", nil, "GetUserDelegationKey", "notImplemented", noSAS, notPublic, false},
 		{"GET", "", "restype=service&comp=stats", nil, "GetBlobServiceStats", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt", "restype=container&comp=rename", nil, "RenameContainer", "notImplemented", noSAS, notPublic, false},
-		{"GET", "cnt/b", "comp=PAGE&" + snap, nil, "PutPage", "notImplemented", noSAS, notPublic, false},
+		{"GET", "cnt/b", "comp=LEGALHOLD&" + snap, nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
 	}
 	hit := make([]bool, len(operations))
 	for _, tt := range tests {
@@ -189,7 +202,7 @@ func TestResolveRefused(t *testing.T) {
 		{"PUT", "cnt/b", "comp=Block", 400, "InvalidQueryParameterValue", "comp"},
 		{"PUT", "cnt/b", snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"PUT", "cnt/b", "comp=metadata&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
-		{"GET", "cnt/b", "comp=blocklist&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
+		{"PUT", "cnt/b", "comp=tags&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=bogus&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=lease&" + snap, 405, "UnsupportedHttpVerb", ""},
 

@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -62,6 +64,13 @@ type Options struct {
 	// it, restorable (Restore Container), this long. Absent or 0: Delete
 	// Container deletes at once.
 	ContainerDeleteRetention map[string]time.Duration
+	// PageCompactRuns: a page blob with more runs after a Put Page is
+	// compacted in the background (page_compact.go; default
+	// DefaultPageCompactRuns, negative: never).
+	PageCompactRuns int
+	// TrustedProxies are the peers whose X-Forwarded-Proto /
+	// X-Forwarded-For / Forwarded headers are believed (proxy.go).
+	TrustedProxies []netip.Prefix
 }
 
 // Server is an http.Handler serving the Blob REST API.
@@ -75,6 +84,9 @@ type Server struct {
 	corsCache *corsCache // CORS rules per account (cors.go)
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
 	uploads   uploadLimiter
+	pages     pageCompactor // background page blob compactions
+	metrics   *metrics      // this Server's registry (metrics.go)
+	draining  atomic.Bool   // set by SetDraining: Ready fails (health.go)
 }
 
 // New returns a Server.
@@ -103,14 +115,29 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	if opt.BlockExpiry <= 0 {
 		opt.BlockExpiry = leasedb.DefaultBlockExpiry
 	}
+	if opt.PageCompactRuns == 0 {
+		opt.PageCompactRuns = DefaultPageCompactRuns
+	}
+	// Observed parts for the metrics; credentials never reach the log.
+	log = slog.New(RedactingHandler(log.Handler()))
+	m := newMetrics()
+	backend = backends.Observe(backend, m.observeBackend)
+	observed := *db
+	observed.Store = observedStore{Store: db.Store, m: m}
+	db = &observed
+	m.reg.MustRegister(newStateCollector(db, observed.Store.(observedStore).Store))
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
-		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads)}
+		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads), metrics: m}
 }
 
 // Close releases what the Server holds in the metadata store: the upload
 // intents recorded ahead for keys no request took. Call it after the HTTP
 // server has shut down; requests that still arrive work, one intent each.
+// It first cancels the background page blob compactions and waits for them.
 func (s *Server) Close(ctx context.Context) error {
+	if err := s.pages.wait(ctx, true); err != nil {
+		return err
+	}
 	return s.keys.close(ctx)
 }
 
@@ -128,6 +155,9 @@ type request struct {
 	// apply), a create-only SAS (the commit refuses existing blobs), or an
 	// anonymous read of a public container.
 	sas, createOnly, anonymous bool
+	// peer is the client's scheme and address, believing forwarded
+	// headers from trusted proxies only (proxy.go).
+	peer peer
 	// metaNames spells x-ms-meta-* header names as the client sent them
 	// (lowercased name → as sent; headercase.go); nil when unknown.
 	metaNames map[string]string
@@ -139,7 +169,12 @@ func (q *request) ref() leasedb.BlobRef {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{id: uuid.NewString(), start: time.Now()}
+	req := &request{id: uuid.NewString(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
+	acc := &statusWriter{ResponseWriter: w}
+	w = acc
+	in, restoreBody := countBody(r)
+	defer restoreBody()
+	defer s.finish(acc, r, req, in) // the access log line and metrics (accesslog.go)
 	// First: the connection's record must be taken, and recording paused
 	// for the body, before anything reads the body (headercase.go).
 	var resumeRecording func()
@@ -173,8 +208,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rw, r, req, svcerr.New(svcerr.InternalError))
 			}
 		}
-		s.log.Debug("request", "request_id", req.id, "method", r.Method, "uri", r.RequestURI,
-			"operation", req.opName(), "status", rw.status, "duration", time.Since(req.start))
+		// The access line (accesslog.go) has the rest; the URI only at
+		// debug level, its SAS signature masked.
+		s.log.Debug("request uri", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI))
 	}()
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
@@ -262,8 +298,10 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	}
 	req.container = container
 	req.blob = strings.ReplaceAll(blob, `\`, "/")
-	if req.container != "" && !validContainerName(req.container) {
-		return svcerr.New(svcerr.InvalidResourceName)
+	if req.container != "" {
+		if err := checkContainerName(req.container); err != nil {
+			return err
+		}
 	}
 	// A blob name is text: one that is not UTF-8 after %-decoding can be
 	// neither stored nor listed.
@@ -276,13 +314,29 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 var containerNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
 
 // validContainerName: 3–63 of a-z0-9-, starting and ending with a letter or
-// digit, no "--" (Azure's container naming rules). $root is Azure's
-// implicit container.
+// digit, no "--" (Azure's container naming rules), or one of Azure's
+// special containers: $root (the implicit container), $logs and $web
+// (which Azure's analytics logging and static websites use, and which may
+// be created and used as any container).
 func validContainerName(n string) bool {
-	if n == "$root" {
-		return true
+	return checkContainerName(n) == nil
+}
+
+// checkContainerName answers a name of the wrong length with 400
+// OutOfRangeInput and one with other characters with 400
+// InvalidResourceName, as Azure does.
+func checkContainerName(n string) error {
+	switch n {
+	case "$root", "$logs", "$web":
+		return nil
 	}
-	return len(n) >= 3 && len(n) <= 63 && containerNameRE.MatchString(n)
+	if len(n) < 3 || len(n) > 63 {
+		return svcerr.Newf(svcerr.OutOfRangeInput, "The specified resource name length is not within the permissible limits.")
+	}
+	if !containerNameRE.MatchString(n) {
+		return svcerr.New(svcerr.InvalidResourceName)
+	}
+	return nil
 }
 
 // newKey returns a fresh backend key. 128 random bits: never reused.
@@ -299,6 +353,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	n      int64 // body bytes written
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -312,7 +367,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
 }
 
 // ReadFrom keeps the underlying writer's io.ReaderFrom reachable, so a read
@@ -322,10 +379,15 @@ func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 	if !w.wrote {
 		w.status, w.wrote = 200, true
 	}
+	var n int64
+	var err error
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 	}
-	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	w.n += n
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -338,6 +400,9 @@ func (s *Server) RunCollector(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := s.Collect(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("collector", "err", err)
+			s.metrics.collectorPass.WithLabelValues("error").Inc()
+		} else if err == nil {
+			s.metrics.collectorPass.WithLabelValues("ok").Inc()
 		}
 		select {
 		case <-ctx.Done():

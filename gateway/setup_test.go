@@ -73,6 +73,8 @@ type setupOpts struct {
 	storeDSN func(dsn string) string
 	// options are every replica's gateway.Options.
 	options gateway.Options
+	// log, when set, is every replica's logger.
+	log *slog.Logger
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -130,6 +132,9 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.log != nil {
+		log = o.log
 	}
 	for i := 0; i < o.replicas; i++ {
 		// Each replica has its own store connection, as separate

@@ -114,6 +114,11 @@ type Extent struct {
 	// BlockID is the block id (base64, as the client sent it) for block
 	// blob extents; "" for Put Blob and append blocks.
 	BlockID string `json:"id,omitempty"`
+	// At and Off place a run of a page blob (pagemap.go): the run is
+	// bytes [At, At+Size) of the blob, read from the object at Off. Both
+	// are 0 for block and append blobs, whose extents follow each other.
+	At  int64 `json:"a,omitempty"`
+	Off int64 `json:"o,omitempty"`
 }
 
 // Block is one staged (uncommitted) block of a block blob.
@@ -143,7 +148,7 @@ type Blob struct {
 	Account      string
 	Container    string
 	Name         string
-	Type         string // "BlockBlob", "AppendBlob"
+	Type         string // "BlockBlob", "AppendBlob", "PageBlob"
 	ETag         string // quoted form
 	Created      time.Time
 	LastModified time.Time
@@ -173,6 +178,19 @@ type Blob struct {
 	// refused (409 BlobIsSealed). Properties, metadata and tags still
 	// change; an overwrite starts unsealed.
 	Sealed bool
+	// VersionID is the blob's version id (x-ms-version-id, SnapshotFormat)
+	// when it was written with versioning on; "" otherwise. A row of the
+	// versions table always has one.
+	VersionID string
+	// NonCurrent marks a previous version (a row of the versions table):
+	// read-only but for its tier and tags. Previous versions share
+	// extents with the other rows of the name like snapshots do.
+	NonCurrent bool
+	// SequenceNumber is a page blob's x-ms-blob-sequence-number (0 for
+	// other types). A page blob's Extents are its written runs in blob
+	// order, with holes between them (pagemap.go); its Size is its
+	// x-ms-blob-content-length, not their sum.
+	SequenceNumber int64
 }
 
 // CopyInfo is what Get Blob Properties and List Blobs (include=copy) report
@@ -225,12 +243,13 @@ type Store interface {
 	// CollectionKeys lists every key in the collection queue (fsck, tests).
 	CollectionKeys(ctx context.Context) ([]string, error)
 	// ReferencedKeys calls fn, in byte order and once each, for every
-	// backend key that a blob row, a snapshot row, a staged block or a
-	// collection-queue entry (upload intents included) references, all read
-	// in one read transaction (blobgw fsck). ref names one row holding the
-	// key ("account/container/blob", "...?snapshot=ID" for a snapshot row,
-	// "... (staged block ID)" for a staged block; the rows of a
-	// soft-deleted container count too, their account being
+	// backend key that a blob row, a snapshot row, a version row, a staged
+	// block or a collection-queue entry (upload intents included)
+	// references, all read in one read transaction (blobgw fsck). ref
+	// names one row holding the key ("account/container/blob",
+	// "...?snapshot=ID" for a snapshot row, "...?versionid=ID" for a
+	// version row, "... (staged block ID)" for a staged block; the rows of
+	// a soft-deleted container count too, their account being
 	// DeletedAccount's "account/version"); it is "" for a key that only
 	// the collection queue holds. The database sorts (spilling to disk
 	// as it needs) and the rows stream, so memory stays bounded at any
@@ -261,7 +280,7 @@ type Tx interface {
 	// UpdateContainer overwrites every column of an existing row.
 	UpdateContainer(ctx context.Context, c *Container) error
 	// DeleteContainer deletes the container row, every blob row, snapshot
-	// row and staged block in it, and returns the backend keys they
+	// row, version row and staged block in it, and returns the backend keys they
 	// referenced, once per blob name that referenced each (a key two names
 	// of the container share appears twice; see ReleaseKeys).
 	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
@@ -319,6 +338,33 @@ type Tx interface {
 	// DeleteSnapshot deletes one snapshot row; ErrNotFound when absent.
 	DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error
 
+	// PutVersion inserts a previous-version row (b.VersionID non-empty,
+	// every column of b stored as for PutBlob) or, when that version id
+	// exists for the name, replaces its tier and tags (the only columns
+	// of a version that change); the container must exist (ErrNotFound).
+	PutVersion(ctx context.Context, b *Blob) error
+	// Version reads one previous-version row (NonCurrent set); (nil, nil)
+	// when absent.
+	Version(ctx context.Context, account, container, blob, versionID string) (*Blob, error)
+	// Versions lists the previous-version rows of a blob name, oldest
+	// first (version ids sort by time in byte order).
+	Versions(ctx context.Context, account, container, blob string) ([]*Blob, error)
+	// NameRows returns the rows of a blob name that may share its current
+	// blob's extents, in one statement: its snapshots (by snapshot id),
+	// then its previous versions (NonCurrent, oldest first). Every write
+	// that drops extents reads it, so it is one round trip, not two.
+	NameRows(ctx context.Context, account, container, blob string) ([]*Blob, error)
+	// DeleteVersion deletes one previous-version row; ErrNotFound when
+	// absent.
+	DeleteVersion(ctx context.Context, account, container, blob, versionID string) error
+
+	// AccountSettings returns the account's stored settings (the zero
+	// value when none were ever stored).
+	AccountSettings(ctx context.Context, account string) (AccountSettings, error)
+	// PutAccountSettings stores (inserts or replaces) the account's
+	// settings.
+	PutAccountSettings(ctx context.Context, account string, s AccountSettings) error
+
 	// StageBlock records a staged block for the blob name (no blob row is
 	// needed: an uncommitted blob is only its blocks), replacing a block
 	// with the same id; it returns the replaced block's key ("" if none).
@@ -359,6 +405,9 @@ type Tx interface {
 	// PutServiceProperties stores (inserts or replaces) the account's Blob
 	// service properties document.
 	PutServiceProperties(ctx context.Context, account, doc string) error
+
+	// AccountTx keeps the storage accounts and their keys (ops_accounts.go).
+	AccountTx
 
 	// ListEntries returns up to limit (at least 1) List Blobs entries of
 	// the container under prefix, in listing order, strictly after the

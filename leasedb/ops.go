@@ -115,10 +115,10 @@ func unreferenced(dropped, kept []*Blob) []string {
 	return out
 }
 
-// snapshotsOf reads the snapshot rows of ref (the rows that may share the
-// base blob's extents).
+// snapshotsOf reads the rows of ref that may share the base blob's
+// extents: its snapshots and previous versions (nameRows).
 func snapshotsOf(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
-	return tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
+	return nameRows(ctx, tx, ref)
 }
 
 // dropStaged removes every staged block of a blob name and queues their

@@ -151,7 +151,9 @@ func nameReferences(ctx context.Context, tx Tx, ref BlobRef, key string) (bool, 
 	if b == nil {
 		rows = nil
 	}
-	snaps, err := tx.Snapshots(ctx, ref.Account, ref.Container, ref.Name)
+	// Versions too: a key leaves a blob for its version in the same
+	// transaction that writes the version row.
+	snaps, err := nameRows(ctx, tx, ref)
 	if err != nil {
 		return false, err
 	}

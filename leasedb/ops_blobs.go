@@ -49,6 +49,10 @@ type PutBlobRequest struct {
 	// Copy is what sets a Copy Blob destination apart (ops_copy.go); zero
 	// for Put Blob and Put Blob From URL.
 	Copy CopyTarget
+	// PageSize and SequenceNumber are a new page blob's
+	// x-ms-blob-content-length and x-ms-blob-sequence-number (Type
+	// "PageBlob", no Extents: every page reads as zeros).
+	PageSize, SequenceNumber int64
 }
 
 // BlobContent is what a write that replaces the whole blob (Put Blob, Put
@@ -176,6 +180,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
 		b.BlockCount = req.Copy.BlockCount
 		b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
+		if req.Type == "PageBlob" {
+			b.Size, b.SequenceNumber = req.PageSize, req.SequenceNumber
+		}
 		if req.Copy.Info != nil {
 			ci := *req.Copy.Info
 			ci.Completed = now
@@ -214,10 +221,17 @@ func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, 
 		if err != nil {
 			return err
 		}
+		// Versioning first: the version row of old then counts as a
+		// reference to old's extents in commit's bookkeeping.
+		vid, err := keepVersion(ctx, tx, ref, now, old)
+		if err != nil {
+			return err
+		}
 		b, err := commit(tx, now, old, lease)
 		if err != nil {
 			return err
 		}
+		b.VersionID = vid
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}
@@ -233,7 +247,7 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
 	}
-	return d.writeExisting(ctx, ref, leaseID, cond, true, func(b *Blob) error {
+	return d.writeExisting(ctx, ref, leaseID, cond, true, func(tx Tx, now time.Time, b *Blob) error {
 		mutate(b)
 		return nil
 	})
@@ -243,14 +257,14 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 // when a condition needs the blob) when absent, the write lease check and
 // update-kind conditions, then fn, which may refuse; with newETag the row
 // gets a new ETag and Last-Modified.
-func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(b *Blob) error) (*Blob, error) {
+func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(tx Tx, now time.Time, b *Blob) error) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		lease, err := checkUpdate(b, leaseID, cond, now)
 		if err != nil {
 			return err
 		}
-		if err := fn(b); err != nil {
+		if err := fn(tx, now, b); err != nil {
 			return err
 		}
 		b.Lease = lease
@@ -274,18 +288,28 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 // a new one is given. The blob stops reporting the copy that wrote it.
 func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
 	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
-		md5 := b.Props.ContentMD5
+		// Set Blob Properties: a content property the request does not
+		// send is cleared, x-ms-blob-content-md5 included.
 		b.Copy = nil
 		b.Props = p
-		if p.ContentMD5 == nil {
-			b.Props.ContentMD5 = md5
-		}
 	})
 }
 
-// SetBlobMetadata replaces the blob's metadata.
+// SetBlobMetadata replaces the blob's metadata. With versioning on it is
+// a new version (Azure versions Set Blob Metadata, not Set Blob
+// Properties): the blob as it was is kept as the previous version.
 func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
-	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) { b.Metadata = meta })
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
+	return d.writeExisting(ctx, ref, leaseID, cond, true, func(tx Tx, now time.Time, b *Blob) error {
+		vid, err := keepVersion(ctx, tx, ref, now, b)
+		if err != nil {
+			return err
+		}
+		b.Metadata, b.VersionID = meta, vid
+		return nil
+	})
 }
 
 // DeleteBlob deletes a committed blob; its objects are collected after the
@@ -314,14 +338,26 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 			}
 			dropped = snapshots
 		}
-		var kept []*Blob
+		kept, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return err
+		}
 		if snaps == OnlySnapshots {
-			kept = []*Blob{b}
+			kept = append(kept, b)
 		} else {
+			// With versioning on (or for a blob that is a version) the
+			// current version becomes a previous one: no current blob
+			// is left, and its extents stay with the version row.
+			if _, err := keepVersion(ctx, tx, ref, now, b); err != nil {
+				return err
+			}
 			if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
 				return err
 			}
 			if err := dropStaged(ctx, tx, ref, now); err != nil {
+				return err
+			}
+			if kept, err = tx.Versions(ctx, ref.Account, ref.Container, ref.Name); err != nil {
 				return err
 			}
 			dropped = append(dropped, b)

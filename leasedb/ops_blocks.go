@@ -287,7 +287,7 @@ func (d *DB) SealBlob(ctx context.Context, ref BlobRef, leaseID string, cond Con
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
 	}
-	return d.writeExisting(ctx, ref, leaseID, cond, false, func(b *Blob) error {
+	return d.writeExisting(ctx, ref, leaseID, cond, false, func(_ Tx, _ time.Time, b *Blob) error {
 		if b.Type != "AppendBlob" {
 			return svcerr.New(svcerr.InvalidBlobType)
 		}

@@ -41,6 +41,11 @@ type ListInclude struct {
 	// blob (include=uncommittedblobs). A committed blob with staged
 	// blocks is listed once, as the committed blob.
 	Uncommitted bool
+	// Versions lists each name's previous versions (Blob.NonCurrent),
+	// oldest first, after its snapshots and before its current blob
+	// (include=versions); a name with versions and no current blob is
+	// listed by its versions alone.
+	Versions bool
 }
 
 // maxRune sorts after every character a blob name can contain (names are
@@ -75,8 +80,22 @@ func DecodeMarker(m string) (string, error) {
 
 // listPos is a List Blobs cursor: past every entry of name when snapshot
 // is "", else past name's snapshot snapshot (its later snapshots and its
-// blob still to come).
+// blob still to come) or, when snapshot is versionPos and a version id,
+// past that previous version (its later versions and its blob to come).
 type listPos struct{ name, snapshot string }
+
+// versionPos marks a cursor inside a name's previous versions; it sorts
+// after every snapshot id, as the versions follow the snapshots (the
+// drivers read it the same way: sqlq.VersionPos).
+const versionPos = "v"
+
+// posOf is the cursor right past the listed row b.
+func posOf(b *Blob) listPos {
+	if b.NonCurrent {
+		return listPos{name: b.Name, snapshot: versionPos + b.VersionID}
+	}
+	return listPos{name: b.Name, snapshot: b.Snapshot}
+}
 
 // encodeListMarker makes a List Blobs marker: EncodeMarker's form after a
 // whole name, "2" + base64(name NUL snapshot) in the middle of a name's
@@ -182,7 +201,7 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 			requery := false
 			for _, row := range rows {
 				name := row.Blob.Name
-				item, next := row, listPos{name: name, snapshot: row.Blob.Snapshot}
+				item, next := row, posOf(row.Blob)
 				if delimiter != "" {
 					rest := name[len(prefix):]
 					if i := strings.Index(rest, delimiter); i >= 0 {
@@ -262,7 +281,7 @@ func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delim
 	last := items[max-1]
 	next := listPos{name: last.Prefix + maxRune}
 	if last.Prefix == "" {
-		next = listPos{name: last.Blob.Name, snapshot: last.Blob.Snapshot}
+		next = posOf(last.Blob)
 	}
 	return items[:max], encodeListMarker(next), nil
 }
@@ -281,7 +300,7 @@ func restOfName(ctx context.Context, tx Tx, account, container string, p listPos
 				return out, nil
 			}
 			out = append(out, r)
-			p.snapshot = r.Blob.Snapshot
+			p.snapshot = posOf(r.Blob).snapshot
 		}
 		if len(rows) < restBatch || p.snapshot == "" {
 			return out, nil

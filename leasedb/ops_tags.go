@@ -15,7 +15,7 @@ import (
 // x-ms-blob-if-* conditions, evaluated under the row lock. tags must already
 // be valid (ValidateTags).
 func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
-	return d.writeExisting(ctx, ref, leaseID, cond, false, func(b *Blob) error {
+	return d.writeExisting(ctx, ref, leaseID, cond, false, func(_ Tx, _ time.Time, b *Blob) error {
 		b.Tags = tags
 		return nil
 	})

@@ -191,8 +191,28 @@ func parseTagExpr(s string, find bool) (*TagExpr, error) {
 }
 
 func (p *tagParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("at position %d: %s", p.pos+1, fmt.Sprintf(format, args...))
+	return &TagExprError{Pos: p.pos + 1, Msg: fmt.Sprintf(format, args...)}
 }
+
+// TagExprError is why a tag expression does not parse: Pos is the
+// 1-based character position the parser stopped at, 0 when the fault is
+// the expression as a whole (too many tags).
+type TagExprError struct {
+	Pos int
+	Msg string
+}
+
+func (e *TagExprError) Error() string {
+	if e.Pos == 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("at position %d: %s", e.Pos, e.Msg)
+}
+
+// MaxTagExprTags is how many distinct tag keys one expression may compare
+// (Find Blobs by Tags where, x-ms-if-tags): 10, as many as a blob may
+// carry.
+const MaxTagExprTags = MaxTags
 
 // rest is a short excerpt of the unparsed input for error messages.
 func (p *tagParser) rest() string {
@@ -321,6 +341,10 @@ func (p *tagParser) parseComparison() (tagNode, error) {
 			p.pos = start
 			return nil, p.errorf("unsupported key %q", key)
 		}
+	} else if err := p.checkTagText(start, key, MaxTagKeyLength, "tag must be between 1 and %d characters in length"); err != nil {
+		// A key or value no blob can carry (Set Blob Tags' rules) is
+		// refused rather than compared.
+		return nil, err
 	}
 	p.skipSpace()
 	var op string
@@ -344,9 +368,15 @@ func (p *tagParser) parseComparison() (tagNode, error) {
 	if p.pos == len(p.s) || p.s[p.pos] != '\'' {
 		return nil, p.errorf("expected a value in single quotes")
 	}
+	valueAt := p.pos
 	value, err := p.quoted('\'')
 	if err != nil {
 		return nil, err
+	}
+	if key != containerKey {
+		if err := p.checkTagText(valueAt, value, MaxTagValueLength, "tag value must be between 0 and %d characters in length"); err != nil {
+			return nil, err
+		}
 	}
 	if key != containerKey {
 		seen := false
@@ -355,9 +385,28 @@ func (p *tagParser) parseComparison() (tagNode, error) {
 		}
 		if !seen {
 			p.keys = append(p.keys, key)
+			if len(p.keys) > MaxTagExprTags {
+				return nil, &TagExprError{Msg: fmt.Sprintf("there can be at most %d unique tags in a query", MaxTagExprTags)}
+			}
 		}
 	}
 	return tagCmp{key: key, op: op, value: value}, nil
+}
+
+// checkTagText refuses a key or value longer than max or with a character
+// a tag cannot hold; at is where it starts.
+func (p *tagParser) checkTagText(at int, s string, max int, tooLong string) error {
+	if len(s) > max {
+		p.pos = at
+		return p.errorf(tooLong, max)
+	}
+	for i := 0; i < len(s); i++ {
+		if !validTagText(s[i : i+1]) {
+			p.pos = at
+			return p.errorf("'%c' not permitted in tag name or value", s[i])
+		}
+	}
+	return nil
 }
 
 // quoted reads a string opened by q at p.pos; a doubled q is a literal q.

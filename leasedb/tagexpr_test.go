@@ -1,6 +1,8 @@
 package leasedb
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,10 +52,9 @@ func TestTagExprEval(t *testing.T) {
 		{`"a"='5'and"b"='x'`, true},
 		{`"a" = '5' aNd ("b" = 'y' Or "b" = 'x')`, true},
 		{"\t\"a\"\n=\r'5'  ", true},
-		// Quoting: doubled quotes, spaces, bare keys.
+		// Quoting: spaces, bare keys. (A doubled quote parses, but no
+		// tag can hold a quote: TestTagExprLimits.)
 		{`"sp ace" = 'v v'`, true},
-		{`"q'uote" = 'it''s'`, true},
-		{`"d""q" = '1'`, true},
 		{`a = '5' AND b = 'x'`, true},
 		{`"a" = '5' AND b <> 'x'`, false},
 	}
@@ -110,6 +111,50 @@ func TestTagExprSyntaxErrors(t *testing.T) {
 	// Deep but bounded nesting is fine.
 	if _, err := ParseTagCondition(strings.Repeat("(", 60) + `"a" = '5'` + strings.Repeat(")", 60)); err != nil {
 		t.Errorf("nesting 60: %v", err)
+	}
+}
+
+// TestTagExprLimits: what no blob's tags can hold is refused rather than
+// compared, as Azure refuses it: more than 10 distinct keys, a key over
+// 128 or a value over 256 characters, a character outside a-z A-Z 0-9
+// space + - . / : = _ (a quote included, doubled or not); the error names
+// the position.
+func TestTagExprLimits(t *testing.T) {
+	var terms []string
+	for i := 0; i < 11; i++ {
+		terms = append(terms, fmt.Sprintf(`"k%d" = 'v'`, i))
+	}
+	ten, eleven := strings.Join(terms[:10], " AND "), strings.Join(terms, " AND ")
+	for _, parse := range []func(string) (*TagExpr, error){ParseTagCondition, ParseTagFilter} {
+		if _, err := parse(ten); err != nil {
+			t.Errorf("10 keys: %v", err)
+		}
+		if _, err := parse(ten + ` AND "k0" <= 'w'`); err != nil {
+			t.Errorf("10 keys, one twice: %v", err)
+		}
+		if _, err := parse(`"` + strings.Repeat("k", 128) + `" = '` + strings.Repeat("v", 256) + `'`); err != nil {
+			t.Errorf("longest key and value: %v", err)
+		}
+		for _, tc := range []struct {
+			expr string
+			pos  int
+			msg  string
+		}{
+			{eleven, 0, "there can be at most 10 unique tags in a query"},
+			{`"` + strings.Repeat("k", 129) + `" = 'v'`, 1, "tag must be between 1 and 128 characters in length"},
+			{`"a" = '` + strings.Repeat("v", 257) + `'`, 7, "tag value must be between 0 and 256 characters in length"},
+			{`"a" = 'x*y'`, 7, "'*' not permitted in tag name or value"},
+			{`"q'uote" = 'v'`, 1, "''' not permitted in tag name or value"},
+			{`"a" = 'it''s'`, 7, "''' not permitted in tag name or value"},
+			{`"d""q" = '1'`, 1, "'\"' not permitted in tag name or value"},
+			{`"a" = '5' AND b&c = '1'`, 15, "'&' not permitted in tag name or value"},
+		} {
+			_, err := parse(tc.expr)
+			var te *TagExprError
+			if !errors.As(err, &te) || te.Pos != tc.pos || te.Msg != tc.msg {
+				t.Errorf("%.40q: %v, want position %d %q", tc.expr, err, tc.pos, tc.msg)
+			}
+		}
 	}
 }
 

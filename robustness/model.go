@@ -63,6 +63,9 @@ type Output struct {
 	Content, ETag string
 	// Listed: a List's blob was in the listing.
 	Listed bool
+	// NotSent: the connection could not even be made (the replica is
+	// down): the request took no effect and stays out of the history.
+	NotSent bool
 }
 
 // Lease states of the model: leases are infinite and broken with period

@@ -85,21 +85,32 @@ type replica struct {
 	bin  string
 	addr string
 	args []string
+	env  []string // more environment (BLOBGW_FAILPOINTS)
 	dir  string
-	n    int // starts so far, for the log file names
-	proc *testproc.Proc
+
+	mu       sync.Mutex
+	n        int // starts so far, for the log file names
+	proc     *testproc.Proc
+	stopping bool
 }
 
 func (r *replica) start() error {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return errors.New("stopping")
+	}
 	r.n++
 	cmd := exec.Command(r.bin, append([]string{"serve", "--listen", r.addr, "--data-dir", filepath.Join(r.dir, "data"),
 		"--log-level", "warn"}, r.args...)...)
-	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
+	cmd.Env = append(append(os.Environ(), "BLOBGW_CONFIG="), r.env...)
 	p, err := testproc.Start(cmd, filepath.Join(r.dir, fmt.Sprintf("serve.%d.log", r.n)), syscall.SIGKILL)
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
 	r.proc = p
+	r.mu.Unlock()
 	return p.WaitReady(time.Now().Add(30*time.Second), func() error {
 		c, err := net.Dial("tcp", r.addr)
 		if err == nil {
@@ -109,15 +120,57 @@ func (r *replica) start() error {
 	})
 }
 
+func (r *replica) current() *testproc.Proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc
+}
+
 // kill is SIGKILL: requests in flight get a broken connection.
 func (r *replica) kill() {
-	r.proc.Cmd.Process.Kill()
-	<-r.proc.Done()
+	p := r.current()
+	p.Cmd.Process.Kill()
+	<-p.Done()
+}
+
+// supervise starts the replica again whenever it exits (a kill, a
+// failpoint), until stop; deaths counts the exits. A replica that cannot
+// be started again fails the run through fail.
+func (r *replica) supervise(deaths *atomic.Int64, fail func(error)) {
+	go func() {
+		for {
+			<-r.current().Done()
+			r.mu.Lock()
+			stopping := r.stopping
+			r.mu.Unlock()
+			if stopping {
+				return
+			}
+			deaths.Add(1)
+			time.Sleep(500 * time.Millisecond)
+			// Start-up may meet a cut or a failpoint itself (serve
+			// exits when its start-up transaction fails): try again.
+			var err error
+			for attempt := 0; attempt < 10; attempt++ {
+				if err = r.start(); err == nil || err.Error() == "stopping" {
+					break
+				}
+			}
+			if err != nil && err.Error() != "stopping" {
+				fail(fmt.Errorf("restart replica %s: %v", r.addr, err))
+				return
+			}
+		}
+	}()
 }
 
 func (r *replica) stop() {
-	if r.proc != nil {
-		r.proc.Stop("blobgw serve", testproc.Step{Sig: syscall.SIGTERM, Wait: 10 * time.Second},
+	r.mu.Lock()
+	r.stopping = true
+	p := r.proc
+	r.mu.Unlock()
+	if p != nil {
+		p.Stop("blobgw serve", testproc.Step{Sig: syscall.SIGTERM, Wait: 10 * time.Second},
 			testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second})
 	}
 }
@@ -137,6 +190,10 @@ func (r *recorder) now() int64 { return time.Since(r.t0).Nanoseconds() }
 func (r *recorder) add(client int, in Input, out Output, call, ret int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if out.NotSent {
+		r.kinds["not sent"]++
+		return
+	}
 	if out.Unknown {
 		r.unknown = append(r.unknown, len(r.ops))
 	}
@@ -162,6 +219,13 @@ func (r *recorder) add(client int, in Input, out Output, call, ret int64) {
 func classify(err error) Output {
 	if err == nil {
 		return Output{OK: true}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		// Nothing was sent: a replica being started again after a kill
+		// refuses connections. Counting these as possibly applied would
+		// fill the history with open-ended operations.
+		return Output{NotSent: true}
 	}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
@@ -195,16 +259,51 @@ func quote(etag string) *azcore.ETag {
 func leaseIDOf(client int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", client+1) }
 
 type faults struct {
-	commitCuts, otherCuts, kills, pgRestarts atomic.Int64
+	commitCuts, otherCuts, kills, pgRestarts, stops atomic.Int64
 }
 
+// scenario is one robustness run's faults.
+type scenario struct {
+	duration time.Duration
+	// cuts: connections between the gateways and Postgres cut at random
+	// (most right after a COMMIT); kill: a replica SIGKILLed; pgRestart:
+	// Postgres restarted in immediate mode (each at 3/10 and 6/10 of the
+	// run, again every ten minutes).
+	cuts, kill, pgRestart bool
+	// failpoints: blobgw is built with -tags failpoints and the replicas
+	// run with BLOBGW_FAILPOINTS set to it (internal/failpoint).
+	failpoints string
+	// sigstop: a replica SIGSTOPped for longer than a lease term with
+	// requests in flight, then SIGCONTed: what it had in flight goes on
+	// against a store that moved on meanwhile.
+	sigstop bool
+}
+
+// stopFor is how long a sigstop scenario keeps its replica stopped: longer
+// than the 15 s lease term and the clients' request timeout (opCtx).
+const stopFor = 21 * time.Second
+
+// TestLinearizable is the run with connection cuts, a replica kill and a
+// Postgres restart together.
 func TestLinearizable(t *testing.T) {
+	sc := scenario{duration: *duration, cuts: true, kill: true, pgRestart: true}
+	if *allFaults {
+		sc.failpoints, sc.sigstop = *fpSpec, true
+	}
+	runLinearizable(t, sc)
+}
+
+func runLinearizable(t *testing.T, sc scenario) {
 	if testing.Short() {
 		t.Skip("robustness run: skipped with -short")
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/blobgw").CombinedOutput(); err != nil {
+	build := []string{"build", "-o", bin}
+	if sc.failpoints != "" {
+		build = append(build, "-tags", "failpoints")
+	}
+	if out, err := exec.Command("go", append(build, "../cmd/blobgw")...).CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	// A private Postgres, since the run restarts it.
@@ -259,6 +358,9 @@ func TestLinearizable(t *testing.T) {
 		os.MkdirAll(rdir, 0o755)
 		r := &replica{t: t, bin: bin, addr: "127.0.0.1:" + strconv.Itoa(port), dir: rdir,
 			args: append([]string{"--metadata", px.DSN(dsn)}, common...)}
+		if sc.failpoints != "" {
+			r.env = []string{"BLOBGW_FAILPOINTS=" + sc.failpoints}
+		}
 		if err := r.start(); err != nil {
 			t.Fatalf("replica %d: %v", i, err)
 		}
@@ -286,8 +388,21 @@ func TestLinearizable(t *testing.T) {
 	rec := &recorder{t0: time.Now(), kinds: map[string]int{}}
 	rec.clients.Store(int64(*nClients))
 	names := blobNames()
-	deadline := time.Now().Add(*duration)
+	deadline := time.Now().Add(sc.duration)
 	var fl faults
+	var faultErr error
+	var faultMu sync.Mutex
+	fail := func(err error) {
+		faultMu.Lock()
+		if faultErr == nil {
+			faultErr = err
+		}
+		faultMu.Unlock()
+	}
+	var deaths atomic.Int64
+	for _, r := range replicas {
+		r.supervise(&deaths, fail)
+	}
 	var wg sync.WaitGroup
 	for w := range *nClients {
 		wg.Add(1)
@@ -339,14 +454,13 @@ func TestLinearizable(t *testing.T) {
 	// after a COMMIT reached the server), one replica SIGKILLed and
 	// restarted, one Postgres immediate restart; in long runs again every
 	// ten minutes.
-	var faultErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 		start := time.Now()
-		nextKill := start.Add(*duration * 3 / 10)
-		nextPG := start.Add(*duration * 6 / 10)
+		nextKill := start.Add(sc.duration * 3 / 10)
+		nextPG := start.Add(sc.duration * 6 / 10)
 		for time.Now().Before(deadline) {
 			time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
 			px := proxies[rng.Intn(len(proxies))]
@@ -360,37 +474,26 @@ func TestLinearizable(t *testing.T) {
 					return c
 				}
 			}
-			if rng.Intn(10) < 7 {
+			switch {
+			case !sc.cuts:
+			case rng.Intn(10) < 7:
 				px.SetCut(counted(pgtest.CutOnce(pgtest.Query.IsCommit, pgtest.CutAfterReply), &fl.commitCuts))
-			} else {
+			default:
 				skip := rng.Intn(5)
 				px.SetCut(counted(pgtest.CutOnce(func(pgtest.Query) bool {
 					skip--
 					return skip < 0
 				}, pgtest.CutBefore), &fl.otherCuts))
 			}
-			if now := time.Now(); now.After(nextKill) && now.Before(deadline) {
-				r := replicas[rng.Intn(len(replicas))]
-				r.kill()
+			if now := time.Now(); sc.kill && now.After(nextKill) && now.Before(deadline) {
+				// The supervisor starts it again.
+				replicas[rng.Intn(len(replicas))].kill()
 				fl.kills.Add(1)
-				time.Sleep(500 * time.Millisecond)
-				// Start-up may meet a cut itself (serve exits when its
-				// start-up transaction fails): try again a few times.
-				var err error
-				for attempt := 0; attempt < 5; attempt++ {
-					if err = r.start(); err == nil {
-						break
-					}
-				}
-				if err != nil {
-					faultErr = fmt.Errorf("restart replica %s: %v", r.addr, err)
-					return
-				}
 				nextKill = nextKill.Add(10 * time.Minute)
 			}
-			if now := time.Now(); now.After(nextPG) && now.Before(deadline) {
+			if now := time.Now(); sc.pgRestart && now.After(nextPG) && now.Before(deadline) {
 				if err := pg.Restart(); err != nil {
-					faultErr = err
+					fail(err)
 					return
 				}
 				fl.pgRestarts.Add(1)
@@ -398,14 +501,65 @@ func TestLinearizable(t *testing.T) {
 			}
 		}
 	}()
+	if sc.sigstop {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+			time.Sleep(time.Until(rec.t0.Add(sc.duration * 45 / 100)))
+			if time.Until(deadline) < stopFor {
+				fail(fmt.Errorf("a %v run is too short for a %v SIGSTOP", sc.duration, stopFor))
+				return
+			}
+			pid := replicas[rng.Intn(len(replicas))].current().Cmd.Process.Pid
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				fail(err)
+				return
+			}
+			fl.stops.Add(1)
+			time.Sleep(stopFor)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}()
+	}
 	wg.Wait()
 	for _, px := range proxies {
 		px.SetCut(nil)
 	}
-	if faultErr != nil {
-		t.Fatal(faultErr)
+	faultMu.Lock()
+	err = faultErr
+	faultMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
 	}
 	runTime := time.Since(rec.t0)
+	// Wait for replicas being started again (after a kill or a
+	// failpoint), so that the final reads reach all three.
+	for _, r := range replicas {
+		for i := 0; i < 300; i++ {
+			if c, err := net.Dial("tcp", r.addr); err == nil {
+				c.Close()
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fired := map[string]int{}
+	if sc.failpoints != "" {
+		for _, r := range replicas {
+			r.mu.Lock()
+			n := r.n
+			r.mu.Unlock()
+			for i := 1; i <= n; i++ {
+				b, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("serve.%d.log", i)))
+				for _, line := range strings.Split(string(b), "\n") {
+					if name, ok := strings.CutPrefix(line, "blobgw: failpoint "); ok {
+						name, _, _ = strings.Cut(name, " ")
+						fired[name]++
+					}
+				}
+			}
+		}
+	}
 
 	// Settle: every request has returned and nothing is cut any more, so
 	// whatever an ambiguous request did has happened by now; its window
@@ -435,13 +589,18 @@ func TestLinearizable(t *testing.T) {
 	requests := 0
 	for k, n := range rec.kinds {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-		requests += n
+		if k != "not sent" {
+			requests += n
+		}
 	}
 	sort.Strings(kinds)
-	t.Logf("%d operations (%d history entries: a listing is one per blob) in %v (%.0f/s), %d ambiguous; faults: %d cuts after COMMIT, %d other cuts, %d replica kills, %d Postgres restarts; porcupine: %s in %v",
+	t.Logf("%d operations (%d history entries: a listing is one per blob) in %v (%.0f/s), %d ambiguous; faults: %d cuts after COMMIT, %d other cuts, %d replica kills, %d Postgres restarts, %d SIGSTOPs; porcupine: %s in %v",
 		requests, len(rec.ops), runTime.Round(time.Millisecond), float64(requests)/runTime.Seconds(), len(rec.unknown),
-		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), res, checkTime.Round(time.Millisecond))
+		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), fl.stops.Load(), res, checkTime.Round(time.Millisecond))
 	t.Logf("per kind: %s", strings.Join(kinds, " "))
+	if sc.failpoints != "" {
+		t.Logf("failpoints %s: fired %v; replica exits %d", sc.failpoints, fired, deaths.Load())
+	}
 	if res == porcupine.Unknown {
 		t.Fatalf("porcupine gave up after %v (history too hard to check)", checkTime)
 	}
@@ -455,7 +614,16 @@ func TestLinearizable(t *testing.T) {
 		}
 		t.Fatalf("porcupine: %s; history visualization: %s", res, html)
 	}
-	if *duration >= 30*time.Second {
+	if sc.failpoints != "" {
+		total := 0
+		for _, n := range fired {
+			total += n
+		}
+		if total == 0 {
+			t.Errorf("no failpoint fired (%s)", sc.failpoints)
+		}
+	}
+	if sc.duration >= 30*time.Second && sc.cuts && sc.kill && sc.pgRestart {
 		// The default run must carry the load and the faults it promises.
 		if fl.commitCuts.Load() == 0 || fl.kills.Load() == 0 || fl.pgRestarts.Load() == 0 {
 			t.Errorf("a fault did not happen: %d commit cuts, %d kills, %d Postgres restarts", fl.commitCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load())
@@ -806,7 +974,7 @@ func (w *worker) get(name string, c *azblob.Client, ifNoneMatch bool) bool {
 		w.seen[name] = out.ETag
 		w.size[name] = int64(len(body))
 	}
-	if out.Unknown {
+	if out.Unknown || out.NotSent {
 		return false
 	}
 	w.rec.add(w.cid, in, out, call, w.rec.now())

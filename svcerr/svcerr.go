@@ -50,12 +50,18 @@ const (
 	BlobAlreadyExists                     Code = "BlobAlreadyExists"
 	ContainerAlreadyExists                Code = "ContainerAlreadyExists"
 	InvalidBlobType                       Code = "InvalidBlobType"
+	InvalidPageRange                      Code = "InvalidPageRange"
+	SequenceNumberConditionNotMet         Code = "SequenceNumberConditionNotMet"
+	SequenceNumberIncrementTooLarge       Code = "SequenceNumberIncrementTooLarge"
+	PreviousSnapshotNotFound              Code = "PreviousSnapshotNotFound"
+	PreviousSnapshotCannotBeNewer         Code = "PreviousSnapshotCannotBeNewer"
 	BlockCountExceedsLimit                Code = "BlockCountExceedsLimit"
 	BlockListTooLong                      Code = "BlockListTooLong"
 	InvalidBlockList                      Code = "InvalidBlockList"
 	InvalidBlobOrBlock                    Code = "InvalidBlobOrBlock"
 	InvalidBlockId                        Code = "InvalidBlockId"
 	SnapshotsPresent                      Code = "SnapshotsPresent"
+	OperationNotAllowedOnRootBlob         Code = "OperationNotAllowedOnRootBlob"
 	InvalidOperation                      Code = "InvalidOperation"
 	InvalidHeaderValue                    Code = "InvalidHeaderValue"
 	MissingRequiredHeader                 Code = "MissingRequiredHeader"
@@ -65,7 +71,9 @@ const (
 	InvalidResourceName                   Code = "InvalidResourceName"
 	InvalidXmlDocument                    Code = "InvalidXmlDocument"
 	InvalidInput                          Code = "InvalidInput"
+	OutOfRangeInput                       Code = "OutOfRangeInput"
 	Md5Mismatch                           Code = "Md5Mismatch"
+	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
 	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
 	InvalidRange                          Code = "InvalidRange"
@@ -86,6 +94,13 @@ const (
 	ServerBusy                            Code = "ServerBusy"
 	OperationTimedOut                     Code = "OperationTimedOut"
 	RequestTimeout                        Code = "RequestTimeout"
+)
+
+// Blob Batch: a batch body with more than 256 sub-requests, or with
+// sub-requests of more than one operation.
+const (
+	ExceedsMaxBatchRequestCount        Code = "ExceedsMaxBatchRequestCount"
+	AllBatchSubRequestsShouldBeSameApi Code = "AllBatchSubRequestsShouldBeSameApi"
 )
 
 // OperationNotSupportedWithFeatureMissing refuses List Blobs endBefore,
@@ -128,12 +143,18 @@ var table = map[Code]entry{
 	LeaseNotPresentWithContainerOperation: {412, "There is currently no lease on the container."},
 	LeaseLost:                             {412, "A lease ID was specified, but the lease for the resource has expired."},
 	InfiniteLeaseDurationRequired:         {412, "The lease ID matched, but the specified lease must be an infinite-duration lease."},
+	OperationNotAllowedOnRootBlob:         {403, "This operation is not permitted on the current version of the blob."},
 	BlobNotFound:                          {404, "The specified blob does not exist."},
 	ContainerNotFound:                     {404, "The specified container does not exist."},
 	ResourceNotFound:                      {404, "The specified resource does not exist."},
 	BlobAlreadyExists:                     {409, "The specified blob already exists."},
 	ContainerAlreadyExists:                {409, "The specified container already exists."},
 	InvalidBlobType:                       {409, "The blob type is invalid for this operation."},
+	InvalidPageRange:                      {416, "The page range specified is invalid."},
+	SequenceNumberConditionNotMet:         {412, "The sequence number condition specified was not met."},
+	SequenceNumberIncrementTooLarge:       {409, "The sequence number increment cannot be performed because it would result in overflow of the sequence number."},
+	PreviousSnapshotNotFound:              {409, "The previous snapshot is not found."},
+	PreviousSnapshotCannotBeNewer:         {400, "The prevsnapshot query parameter value cannot be newer than snapshot query parameter value."},
 	BlockCountExceedsLimit:                {409, "The committed block count cannot exceed the maximum limit."},
 	BlockListTooLong:                      {400, "The block list may not contain more than 50,000 blocks."},
 	InvalidBlockList:                      {400, "The specified block list is invalid."},
@@ -149,7 +170,9 @@ var table = map[Code]entry{
 	InvalidResourceName:                   {400, "The specified resource name contains invalid characters."},
 	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
 	InvalidInput:                          {400, "One of the request inputs is not valid."},
+	OutOfRangeInput:                       {400, "One of the request inputs is out of range."},
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
+	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
@@ -175,6 +198,8 @@ var table = map[Code]entry{
 	RequestTimeout: {408, "The request body was not received within the permitted time."},
 	// List Blobs endBefore: only accounts with Blob Listing with Apache
 	// Arrow accept it.
+	ExceedsMaxBatchRequestCount:             {400, "The batch operation exceeds maximum number of allowed subrequests."},
+	AllBatchSubRequestsShouldBeSameApi:      {400, "All batch subrequests should be the same api."},
 	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
 }
 

@@ -55,6 +55,9 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
 		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408 (default 60s)"},
 		&cli.IntFlag{Name: "max-uploads", EnvVars: []string{"BLOBGW_MAX_UPLOADS"}, Usage: "uploads served at once per replica; more get 503 ServerBusy (default 256)"},
+		&cli.IntFlag{Name: "max-connections", EnvVars: []string{"BLOBGW_MAX_CONNECTIONS"}, Usage: "connections held at once per replica; more get 503 ServerBusy (default 4096)"},
+		&cli.DurationFlag{Name: "read-header-timeout", EnvVars: []string{"BLOBGW_READ_HEADER_TIMEOUT"}, Usage: "close a connection whose request headers take longer (default 30s)"},
+		&cli.DurationFlag{Name: "idle-timeout", EnvVars: []string{"BLOBGW_IDLE_TIMEOUT"}, Usage: "close a keep-alive connection idle this long (default 2m)"},
 		&cli.DurationFlag{Name: "block-expiry", EnvVars: []string{"BLOBGW_BLOCK_EXPIRY"}, Usage: "discard uncommitted blocks of a blob this long after its last Put Block (default 168h)"},
 		&cli.BoolFlag{Name: "strict-conditions", EnvVars: []string{"BLOBGW_STRICT_CONDITIONS"}, Usage: "reject condition header combinations the REST docs forbid on writes"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"BLOBGW_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
@@ -112,6 +115,15 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	if c.IsSet("max-uploads") {
 		cfg.MaxUploads = c.Int("max-uploads")
 	}
+	if c.IsSet("max-connections") {
+		cfg.MaxConnections = c.Int("max-connections")
+	}
+	if c.IsSet("read-header-timeout") {
+		cfg.ReadHeaderTimeout = c.Duration("read-header-timeout")
+	}
+	if c.IsSet("idle-timeout") {
+		cfg.IdleTimeout = c.Duration("idle-timeout")
+	}
 	if c.IsSet("block-expiry") {
 		cfg.BlockExpiry = c.Duration("block-expiry")
 	}
@@ -132,6 +144,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	if c.IsSet("s3-path-style") {
 		cfg.S3.PathStyle = c.Bool("s3-path-style")
 	}
+	applyServingFlags(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.Exit("config: "+err.Error(), 2)
 	}
@@ -154,9 +167,10 @@ func newApp() *cli.App {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			{
-				Name:   "serve",
-				Usage:  "serve the Blob REST API",
-				Flags:  configFlags(),
+				Name:  "serve",
+				Usage: "serve the Blob REST API",
+				Flags: append(append(configFlags(), servingFlags()...), &cli.BoolFlag{Name: "versioning",
+					Usage: "turn blob versioning on for every configured account at start (kept in the metadata store; blobgw account versioning turns it off)"}),
 				Action: serve,
 			},
 			{
@@ -234,7 +248,7 @@ func newApp() *cli.App {
 					return err
 				},
 			},
-			leaseCommand(), fsckCommand(),
+			leaseCommand(), fsckCommand(), accountCommand(), certCommand(),
 			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
@@ -286,7 +300,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
+	log := newFormatLogger(cfg.LogLevel, cfg.LogFormat)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, backend, err := openParts(ctx, cfg)
@@ -302,45 +316,53 @@ func serve(c *cli.Context) error {
 			log.Info("removed stale temp files", "count", n)
 		}
 	}
-	accounts, err := cfg.AuthAccounts()
+	// The accounts live in the metadata store, shared by every replica.
+	accounts, err := startAccounts(ctx, cfg, store, log)
 	if err != nil {
-		return cli.Exit("config: "+err.Error(), 2)
+		return err
 	}
 	db := &leasedb.DB{Store: store, Grace: cfg.GCGrace, StrictConditions: cfg.StrictConditions}
+	if c.Bool("versioning") {
+		for _, a := range cfg.Accounts {
+			if err := db.SetVersioning(ctx, a.Name, true); err != nil {
+				return cli.Exit("versioning: "+oneLine(err.Error()), 1)
+			}
+		}
+	}
 	srv := gateway.New(db, backend, accounts, log, gateway.Options{IntentTTL: cfg.IntentTTL, EmulatorHosts: cfg.EmulatorHosts,
 		BodyIdleTimeout: cfg.BodyIdleTimeout, MaxUploads: cfg.MaxUploads, BlockExpiry: cfg.BlockExpiry,
-		ContainerDeleteRetention: cfg.ContainerDeleteRetention()})
+		ContainerDeleteRetention: cfg.ContainerDeleteRetention(),
+		TrustedProxies:           cfg.TrustedPrefixes()})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cli.Exit("listen: "+err.Error(), 1)
 	}
 	// The listener records request headers so that metadata names keep the
-	// case the client sent (Go's server canonicalizes them).
-	ln = gateway.PreserveHeaderCase(ln)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	// case the client sent (Go's server canonicalizes them). Behind TLS it
+	// would record ciphertext: names are lowercased there. The connection
+	// limit counts raw TCP connections (under TLS an over-limit connection
+	// is closed: its busy answer would need the handshake).
+	ln = gateway.LimitConnections(ln, cfg.MaxConnections)
+	if cfg.TLSCert == "" {
+		ln = gateway.PreserveHeaderCase(ln)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}
-	go srv.RunCollector(ctx, cfg.GCInterval)
+	if err := setupTLS(hs, cfg, log); err != nil {
+		ln.Close()
+		return cli.Exit(err.Error(), 1)
+	}
+	scheme := "http"
+	if hs.TLSConfig != nil {
+		scheme = "https"
+	}
 	names := make([]string, 0, len(cfg.Accounts))
 	for _, a := range cfg.Accounts {
 		names = append(names, a.Name)
 	}
 	log.Info("blobgw serving", "addr", ln.Addr().String(), "accounts", names, "data_dir", cfg.DataDir,
-		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("http://%s/%s", ln.Addr(), names[0]))
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	if cerr := srv.Close(sctx); cerr != nil {
-		log.Warn("releasing pooled upload intents", "err", cerr)
-	}
-	return err
+		"metadata", redactDSN(cfg.Metadata), "endpoint", fmt.Sprintf("%s://%s/%s", scheme, ln.Addr(), names[0]))
+	return runServe(ctx, stop, log, cfg, srv, hs, ln)
 }
 
 // redactDSN hides a password in a postgres URL for logging.

@@ -64,6 +64,10 @@ const (
 	OpSetServiceProperties
 	OpFindBlobsContainer // Find Blobs by Tags in one container
 	OpFindBlobsService   // Find Blobs by Tags across the account
+	OpDeleteBlobVersion  // Delete Blob with versionid
+	// OpBlobBatch is the Blob Batch request itself; each of its
+	// sub-requests (Delete Blob, Set Blob Tier) is checked on its own.
+	OpBlobBatch
 )
 
 var opNames = [...]string{
@@ -93,6 +97,8 @@ var opNames = [...]string{
 	OpSetServiceProperties: "SetServiceProperties",
 	OpFindBlobsContainer:   "FindBlobsContainer",
 	OpFindBlobsService:     "FindBlobsService",
+	OpDeleteBlobVersion:    "DeleteBlobVersion",
+	OpBlobBatch:            "BlobBatch",
 }
 
 func (op Operation) String() string {
@@ -156,6 +162,19 @@ var sasParamNames = map[string]bool{
 // userDelegationParams mark a user delegation SAS (signed with a user
 // delegation key, not the account key).
 var userDelegationParams = []string{"skoid", "sktid", "skt", "ske", "sks", "skv"}
+
+// SASParams returns only the parameters of q that belong to a SAS token
+// (Blob Batch: a sub-request without a credential of its own is
+// authorized by the batch request's SAS).
+func SASParams(q url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range q {
+		if sasParamNames[strings.ToLower(k)] {
+			out[k] = v
+		}
+	}
+	return out
+}
 
 // IsSAS reports whether q carries a SAS (sig present).
 func IsSAS(q url.Values) bool {
@@ -667,6 +686,14 @@ var opRules = map[Operation]opRule{
 	OpSetServiceProperties: {srt: 's', acct: "w"},
 	OpFindBlobsContainer:   {svc: "f", containerSAS: true, srt: 'c', acct: "f"},
 	OpFindBlobsService:     {srt: 's', acct: "f"},
+	// Deleting a version needs x (delete version), not d.
+	OpDeleteBlobVersion: {svc: "x", srt: 'o', acct: "x"},
+	// Blob Batch: its sub-requests are Delete Blob (d) and Set Blob Tier
+	// (w), each checked against its own permission; a token that grants
+	// neither can run no sub-request. At service scope only an account SAS
+	// reaches it (a container SAS names no container there); at container
+	// scope a container SAS does.
+	OpBlobBatch: {svc: "dw", containerSAS: true, acct: "dw"},
 	// Get Account Information: any SAS that reaches the account; a service
 	// SAS needs r (Azurite), an account SAS any resource type and any of
 	// these letters.

@@ -384,9 +384,11 @@ var permRows = map[Operation]permRow{
 	OpSetServiceProperties: {"", "s", "w", false},
 	OpFindBlobsContainer:   {"f", "c", "f", false},
 	OpFindBlobsService:     {"", "s", "f", false},
+	OpDeleteBlobVersion:    {"x", "o", "x", false},
+	OpBlobBatch:            {"dw", "", "dw", false},
 }
 
-const lastOp = OpFindBlobsService
+const lastOp = OpBlobBatch
 
 func allOps() []Operation {
 	var ops []Operation
@@ -429,7 +431,7 @@ func opResource(op Operation, snap string, own Resource) Resource {
 	case OpAccountInfo:
 		return own
 	case OpCreateContainer, OpGetContainer, OpSetContainerMetadata, OpContainerACL, OpDeleteContainer,
-		OpLeaseContainer, OpBreakContainerLease, OpListBlobs, OpFindBlobsContainer:
+		OpLeaseContainer, OpBreakContainerLease, OpListBlobs, OpFindBlobsContainer, OpBlobBatch:
 		return Resource{Account: devAccount, Container: "c1"}
 	default:
 		return Resource{Account: devAccount, Container: "c1", Blob: sasBlob, Snapshot: snap}

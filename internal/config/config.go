@@ -66,6 +66,18 @@ type Config struct {
 	EmulatorHosts    []string      `yaml:"emulator_hosts"`
 	LogLevel         string        `yaml:"log_level"`
 	S3               S3            `yaml:"s3"`
+
+	// What idle and slow clients may hold (gateway.LimitConnections,
+	// http.Server's ReadHeaderTimeout and IdleTimeout).
+	MaxConnections    int           `yaml:"max_connections"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	// Serving: TLS, trusted proxies, metrics, log format, drain (serving.go).
+	Serving `yaml:",inline"`
+	// AccountsDefaulted is set by Validate when no account was configured
+	// and Accounts holds the development account: serve seeds it only
+	// into a store that holds no account.
+	AccountsDefaulted bool `yaml:"-"`
 }
 
 // S3 configures the s3 backend (Amazon S3, MinIO or any S3-compatible
@@ -97,6 +109,11 @@ func Default() Config {
 		BodyIdleTimeout: 60 * time.Second,
 		MaxUploads:      256,
 		BlockExpiry:     7 * 24 * time.Hour,
+
+		MaxConnections:    4096,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		Serving:           defaultServing(),
 	}
 }
 
@@ -169,6 +186,7 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Accounts) == 0 {
 		c.Accounts = []Account{{Name: DevAccountName, Keys: []string{DevAccountKey}}}
+		c.AccountsDefaulted = true
 	}
 	seen := map[string]bool{}
 	for _, a := range c.Accounts {
@@ -203,12 +221,18 @@ func (c *Config) Validate() error {
 	if c.BlockExpiry <= 0 {
 		return errors.New("block_expiry must be > 0")
 	}
+	if c.MaxConnections <= 0 {
+		return errors.New("max_connections must be > 0")
+	}
+	if c.ReadHeaderTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("read_header_timeout and idle_timeout must be > 0")
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("log_level: %q (want debug, info, warn or error)", c.LogLevel)
 	}
-	return nil
+	return c.Serving.validate()
 }
 
 func validAccountName(n string) bool {

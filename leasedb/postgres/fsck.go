@@ -22,6 +22,9 @@ SELECT key, MAX(ref) FROM (
 	SELECT (e->>'k') COLLATE "C", (s.account || '/' || s.container || '/' || s.name || '?snapshot=' || s.snapshot) COLLATE "C"
 	FROM snapshots AS s, jsonb_array_elements(s.extents::jsonb) AS e
 	UNION ALL
+	SELECT (e->>'k') COLLATE "C", (v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id) COLLATE "C"
+	FROM versions AS v, jsonb_array_elements(v.extents::jsonb) AS e
+	UNION ALL
 	SELECT key COLLATE "C", (account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')') COLLATE "C" FROM blocks
 	UNION ALL
 	SELECT key COLLATE "C", '' COLLATE "C" FROM gc_queue

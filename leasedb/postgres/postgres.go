@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
@@ -171,6 +172,8 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 		}
 		return fmt.Errorf("leasedb/postgres: commit: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
+	// Crash tests: committed, the caller not told.
+	failpoint.Inject("after-commit")
 	return nil
 }
 
@@ -417,6 +420,12 @@ type tx struct {
 	tx       pgx.Tx
 	readOnly bool
 	now      time.Time
+	// account is the account of the first container a read-write
+	// transaction reads; settings, once read, are its account_settings,
+	// read with the clock in one statement (Now), so a write that needs
+	// both (keepVersion) pays one round trip for them.
+	account  string
+	settings *leasedb.AccountSettings
 }
 
 // Now returns clock_timestamp(), read at the first call (normally after
@@ -425,7 +434,14 @@ type tx struct {
 func (t *tx) Now(ctx context.Context) (time.Time, error) {
 	if t.now.IsZero() {
 		var now time.Time
-		if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		if t.account != "" && t.settings == nil {
+			var v int
+			if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp(),
+				COALESCE((SELECT versioning FROM account_settings WHERE account = $1), 0)`, t.account).Scan(&now, &v); err != nil {
+				return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
+			}
+			t.settings = &leasedb.AccountSettings{Versioning: v != 0}
+		} else if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
 		}
 		t.now = now.UTC().Truncate(time.Microsecond)
@@ -471,6 +487,9 @@ var (
 func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.LockMode) (*leasedb.Container, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
+	}
+	if !t.readOnly && t.account == "" {
+		t.account = account
 	}
 	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
 		account, name)
@@ -529,11 +548,12 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 // does not exist. It locks the container row first, so no blob commit,
 // snapshot or block staging in it (which hold FOR SHARE or, through the
 // foreign key, FOR KEY SHARE) can run between the deletes. The lock and the
-// four deletes go in one round trip; each statement takes its snapshot when
+// five deletes go in one round trip; each statement takes its snapshot when
 // it starts, so the deletes see every row committed before the lock was
 // granted. Keys are distinct, each where it first appears in: the blobs'
 // extents in blob-name order, then the snapshots' in (name, snapshot)
-// order, then the staged blocks' keys in (blob name, block id) order.
+// order, then the versions' in (name, version id) order, then the staged
+// blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -542,14 +562,15 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	b.Queue(`SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
 	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, '', extents`, account, name)
 	b.Queue(`DELETE FROM snapshots WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
+	b.Queue(`DELETE FROM versions WHERE account = $1 AND container = $2 RETURNING name, version_id, extents`, account, name)
 	b.Queue(`DELETE FROM blocks WHERE account = $1 AND container = $2 RETURNING blob, block_id, key`, account, name)
 	b.Queue(`DELETE FROM containers WHERE account = $1 AND name = $2`, account, name)
 	// deleted is one deleted row: (name, snapshot, extents) of a blob or
 	// snapshot, (blob, block id, key) of a block.
 	type deleted [3]string
 	var (
-		found                    bool
-		blobs, snapshots, blocks []deleted
+		found                              bool
+		blobs, snapshots, versions, blocks []deleted
 	)
 	br := t.tx.SendBatch(ctx, b)
 	err := func() error {
@@ -561,7 +582,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		for _, q := range []struct {
 			what string
 			out  *[]deleted
-		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"blocks", &blocks}} {
+		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"versions", &versions}, {"blocks", &blocks}} {
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.what, err)
@@ -598,9 +619,10 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	}
 	byKey(blobs)
 	byKey(snapshots)
+	byKey(versions)
 	byKey(blocks)
 	var keys leasedb.NameKeys // once per blob name
-	for _, d := range append(blobs, snapshots...) {
+	for _, d := range append(append(blobs, snapshots...), versions...) {
 		x, err := leasedb.DecodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)

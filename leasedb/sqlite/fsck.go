@@ -20,6 +20,9 @@ SELECT key, MAX(ref) FROM (
 	SELECT json_extract(e.value, '$.k'), s.account || '/' || s.container || '/' || s.name || '?snapshot=' || s.snapshot
 	FROM snapshots AS s, json_each(s.extents) AS e
 	UNION ALL
+	SELECT json_extract(e.value, '$.k'), v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id
+	FROM versions AS v, json_each(v.extents) AS e
+	UNION ALL
 	SELECT key, account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')' FROM blocks
 	UNION ALL
 	SELECT key, '' FROM gc_queue

@@ -29,6 +29,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
@@ -227,6 +228,8 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 		// it) but is not known to be durable.
 		return fmt.Errorf("leasedb/sqlite: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
 	}
+	// Crash tests: committed and durable, the caller not told.
+	failpoint.Inject("after-commit")
 	return nil
 }
 
@@ -506,7 +509,8 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
 // does not exist. Keys are distinct, each where it first appears in: the
 // blobs' extents in blob-name order, then the snapshots' in (name,
-// snapshot) order, then the staged blocks' keys in (blob name, block id)
+// snapshot) order, then the versions' in (name, version id) order, then
+// the staged blocks' keys in (blob name, block id)
 // order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
@@ -516,6 +520,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	for _, q := range []struct{ what, query string }{
 		{"blobs", `SELECT name, extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
 		{"snapshots", `SELECT name, extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
+		{"versions", `SELECT name, extents FROM versions WHERE account = ? AND container = ? ORDER BY name, version_id`},
 		{"blocks", `SELECT blob, key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`},
 	} {
 		err := func() error {
@@ -547,7 +552,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
 		}
 	}
-	for _, table := range []string{"blobs", "snapshots", "blocks"} {
+	for _, table := range []string{"blobs", "snapshots", "versions", "blocks"} {
 		if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account = ? AND container = ?`, account, name); err != nil {
 			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, table, err)
 		}

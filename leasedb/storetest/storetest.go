@@ -13,7 +13,7 @@
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
 // and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), deleted.go (soft-deleted
-// containers), transactions.go (Update,
+// containers), accounts.go (accounts and keys), transactions.go (Update,
 // View, Now, NextETag), races.go (the multi-store races), migrations.go
 // (checks of schema upgrades the drivers call with their own SQL);
 // helpers.go has the fixtures and checks they share.
@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ClaimDueReclaim", testClaimDueReclaim},
 		{"ClaimDueConcurrent", testClaimDueConcurrent},
 		{"AddGCForget", testAddGCForget},
+		{"QueueStats", testQueueStats},
 		{"ShareRelease", testShareRelease},
 		{"UpdateRollback", testUpdateRollback},
 		{"UpdatePanic", testUpdatePanic},
@@ -95,6 +96,13 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ContainerMove", testContainerMove},
 		{"DeletedContainerRecords", testDeletedContainerRecords},
 		{"ContainerSoftDelete", testContainerSoftDelete},
+		{"VersionPutGet", testVersionPutGet},
+		{"VersionListing", testVersionListing},
+		{"VersionKeys", testVersionKeys},
+		{"AccountSettings", testAccountSettings},
+		{"PageBlobRow", testPageBlobRow},
+		{"AccountKeys", testAccountKeys},
+		{"AccountKeysSeedEmpty", testAccountKeysSeedEmpty},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

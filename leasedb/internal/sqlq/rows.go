@@ -40,7 +40,7 @@ func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *lease
 		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
 			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
 			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed}
+			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed, &b.VersionID, &b.SequenceNumber}
 		if extra != nil {
 			dest = append(dest, extra(&b)...)
 		}
@@ -67,6 +67,15 @@ func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *lease
 		out = append(out, &b)
 	}
 	return out, rows.Err()
+}
+
+// ScanVersions reads rows of VersionCols: previous versions.
+func ScanVersions[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Blob, error) {
+	bs, err := ScanBlobs(rows, fromTime, nil)
+	for _, b := range bs {
+		b.NonCurrent = true
+	}
+	return bs, err
 }
 
 // ScanSnapshots reads rows of SnapshotCols.
@@ -97,6 +106,11 @@ func items(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
 		switch *kinds[i] {
 		case KindPrefix:
 			out[i] = leasedb.ListItem{Prefix: b.Name}
+		case KindVersion:
+			// The snapshot column held the version's position
+			// (VersionPos + id); the id is in VersionID.
+			b.Snapshot, b.NonCurrent = "", true
+			out[i] = leasedb.ListItem{Blob: b}
 		default:
 			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == KindStaged}
 		}
@@ -130,7 +144,7 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
 		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
 		b.Lease.ID, b.Lease.State, b.Lease.Duration, toTime(b.Lease.Expires), toTime(b.Lease.BreakAt), toTime(b.Lease.Since),
-		tier, tags, copyInfo, BoolInt(b.Sealed)}, nil
+		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID, b.SequenceNumber}, nil
 }
 
 // ScanContainers reads rows of ContainerCols.

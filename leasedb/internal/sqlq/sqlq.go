@@ -20,11 +20,12 @@ import (
 )
 
 // BlobCols are the columns of a blob row, in the order in which both
-// drivers write (BlobValues) and scan (ScanBlobs) them. The snapshots table has them all, plus snapshot.
+// drivers write (BlobValues) and scan (ScanBlobs) them. The snapshots table has them all, plus snapshot;
+// the versions table has exactly them (version_id is part of its key).
 const BlobCols = `account, container, name, blob_type, etag, created, last_modified, size,
 	content_type, content_encoding, content_language, content_disposition, cache_control, content_md5,
 	metadata, extents, block_count, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since,
-	access_tier, tags, copy_info, sealed`
+	access_tier, tags, copy_info, sealed, version_id, sequence_number`
 
 // SnapshotCols are the columns of a snapshot row: BlobCols, then the
 // snapshot id.
@@ -32,15 +33,36 @@ const SnapshotCols = BlobCols + `, snapshot`
 
 // StagedCols are BlobCols for a name that has only staged blocks: a block
 // blob with nothing else known (the drivers scan them like a row).
-const StagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, '', 0`
+const StagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, '', 0, '', 0`
 
-// Kinds of ListEntries rows, in their order within one name. A name has a
-// blob row or is staged, never both in one result.
+// Kinds of ListEntries rows, in their order within one name: snapshots,
+// previous versions, then the current blob. A name has a blob row or is
+// staged, never both in one result.
 const (
 	KindSnapshot = 0
-	KindBlob     = 1
-	KindStaged   = 2
+	KindVersion  = 1
+	KindBlob     = 2
+	KindStaged   = 3
 )
+
+// VersionPos is how a listing position inside a name's previous versions
+// is written in the snapshot part of a cursor: "v" then the version id.
+// It sorts after every snapshot id (they start with a digit), as the
+// versions follow the snapshots, and it is the value of the snapshot
+// column of a version row in ListEntries and ListDelimited.
+const VersionPos = "v"
+
+// versionAfter is the version id a cursor's snapshot part is past: "" (none,
+// every version follows) unless the cursor is in the versions.
+func versionAfter(afterSnapshot string) string {
+	if strings.HasPrefix(afterSnapshot, VersionPos) {
+		return afterSnapshot[len(VersionPos):]
+	}
+	return ""
+}
+
+// versionSortCol is the snapshot column of a version row.
+const versionSortCol = `CAST('` + VersionPos + `' || version_id AS TEXT)`
 
 // ListEntries builds Tx.ListEntries' query: BlobCols, the snapshot id
 // (empty but for snapshot rows) and the row's kind, ordered by name, kind
@@ -104,6 +126,21 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 	SELECT * FROM (SELECT ` + SnapshotCols + `, ` + fmt.Sprint(KindSnapshot) + ` FROM snapshots
 		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
 			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS sn`)
+	}
+	if inc.Versions {
+		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
+			// The rest of the cursor name's versions.
+			b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + fmt.Sprint(KindVersion) + ` FROM versions
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = ` + arg(after) +
+				` AND version_id > ` + arg(versionAfter(afterSnapshot)) + ` ORDER BY version_id LIMIT ` + arg(limit) + `) AS cv`)
+		}
+		b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + fmt.Sprint(KindVersion) + ` FROM versions
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
+			` ORDER BY name, version_id LIMIT ` + arg(limit) + `) AS vs`)
 	}
 	if inc.Uncommitted {
 		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
@@ -193,7 +230,7 @@ func FindTagged(placeholder func(n int) string, account, container string, r lea
 
 // KindPrefix marks a ListDelimited row that is a BlobPrefix: its name is
 // the prefix, every other column is StagedCols' filler.
-const KindPrefix = 3
+const KindPrefix = 4
 
 // Dialect is what the List Blobs query with a delimiter needs beyond the
 // SQL both drivers share.
@@ -239,6 +276,9 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	parts := []part{{"mb", "blobs", "name"}}
 	if inc.Snapshots {
 		parts = append(parts, part{"ms", "snapshots", "name"})
+	}
+	if inc.Versions {
+		parts = append(parts, part{"mv", "versions", "name"})
 	}
 	if inc.Uncommitted {
 		parts = append(parts, part{"mk", "blocks", "blob"})
@@ -303,7 +343,7 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	}
 	b.WriteString(`w.n + 1 FROM walk w WHERE ` + m + ` IS NOT NULL AND w.n < ` + arg(limit) + `
 ),
-found(m, mb, ms, mk, n) AS (
+found(m, mb, ms, mv, mk, n) AS (
 	SELECT ` + least("") + `, mb, `)
 	col := func(c string) string {
 		for _, p := range parts {
@@ -313,7 +353,7 @@ found(m, mb, ms, mk, n) AS (
 		}
 		return `CAST(NULL AS TEXT)`
 	}
-	b.WriteString(col("ms") + `, ` + col("mk") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
+	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mk") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
@@ -325,6 +365,13 @@ SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + SnapshotCols + `, ` + fmt.Sprint(KindSnapshot) + `, f.n
 		FROM found f CROSS JOIN snapshots WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
 		AND f.ms = f.m AND NOT (` + rolled("f.m") + `)`)
+	}
+	if inc.Versions {
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + fmt.Sprint(KindVersion) + `, f.n
+		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mv = f.m AND NOT (` + rolled("f.m") + `)`)
 	}
 	if inc.Uncommitted {
 		// The walk already knows whether the name has a blob row: mb is

@@ -1,7 +1,10 @@
 package sqlq
 
 import (
+	"strconv"
 	"strings"
+
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // ContainerCols are the columns of a container row, in the order in which
@@ -56,7 +59,23 @@ func PutBlob(placeholder func(n int) string) string {
 			lease_id = excluded.lease_id, lease_state = excluded.lease_state,
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
-			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed`
+			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed,
+			version_id = excluded.version_id, sequence_number = excluded.sequence_number`
+}
+
+// VersionCols are the columns of a version row: BlobCols (version_id,
+// part of the key, among them).
+const VersionCols = BlobCols
+
+// PutVersion is Tx.PutVersion's statement: an upsert of the values of
+// BlobValues; an existing version id of the name has its tier and tags
+// replaced (the only columns of a version that change: Set Blob Tier and
+// Set Blob Tags with versionid).
+func PutVersion(placeholder func(n int) string) string {
+	return `INSERT INTO versions (` + VersionCols + `)
+		VALUES (` + Placeholders(placeholder, blobColCount) + `)
+		ON CONFLICT (account, container, name, version_id) DO UPDATE SET
+			access_tier = excluded.access_tier, tags = excluded.tags`
 }
 
 // PutSnapshot is Tx.PutSnapshot's statement: the values of BlobValues and
@@ -96,4 +115,25 @@ func NameRange(placeholder func(n int) string, first int, prefix, after string, 
 		b.WriteString(" LIMIT " + arg(limit))
 	}
 	return b.String(), args
+}
+
+// NameRows is Tx.NameRows' query (1: account, 2: container, 3: name), in
+// ListEntries' row shape (ScanItems): the name's snapshots, then its
+// previous versions.
+func NameRows(placeholder func(n int) string) string {
+	where := ` WHERE account = ` + placeholder(1) + ` AND container = ` + placeholder(2) + ` AND name = ` + placeholder(3)
+	return `SELECT * FROM (
+	SELECT ` + SnapshotCols + `, ` + strconv.Itoa(KindSnapshot) + ` AS kind FROM snapshots` + where + `
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + strconv.Itoa(KindVersion) + ` FROM versions` + where + `
+) AS r ORDER BY kind, snapshot`
+}
+
+// NameRowBlobs turns the items of a NameRows query into its rows.
+func NameRowBlobs(items []leasedb.ListItem) []*leasedb.Blob {
+	out := make([]*leasedb.Blob, len(items))
+	for i, it := range items {
+		out[i] = it.Blob
+	}
+	return out
 }

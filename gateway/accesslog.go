@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+)
+
+// The access log is one info line per request, with what an operator
+// needs to find it again (the x-ms-request-id the client saw, its
+// x-ms-client-request-id) and what it did, never a credential: no URL with
+// its query (a SAS carries sig=), no Authorization header, no
+// x-ms-copy-source (its URL may carry a SAS) nor
+// x-ms-copy-source-authorization.
+
+// countingBody counts the request body bytes a handler read.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// countBody wraps r.Body and returns the counter and the func that puts
+// the original body back.
+func countBody(r *http.Request) (*countingBody, func()) {
+	orig := r.Body
+	if orig == nil || orig == http.NoBody {
+		return &countingBody{}, func() {}
+	}
+	cb := &countingBody{ReadCloser: orig}
+	r.Body = cb
+	return cb, func() { r.Body = orig }
+}
+
+// finish records a served request: the access log line and the request
+// metrics.
+func (s *Server) finish(w *statusWriter, r *http.Request, req *request, in *countingBody) {
+	status := w.status
+	if !w.wrote {
+		// Nothing was written: Go's server answers 200 with no body.
+		status = http.StatusOK
+	}
+	d := time.Since(req.start)
+	code := w.Header().Get("x-ms-error-code")
+	op := req.opName()
+	s.metrics.observeRequest(op, status, code, d, in.n, w.n)
+	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("request_id", req.id),
+		slog.String("client_request_id", clientRequestID(r)),
+		slog.String("method", r.Method),
+		slog.String("account", req.account),
+		slog.String("operation", op),
+		slog.String("container", req.container),
+		slog.String("blob", req.blob),
+		slog.Int("status", status),
+		slog.String("error_code", code),
+		slog.Int64("bytes_in", in.n),
+		slog.Int64("bytes_out", w.n),
+		slog.Duration("duration", d),
+		slog.String("client", req.peer.addr),
+		slog.Bool("https", req.peer.https),
+	)
+}
+
+func clientRequestID(r *http.Request) string {
+	if id := r.Header.Get("x-ms-client-request-id"); len(id) <= 1024 {
+		return id
+	}
+	return ""
+}
+
+// Redaction. Every log line of the gateway passes through redactHandler,
+// so a credential that reaches a message or an attribute by any path (an
+// error that quotes a copy-source URL with its SAS, a request URI) is
+// masked before it is written. Code that logs a URL redacts it as well
+// (redactURI); this is the net under it.
+
+var (
+	// sig= in a query string (a SAS signature), in any case, also
+	// %-encoded inside another URL (x-ms-copy-source).
+	sigRE = regexp.MustCompile(`(?i)((?:^|[?&;\s"'=]|%26|%3f)sig(?:=|%3d))[^&\s"'#]*`)
+	// The signature of a Shared Key (or Shared Key Lite) Authorization.
+	sharedKeyRE = regexp.MustCompile(`(?i)(SharedKey(?:Lite)?\s+[^:\s]+:)[A-Za-z0-9+/=]+`)
+	// Azure connection-string keys, account keys given as AccountKey=.
+	accountKeyRE = regexp.MustCompile(`(?i)(AccountKey=)[^;\s"']+`)
+)
+
+// Redact masks SAS signatures, Shared Key signatures and account keys in s.
+func Redact(s string) string {
+	s = sigRE.ReplaceAllString(s, "${1}REDACTED")
+	s = sharedKeyRE.ReplaceAllString(s, "${1}REDACTED")
+	return accountKeyRE.ReplaceAllString(s, "${1}REDACTED")
+}
+
+// redactHandler is a slog.Handler that applies Redact to messages and
+// string, error and stringer attribute values.
+type redactHandler struct{ h slog.Handler }
+
+// RedactingHandler wraps h so that nothing it writes carries a credential
+// (see Redact).
+func RedactingHandler(h slog.Handler) slog.Handler {
+	if _, ok := h.(redactHandler); ok {
+		return h
+	}
+	return redactHandler{h}
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, Redact(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(redactAttr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	rs := make([]slog.Attr, len(as))
+	for i, a := range as {
+		rs[i] = redactAttr(a)
+	}
+	return redactHandler{h.h.WithAttrs(rs)}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler { return redactHandler{h.h.WithGroup(name)} }
+
+func redactAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, Redact(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		rs := make([]slog.Attr, len(g))
+		for i, x := range g {
+			rs[i] = redactAttr(x)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(rs...)}
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, Redact(x.Error()))
+		case interface{ String() string }:
+			return slog.String(a.Key, Redact(x.String()))
+		case []string:
+			rs := make([]string, len(x))
+			for i, s := range x {
+				rs[i] = Redact(s)
+			}
+			return slog.Any(a.Key, rs)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// redactURI is a request URI fit for a log: the SAS signature masked.
+func redactURI(uri string) string { return Redact(uri) }

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// LimitConnections: with its one slot held, Get and Head on a new
+// connection are answered 503 ServerBusy (the service's error body for
+// Get, none for Head) and the connection closed; once the slot is free a
+// request reaches the handler again.
+func TestLimitConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })}
+	go hs.Serve(LimitConnections(ln, 1))
+	t.Cleanup(func() { hs.Close() })
+	addr := "http://" + ln.Addr().String() + "/"
+	held, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Minute}
+	tests := []struct {
+		method   string
+		wantBody bool
+	}{{http.MethodGet, true}, {http.MethodHead, false}, {http.MethodPut, true}}
+	for _, tt := range tests {
+		var resp *http.Response
+		var body []byte
+		// The held connection takes the slot once the server accepted it.
+		for i := 0; i < 100; i++ {
+			req, _ := http.NewRequest(tt.method, addr, strings.NewReader(strings.Repeat("x", 1000)))
+			if resp, err = client.Do(req); err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("x-ms-error-code") != "ServerBusy" ||
+			resp.Header.Get("x-ms-request-id") == "" || !resp.Close {
+			t.Fatalf("%s over the limit: %d %v", tt.method, resp.StatusCode, resp.Header)
+		}
+		if got := strings.Contains(string(body), "<Code>ServerBusy</Code>"); got != tt.wantBody {
+			t.Fatalf("%s over the limit: body %q", tt.method, body)
+		}
+	}
+	held.Close()
+	for i := 0; ; i++ {
+		resp, err := client.Get(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && string(b) == "served" {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("after the held connection closed: %d %q", resp.StatusCode, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

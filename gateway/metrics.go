@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics live in a registry per Server (never the process-wide default
+// one), so that several Servers in one process (tests, replicas) count
+// apart. Operation labels are the operation table's names (router.go),
+// "" for a request refused before it named one.
+
+// scrapeTimeout bounds the store queries a scrape runs (leases, queue).
+const scrapeTimeout = 2 * time.Second
+
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	bytesIn        *prometheus.CounterVec
+	bytesOut       *prometheus.CounterVec
+	preconditions  *prometheus.CounterVec
+	leaseConflicts *prometheus.CounterVec
+	unavailable    *prometheus.CounterVec
+
+	txDuration *prometheus.HistogramVec
+	txRetries  *prometheus.CounterVec
+	txErrors   *prometheus.CounterVec
+
+	backendLatency *prometheus.HistogramVec
+	backendErrors  *prometheus.CounterVec
+
+	collected     prometheus.Counter
+	collectorPass *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	lat := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_requests_total",
+			Help: "Requests served, by operation and HTTP status."}, []string{"operation", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "blobgw_request_duration_seconds",
+			Help: "Time from request to the end of the response, by operation.", Buckets: lat}, []string{"operation"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_request_bytes_total",
+			Help: "Request body bytes read, by operation."}, []string{"operation"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_response_bytes_total",
+			Help: "Response body bytes written, by operation."}, []string{"operation"}),
+		preconditions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_precondition_failures_total",
+			Help: "Answers 304, 409 and 412, by operation, status and error code."}, []string{"operation", "status", "code"}),
+		leaseConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_lease_conflicts_total",
+			Help: "Requests refused for a lease (error codes Lease*), by operation and error code."}, []string{"operation", "code"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_unavailable_total",
+			Help: "Answers 503 (ServerBusy: store or backend unavailable, overload), by operation."}, []string{"operation"}),
+		txDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "blobgw_metadata_tx_duration_seconds",
+			Help: "Metadata store transactions, retries included, by kind (update, view).", Buckets: lat}, []string{"kind"}),
+		txRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_metadata_tx_retries_total",
+			Help: "Metadata transactions run again after a serialization failure or deadlock, by kind."}, []string{"kind"}),
+		txErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_metadata_unavailable_total",
+			Help: "Metadata transactions failed because the store was unavailable, by kind."}, []string{"kind"}),
+		backendLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "blobgw_backend_duration_seconds",
+			Help: "Byte backend calls, by operation (Put streams the whole body; Open until the reader is returned).", Buckets: lat}, []string{"op"}),
+		backendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_backend_errors_total",
+			Help: "Byte backend calls that failed (not-found excluded), by operation."}, []string{"op"}),
+		collected: prometheus.NewCounter(prometheus.CounterOpts{Name: "blobgw_collector_deleted_total",
+			Help: "Backend objects the collector deleted."}),
+		collectorPass: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_collector_passes_total",
+			Help: "Collector passes, by result (ok, error)."}, []string{"result"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.preconditions, m.leaseConflicts,
+		m.unavailable, m.txDuration, m.txRetries, m.txErrors, m.backendLatency, m.backendErrors,
+		m.collected, m.collectorPass,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observeRequest(op string, status int, code string, d time.Duration, in, out int64) {
+	st := strconv.Itoa(status)
+	m.requests.WithLabelValues(op, st).Inc()
+	m.latency.WithLabelValues(op).Observe(d.Seconds())
+	m.bytesIn.WithLabelValues(op).Add(float64(in))
+	m.bytesOut.WithLabelValues(op).Add(float64(out))
+	switch status {
+	case 304, 409, 412:
+		m.preconditions.WithLabelValues(op, st, code).Inc()
+	case 503:
+		m.unavailable.WithLabelValues(op).Inc()
+	}
+	if strings.HasPrefix(code, "Lease") {
+		m.leaseConflicts.WithLabelValues(op, code).Inc()
+	}
+}
+
+// observeBackend is the backends.Observer of the Server's backend.
+func (m *metrics) observeBackend(op string, d time.Duration, err error) {
+	m.backendLatency.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil && !errors.Is(err, backends.ErrNotFound) && !errors.Is(err, context.Canceled) {
+		m.backendErrors.WithLabelValues(op).Inc()
+	}
+}
+
+// observedStore times the metadata store's transactions and counts their
+// retries: a Store runs fn again after a serialization failure or
+// deadlock, so every run of fn after the first is one.
+type observedStore struct {
+	leasedb.Store
+	m *metrics
+}
+
+func (o observedStore) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return o.run(ctx, "update", fn, o.Store.Update)
+}
+
+func (o observedStore) View(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return o.run(ctx, "view", fn, o.Store.View)
+}
+
+func (o observedStore) run(ctx context.Context, kind string, fn func(leasedb.Tx) error,
+	tx func(context.Context, func(leasedb.Tx) error) error) error {
+	var runs atomic.Int32
+	start := time.Now()
+	err := tx(ctx, func(t leasedb.Tx) error {
+		runs.Add(1)
+		return fn(t)
+	})
+	o.m.txDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	if n := runs.Load(); n > 1 {
+		o.m.txRetries.WithLabelValues(kind).Add(float64(n - 1))
+	}
+	if errors.Is(err, leasedb.ErrUnavailable) {
+		o.m.txErrors.WithLabelValues(kind).Inc()
+	}
+	return err
+}
+
+// stateCollector computes, at each scrape, the gauges read from the
+// store: active leases by state, the collection queue and upload intents.
+type stateCollector struct {
+	db    *leasedb.DB
+	stats leasedb.QueueStatser // nil when the store cannot summarize its queue
+
+	leases, pending, intents, oldest, up *prometheus.Desc
+}
+
+func newStateCollector(db *leasedb.DB, store leasedb.Store) *stateCollector {
+	c := &stateCollector{db: db,
+		leases: prometheus.NewDesc("blobgw_leases", "Containers and blobs with a lease that is not available, by kind and effective state.",
+			[]string{"kind", "state"}, nil),
+		pending: prometheus.NewDesc("blobgw_collector_queue_depth", "Replaced or deleted objects queued for collection.", nil, nil),
+		intents: prometheus.NewDesc("blobgw_upload_intents", "Upload intents outstanding (uploads in flight, pooled keys, intents of uploads that died).", nil, nil),
+		oldest: prometheus.NewDesc("blobgw_collector_oldest_due_seconds",
+			"How long the oldest due, unclaimed collection entry has been due (0 when none is).", nil, nil),
+		up: prometheus.NewDesc("blobgw_metadata_scrape_ok", "1 when this scrape read the store's figures, 0 when the store did not answer.", nil, nil),
+	}
+	c.stats, _ = store.(leasedb.QueueStatser)
+	return c
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.leases, c.pending, c.intents, c.oldest, c.up} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	ok := 1.0
+	// ListLeases reads the partial indexes of leased rows only.
+	if rows, now, err := c.db.ListLeases(ctx, leasedb.LeaseFilter{}); err != nil {
+		ok = 0
+	} else {
+		counts := map[[2]string]int{}
+		for _, kind := range []string{"blob", "container"} {
+			for _, st := range []leasedb.LeaseState{leasedb.LeaseLeased, leasedb.LeaseBreaking, leasedb.LeaseBroken, leasedb.LeaseExpired} {
+				counts[[2]string{kind, string(st)}] = 0
+			}
+		}
+		for _, r := range rows {
+			kind := "blob"
+			if r.Blob == "" {
+				kind = "container"
+			}
+			if st := r.Lease.Effective(now); st != leasedb.LeaseAvailable {
+				counts[[2]string{kind, string(st)}]++
+			}
+		}
+		for k, n := range counts {
+			ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(n), k[0], k[1])
+		}
+	}
+	if c.stats != nil {
+		if st, err := c.stats.QueueStats(ctx); err != nil {
+			ok = 0
+		} else {
+			ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(st.Pending))
+			ch <- prometheus.MustNewConstMetric(c.intents, prometheus.GaugeValue, float64(st.Intents))
+			age := 0.0
+			if !st.OldestDue.IsZero() {
+				age = max(st.Now.Sub(st.OldestDue).Seconds(), 0)
+			}
+			ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, ok)
+}
