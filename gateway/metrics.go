@@ -118,6 +118,11 @@ type observedStore struct {
 	m *metrics
 }
 
+// Unwrap exposes the store for its optional one-statement reads
+// (leasedb.BlobReader, leasedb.ContainerReader), which run outside any
+// transaction and so are not in the transaction metrics.
+func (o observedStore) Unwrap() leasedb.Store { return o.Store }
+
 func (o observedStore) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
 	return o.run(ctx, "update", fn, o.Store.Update)
 }

@@ -66,7 +66,7 @@ func withExistingBlob(ctx context.Context, tx Tx, ref BlobRef, fn func(tx Tx, no
 // (zero when there is no row), in one statement when the store offers
 // BlobReader, else in one View.
 func (d *DB) readBlob(ctx context.Context, ref BlobRef) (*Blob, bool, time.Time, error) {
-	if r, ok := d.Store.(BlobReader); ok {
+	if r, ok := optional[BlobReader](d.Store); ok {
 		b, containerExists, now, err := r.ReadBlob(ctx, ref.Account, ref.Container, ref.Name)
 		return b, containerExists || b != nil, now, err
 	}
@@ -112,7 +112,7 @@ type ContainerReader interface {
 // absent) and the clock, in one statement when the store offers
 // ContainerReader, else in one View.
 func (d *DB) readContainer(ctx context.Context, account, name string) (*Container, time.Time, error) {
-	if r, ok := d.Store.(ContainerReader); ok {
+	if r, ok := optional[ContainerReader](d.Store); ok {
 		return r.ReadContainer(ctx, account, name)
 	}
 	var (
@@ -128,4 +128,27 @@ func (d *DB) readContainer(ctx context.Context, account, name string) (*Containe
 		return err
 	})
 	return c, now, err
+}
+
+// Unwrapper is a Store that wraps another (the gateway's metrics wrapper
+// times Update and View): the optional one-statement methods are looked
+// up through it, so wrapping a store does not put its reads back on the
+// multi-statement path.
+type Unwrapper interface {
+	Unwrap() Store
+}
+
+// optional returns s, or the first store s wraps, that implements T.
+func optional[T any](s Store) (T, bool) {
+	for {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		s = u.Unwrap()
+	}
 }
