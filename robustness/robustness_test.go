@@ -325,7 +325,7 @@ func runLinearizable(t *testing.T, sc scenario) {
 			t.Fatal(err)
 		}
 		var db string
-		if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err == nil {
+		if err = conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err == nil {
 			_, err = conn.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET synchronous_commit = on`)
 		}
 		conn.Close(ctx)
