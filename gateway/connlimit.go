@@ -49,10 +49,20 @@ func LimitConnections(l net.Listener, max int) net.Listener {
 	return &limitListener{Listener: l, slots: make(chan struct{}, max), busy: make(chan struct{}, busyAnswers)}
 }
 
+// LimitTLSConnections is LimitConnections for a listener whose
+// connections will speak TLS: a connection over the cap is closed at once.
+// A plain-HTTP 503 written into it would reach the client as a failed
+// handshake anyway, after holding a busy slot while its "request head"
+// (a ClientHello) was read.
+func LimitTLSConnections(l net.Listener, max int) net.Listener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, max), closeOnly: true}
+}
+
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
-	busy  chan struct{}
+	slots     chan struct{}
+	busy      chan struct{}
+	closeOnly bool
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -65,6 +75,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
 		default:
+		}
+		if l.closeOnly {
+			c.Close()
+			continue
 		}
 		select {
 		case l.busy <- struct{}{}:

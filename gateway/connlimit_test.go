@@ -72,3 +72,53 @@ func TestLimitConnections(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLimitTLSConnections: over the cap, a connection that will speak TLS
+// is closed at once, unanswered (a plain-HTTP 503 is no TLS record), and
+// a connection under the cap is served.
+func TestLimitTLSConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := LimitTLSConnections(ln, 1)
+	t.Cleanup(func() { limited.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		for {
+			c, err := limited.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	held, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	first := <-accepted // the held connection has the slot
+	over, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	io.WriteString(over, "\x16\x03\x01\x00\x05hello") // the start of a ClientHello
+	over.SetReadDeadline(time.Now().Add(time.Minute))
+	if n, err := over.Read(make([]byte, 64)); n != 0 || err == nil {
+		t.Fatalf("over the cap: read %d bytes, %v; want the connection closed unanswered", n, err)
+	}
+	first.Close() // frees the slot
+	again, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(time.Minute):
+		t.Fatal("a connection under the cap was not accepted after the slot was freed")
+	}
+}

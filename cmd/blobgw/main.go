@@ -342,9 +342,10 @@ func serve(c *cli.Context) error {
 	// would record ciphertext: names are lowercased there. The connection
 	// limit counts raw TCP connections (under TLS an over-limit connection
 	// is closed: its busy answer would need the handshake).
-	ln = gateway.LimitConnections(ln, cfg.MaxConnections)
 	if cfg.TLSCert == "" {
-		ln = gateway.PreserveHeaderCase(ln)
+		ln = gateway.PreserveHeaderCase(gateway.LimitConnections(ln, cfg.MaxConnections))
+	} else {
+		ln = gateway.LimitTLSConnections(ln, cfg.MaxConnections)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}
