@@ -122,10 +122,11 @@ func New(db *leasedb.DB, backend backends.Backend, accounts auth.Accounts, log *
 	log = slog.New(RedactingHandler(log.Handler()))
 	m := newMetrics()
 	backend = backends.Observe(backend, m.observeBackend)
+	inner := db.Store
 	observed := *db
-	observed.Store = observedStore{Store: db.Store, m: m}
+	observed.Store = observedStore{Store: inner, m: m}
 	db = &observed
-	m.reg.MustRegister(newStateCollector(db, observed.Store.(observedStore).Store))
+	m.reg.MustRegister(newStateCollector(db, inner))
 	return &Server{db: db, backend: backend, accounts: accounts, log: log, opt: opt, corsCache: newCORSCache(),
 		keys: newKeyPool(db, opt.IntentTTL), uploads: newUploadLimiter(opt.MaxUploads), metrics: m}
 }

@@ -115,12 +115,6 @@ func unreferenced(dropped, kept []*Blob) []string {
 	return out
 }
 
-// snapshotsOf reads the rows of ref that may share the base blob's
-// extents: its snapshots and previous versions (nameRows).
-func snapshotsOf(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
-	return nameRows(ctx, tx, ref)
-}
-
 // dropStaged removes every staged block of a blob name and queues their
 // objects for collection at once: no committed blob references them.
 func dropStaged(ctx context.Context, tx Tx, ref BlobRef, now time.Time) error {

@@ -154,7 +154,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		var snaps []*Blob
 		var err error
 		if old != nil || req.Copy.SharedExtents {
-			if snaps, err = snapshotsOf(ctx, tx, req.Ref); err != nil {
+			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
 				return nil, err
 			}
 		}

@@ -129,7 +129,7 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 			return nil, err
 		}
 		// Snapshots keep the extents they share with the old version.
-		snaps, err := snapshotsOf(ctx, tx, req.Ref)
+		snaps, err := nameRows(ctx, tx, req.Ref)
 		if err != nil {
 			return nil, err
 		}

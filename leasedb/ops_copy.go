@@ -91,7 +91,7 @@ func shareExtents(ctx context.Context, tx Tx, req PutBlobRequest, old *Blob, sna
 	if err != nil {
 		return err
 	}
-	ssnaps, err := snapshotsOf(ctx, tx, src)
+	ssnaps, err := nameRows(ctx, tx, src)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (d *DB) dropRuns(ctx context.Context, tx Tx, ref BlobRef, old, kept []Exten
 	if len(gone) == 0 {
 		return nil
 	}
-	snaps, err := snapshotsOf(ctx, tx, ref)
+	snaps, err := nameRows(ctx, tx, ref)
 	if err != nil {
 		return err
 	}

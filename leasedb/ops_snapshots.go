@@ -120,7 +120,7 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 			}
 			return err
 		}
-		kept, err := snapshotsOf(ctx, tx, ref)
+		kept, err := nameRows(ctx, tx, ref)
 		if err != nil {
 			return err
 		}

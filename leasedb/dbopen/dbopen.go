@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/leasedb/postgres"
 	"github.com/blobgw/blobgw/leasedb/sqlite"
 )
@@ -102,11 +103,9 @@ func Open(ctx context.Context, dsn string) (leasedb.Store, error) {
 			s.Close()
 			return nil, fmt.Errorf("dbopen: %w", err)
 		}
-		t := time.NewTimer(min(time.Duration(attempt)*100*time.Millisecond, time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
+		if err := sqlq.Sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("dbopen: %w", err)
 		}
 	}
 }
