@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -353,11 +354,9 @@ type xmlPageRange struct {
 // (ClearRange) since that snapshot. marker / maxresults page through
 // them: the marker is the blob offset to go on from.
 func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *request) error {
-	if r.Header.Get("x-ms-previous-snapshot-url") != "" {
-		// The diff against a snapshot of another blob (managed disks'
-		// incremental snapshots) goes with Incremental Copy Blob, which
-		// this gateway lacks.
-		return svcerr.Newf(svcerr.NotImplemented, "Get Page Ranges with x-ms-previous-snapshot-url is not implemented by this gateway.")
+	prevURL, hasPrevURL, err := s.previousSnapshotURL(r, req)
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	cond, err := parseConditions(r.Header)
@@ -405,7 +404,11 @@ func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *requ
 	}
 	start = max(start, from)
 	var ranges []leasedb.PageRange
-	if v, ok := req.query["prevsnapshot"]; ok {
+	v, ok := req.query["prevsnapshot"]
+	if hasPrevURL {
+		v, ok = prevURL, true
+	}
+	if ok {
 		prev, err := leasedb.ParseSnapshot(v)
 		if err != nil {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "prevsnapshot", v, "")
@@ -442,4 +445,37 @@ func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *requ
 	setETagLM(h, b.ETag, b.LastModified)
 	h.Set("x-ms-blob-content-length", strconv.FormatInt(b.Size, 10))
 	return writeXML(w, r, http.StatusOK, out)
+}
+
+// previousSnapshotURL reads Get Page Ranges' x-ms-previous-snapshot-url,
+// the managed disks form of prevsnapshot: the URL of an older snapshot.
+// Azure accepts it on managed disk accounts only (a standard account
+// answers 400 UnsupportedHeaderForNonManagedDisksAccount). A URL naming a
+// snapshot of the same blob in this gateway means what prevsnapshot means,
+// so it is answered as that (the snapshot id is returned); any other URL
+// (another blob, a base blob, another endpoint) gets the standard
+// account's answer, since a diff between two names is what only managed
+// disks compute.
+func (s *Server) previousSnapshotURL(r *http.Request, req *request) (snap string, ok bool, err error) {
+	const name = "x-ms-previous-snapshot-url"
+	raw := r.Header.Get(name)
+	if raw == "" {
+		return "", false, nil
+	}
+	refuse := svcerr.Header(svcerr.UnsupportedHeaderForNonManagedDisksAccount, name, redactURL(raw))
+	refuse.Details = refuse.Details[:1] // Azure names the header only
+	if _, both := req.query["prevsnapshot"]; both {
+		// One previous snapshot or the other, as the SDKs send them.
+		return "", false, svcerr.Header(svcerr.InvalidHeaderValue, name, redactURL(raw))
+	}
+	u, perr := url.Parse(raw)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false, svcerr.Header(svcerr.InvalidHeaderValue, name, redactURL(raw))
+	}
+	ref, local := s.localSource(r, u)
+	v := u.Query().Get("snapshot")
+	if !local || ref != req.ref() || v == "" {
+		return "", false, refuse
+	}
+	return v, true, nil
 }

@@ -210,8 +210,15 @@ func TestPageBlobs(t *testing.T) {
 		}
 		_, err = pb.NewGetPageRangesDiffPager(&pageblob.GetPageRangesDiffOptions{PrevSnapshot: to.Ptr("2001-01-01T00:00:00.0000000Z")}).NextPage(ctx)
 		wantErr(t, err, 409, "PreviousSnapshotNotFound")
-		_, err = pb.NewGetPageRangesDiffPager(&pageblob.GetPageRangesDiffOptions{PrevSnapshotURL: to.Ptr(sc.URL())}).NextPage(ctx)
-		wantErr(t, err, 501, "NotImplemented")
+		// x-ms-previous-snapshot-url naming a snapshot of this blob is
+		// prevsnapshot (TestPageRangesPrevSnapshotURL has the rest).
+		urlDiff, err := pb.NewGetPageRangesDiffPager(&pageblob.GetPageRangesDiffOptions{PrevSnapshotURL: to.Ptr(sc.URL())}).NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(urlDiff.PageRange) != 1 || *urlDiff.PageRange[0].Start != 8192 || len(urlDiff.ClearRange) != 1 || *urlDiff.ClearRange[0].Start != 1024 {
+			t.Fatalf("diff since the snapshot's URL: %d changed %d cleared", len(urlDiff.PageRange), len(urlDiff.ClearRange))
+		}
 
 		// Resize: a shrink drops the pages past the end, a grow reads zeros.
 		if _, err := pb.Resize(ctx, 4096, nil); err != nil {

@@ -107,6 +107,18 @@ const (
 // which only accounts with Blob Listing with Apache Arrow accept.
 const OperationNotSupportedWithFeatureMissing Code = "OperationNotSupportedWithFeatureMissing"
 
+// Page blob features of Azure's other account kinds and Incremental Copy
+// Blob: Get Page Ranges x-ms-previous-snapshot-url works on managed disk
+// accounts only; an incremental copy destination takes nothing but
+// incremental copies of its one source, newer snapshot each time.
+const (
+	UnsupportedHeaderForNonManagedDisksAccount Code = "UnsupportedHeaderForNonManagedDisksAccount"
+	IncrementalCopySourceMustBeSnapshot        Code = "IncrementalCopySourceMustBeSnapshot"
+	IncrementalCopyBlobMismatch                Code = "IncrementalCopyBlobMismatch"
+	IncrementalCopyOfEarlierSnapshotNotAllowed Code = "IncrementalCopyOfEarlierSnapshotNotAllowed"
+	OperationNotAllowedOnIncrementalCopyBlob   Code = "OperationNotAllowedOnIncrementalCopyBlob"
+)
+
 type entry struct {
 	status int
 	msg    string
@@ -201,6 +213,13 @@ var table = map[Code]entry{
 	ExceedsMaxBatchRequestCount:             {400, "The batch operation exceeds maximum number of allowed subrequests."},
 	AllBatchSubRequestsShouldBeSameApi:      {400, "All batch subrequests should be the same api."},
 	OperationNotSupportedWithFeatureMissing: {400, "The requested operation is not allowed as EndBefore parameter support is missing on this account."},
+
+	// Managed disk accounts only, and Incremental Copy Blob.
+	UnsupportedHeaderForNonManagedDisksAccount: {400, "One of the headers specified in the request is only supported for managed disks account."},
+	IncrementalCopySourceMustBeSnapshot:        {409, "The source for incremental copy request must be a snapshot."},
+	IncrementalCopyBlobMismatch:                {409, "The specified source blob is different than the copy source of the destination blob."},
+	IncrementalCopyOfEarlierSnapshotNotAllowed: {409, "The specified snapshot is earlier than the last snapshot copied into the incremental copy blob."},
+	OperationNotAllowedOnIncrementalCopyBlob:   {409, "The specified operation is not allowed on an incremental copy blob."},
 }
 
 // Error is a service error: a code, its status and optional detail elements
