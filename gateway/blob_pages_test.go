@@ -370,9 +370,9 @@ func TestPageBlobRefusals(t *testing.T) {
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": "512"}, "abc"), 400, "InvalidHeaderValue", "a body")
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": "512", "x-ms-blob-sequence-number": "x"}, ""), 400, "InvalidHeaderValue", "bad sequence number")
 		_, err = pageClient(c, "prr", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP10)})
-		wantErr(t, err, 400, "InvalidHeaderValue")
+		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
 		_, err = c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").CopyFromURL(ctx, pb.URL(), nil)
-		wantErr(t, err, 409, "InvalidBlobType")
+		wantErr(t, err, 409, "CannotVerifyCopySource")
 		if _, err := c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").GetProperties(ctx, nil); statusOf(err) != 404 {
 			t.Fatalf("a refused page blob create left a blob (status %d)", statusOf(err))
 		}

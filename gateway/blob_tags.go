@@ -60,6 +60,9 @@ func parseTierHeader(h http.Header, blobType string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
+	if blobType == "PageBlob" && isPremiumPageTier(v) {
+		return "", refusePremiumTier(v)
+	}
 	tier, ok := leasedb.CanonicalTier(v)
 	if !ok || blobType != "BlockBlob" {
 		return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)

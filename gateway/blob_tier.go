@@ -18,6 +18,9 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-access-tier", "")
 	}
 	tier, ok := leasedb.CanonicalTier(v)
+	if !ok && isPremiumPageTier(v) {
+		return s.premiumTierOnPageBlob(r, req, v)
+	}
 	if !ok {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
 	}

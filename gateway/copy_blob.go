@@ -151,10 +151,16 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	case "PageBlob":
 		// A page blob of this gateway is copied whole by Copy Blob,
 		// sharing its runs: the copy keeps its page ranges, length and
-		// sequence number. Copy Blob From URL takes block blobs only
-		// on Azure, and a remote page blob's ranges are unknown here.
-		if op != opCopyBlob || src.ref == (leasedb.BlobRef{}) {
-			return svcerr.Newf(svcerr.InvalidBlobType, "Copying a %s is not supported by this gateway.", preq.Type)
+		// sequence number. A remote page blob (read whole by Get Blob)
+		// becomes one run of all its bytes, holes as zeros, with the
+		// sequence number it reported. Copy Blob From URL takes block
+		// blobs only: Azure answers a page blob source 409
+		// CannotVerifyCopySource, "The copy source must be a block blob."
+		if op != opCopyBlob {
+			return cannotVerify(http.StatusConflict, "The copy source must be a block blob.")
+		}
+		if !src.remote && src.ref == (leasedb.BlobRef{}) {
+			return svcerr.Newf(svcerr.InvalidBlobType, "Copying a range of a %s is not supported.", preq.Type)
 		}
 		preq.PageSize, preq.SequenceNumber = src.size, src.seq
 	default:
@@ -222,6 +228,14 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		}
 		sum = digest
 		preq.Extents = extentsOf(ext)
+		if preq.Type == "PageBlob" {
+			if ext.Size%leasedb.PageSize != 0 {
+				// Not a page blob's length: the source is not what it says.
+				s.discardAll(preq.Extents)
+				return cannotVerify(http.StatusConflict, "The copy source's %d bytes are not a page blob's length (a multiple of 512).", ext.Size)
+			}
+			preq.PageSize = ext.Size
+		}
 		if preq.Type == "AppendBlob" && src.remote && ext.Size > 0 {
 			preq.Copy.BlockCount = 1
 		}

@@ -567,6 +567,11 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 	}
 	src.typ, src.props, src.meta = remoteBlob(resp.Header, resp.StatusCode == http.StatusOK && !spec.ranged)
 	src.sealed = strings.EqualFold(resp.Header.Get("x-ms-blob-sealed"), "true")
+	if src.typ == "PageBlob" {
+		// Get Blob of a page blob reports its sequence number.
+		src.seq, _ = strconv.ParseInt(resp.Header.Get("x-ms-blob-sequence-number"), 10, 64)
+		src.seq = max(src.seq, 0)
+	}
 	return src, nil
 }
 

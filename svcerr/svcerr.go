@@ -109,7 +109,8 @@ const OperationNotSupportedWithFeatureMissing Code = "OperationNotSupportedWithF
 
 // Page blob features of Azure's other account kinds and Incremental Copy
 // Blob: Get Page Ranges x-ms-previous-snapshot-url works on managed disk
-// accounts only; an incremental copy destination takes nothing but
+// accounts only, premium page blob tiers on premium accounts only; an
+// incremental copy destination takes nothing but
 // incremental copies of its one source, newer snapshot each time.
 const (
 	UnsupportedHeaderForNonManagedDisksAccount Code = "UnsupportedHeaderForNonManagedDisksAccount"
@@ -117,6 +118,7 @@ const (
 	IncrementalCopyBlobMismatch                Code = "IncrementalCopyBlobMismatch"
 	IncrementalCopyOfEarlierSnapshotNotAllowed Code = "IncrementalCopyOfEarlierSnapshotNotAllowed"
 	OperationNotAllowedOnIncrementalCopyBlob   Code = "OperationNotAllowedOnIncrementalCopyBlob"
+	BlobAccessTierNotSupportedForAccountType   Code = "BlobAccessTierNotSupportedForAccountType"
 )
 
 type entry struct {
@@ -220,6 +222,8 @@ var table = map[Code]entry{
 	IncrementalCopyBlobMismatch:                {409, "The specified source blob is different than the copy source of the destination blob."},
 	IncrementalCopyOfEarlierSnapshotNotAllowed: {409, "The specified snapshot is earlier than the last snapshot copied into the incremental copy blob."},
 	OperationNotAllowedOnIncrementalCopyBlob:   {409, "The specified operation is not allowed on an incremental copy blob."},
+	// A premium page blob tier (P4 ... P80) on a standard account.
+	BlobAccessTierNotSupportedForAccountType: {400, "Blob access tier is not supported on this storage account type."},
 }
 
 // Error is a service error: a code, its status and optional detail elements

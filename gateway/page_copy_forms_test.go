@@ -1,0 +1,151 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
+)
+
+// TestPageBlobCopyForms: Copy Blob From URL (x-ms-requires-sync) of a page
+// blob is 409 CannotVerifyCopySource, as Azure answers a source that is
+// not a block blob, and creates nothing; the async Copy Blob of a page
+// blob in another gateway (fetched with its SAS) makes a page blob of the
+// same bytes, length and sequence number that takes Put Page.
+func TestPageBlobCopyForms(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		remote := setup(t, kind)
+		ctx := context.Background()
+		for _, c := range []string{"disks"} {
+			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := remote.client.CreateContainer(ctx, c, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const size = 8 << 10
+		local := pageClient(b.client, "disks", "local")
+		if _, err := local.Create(ctx, size, nil); err != nil {
+			t.Fatal(err)
+		}
+		dst := b.client.ServiceClient().NewContainerClient("disks").NewBlobClient("sync")
+		_, err := dst.CopyFromURL(ctx, local.URL(), nil)
+		wantErr(t, err, 409, "CannotVerifyCopySource")
+		if _, err := dst.GetProperties(ctx, nil); statusOf(err) != 404 {
+			t.Fatalf("a refused sync copy left a blob (status %d)", statusOf(err))
+		}
+
+		src := pageClient(remote.client, "disks", "os.vhd")
+		if _, err := src.Create(ctx, size, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(7))}); err != nil {
+			t.Fatal(err)
+		}
+		model := make([]byte, size)
+		data := randBytes(1536, 51)
+		if _, err := src.UploadPages(ctx, rsc{bytes.NewReader(data)}, rangeOf(2048, 1536), nil); err != nil {
+			t.Fatal(err)
+		}
+		copy(model[2048:], data)
+		sasURL := withSAS(t, src.URL(), remote.cred, "disks", "os.vhd", "r")
+		// The sync form refuses a remote page blob the same way.
+		_, err = dst.CopyFromURL(ctx, sasURL, nil)
+		wantErr(t, err, 409, "CannotVerifyCopySource")
+
+		cp := pageClient(b.client, "disks", "copy.vhd")
+		resp, err := cp.StartCopyFromURL(ctx, sasURL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *resp.CopyStatus != blob.CopyStatusTypeSuccess {
+			t.Fatalf("copy status %v", *resp.CopyStatus)
+		}
+		props, err := cp.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *props.BlobType != blob.BlobTypePageBlob || *props.ContentLength != size || props.BlobSequenceNumber == nil || *props.BlobSequenceNumber != 7 {
+			t.Fatalf("remote page blob copy: type %v length %v seq %v", *props.BlobType, *props.ContentLength, props.BlobSequenceNumber)
+		}
+		if got := downloadRange(t, cp, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the copy of a remote page blob differs")
+		}
+		more := randBytes(512, 52)
+		if _, err := cp.UploadPages(ctx, rsc{bytes.NewReader(more)}, rangeOf(0, 512), nil); err != nil {
+			t.Fatal(err)
+		}
+		copy(model, more)
+		if got := downloadRange(t, cp, 0, 0); !bytes.Equal(got, model) {
+			t.Fatal("the copy does not take Put Page")
+		}
+		b.checkNoLeak(t)
+	})
+}
+
+// TestPremiumPageTiers: this gateway is a standard account, so a premium
+// page blob tier (P4 ... P80) on a page blob is 400
+// BlobAccessTierNotSupportedForAccountType on Put Blob, Copy Blob and Set
+// Blob Tier, and nothing is stored; on a block blob it is not a tier at
+// all (400 InvalidHeaderValue).
+func TestPremiumPageTiers(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		c := b.client
+		if _, err := c.CreateContainer(ctx, "tiers", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, tier := range []pageblob.PremiumPageBlobAccessTier{pageblob.PremiumPageBlobAccessTierP4, pageblob.PremiumPageBlobAccessTierP10, pageblob.PremiumPageBlobAccessTierP80} {
+			_, err := pageClient(c, "tiers", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(tier)})
+			wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
+		}
+		if _, err := pageClient(c, "tiers", "new").GetProperties(ctx, nil); statusOf(err) != 404 {
+			t.Fatalf("a refused page blob create left a blob (status %d)", statusOf(err))
+		}
+		pb := pageClient(c, "tiers", "disk")
+		if _, err := pb.Create(ctx, 4096, nil); err != nil {
+			t.Fatal(err)
+		}
+		before, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pb.SetTier(ctx, blob.AccessTier("P30"), nil)
+		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
+		_, err = pageClient(c, "tiers", "copy").StartCopyFromURL(ctx, pb.URL(), &blob.StartCopyFromURLOptions{Tier: to.Ptr(blob.AccessTier("P10"))})
+		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
+		_, err = pageClient(c, "tiers", "missing").SetTier(ctx, blob.AccessTier("P10"), nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		bb := blockClient(c, "tiers", "block")
+		if _, err := bb.Upload(ctx, nopSeeker("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bb.SetTier(ctx, blob.AccessTier("P10"), nil)
+		wantErr(t, err, 400, "InvalidHeaderValue")
+		after, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *after.ETag != *before.ETag || after.AccessTier != nil {
+			t.Fatalf("a refused tier changed the page blob: ETag %v -> %v, tier %v", *before.ETag, *after.ETag, after.AccessTier)
+		}
+		var names []string
+		pager := c.NewListBlobsFlatPager("tiers", nil)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Segment.BlobItems {
+				names = append(names, *it.Name)
+			}
+		}
+		if !slices.Equal(names, []string{"block", "disk"}) {
+			t.Fatalf("blobs after refusals: %v", names)
+		}
+	})
+}
