@@ -55,6 +55,11 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		// and refuses the read the same way (no rehydration).
 		return svcerr.New(svcerr.BlobArchived)
 	}
+	if r.Method != http.MethodHead && b.Snapshot == "" && b.IsIncrementalCopy() {
+		// Incremental Copy Blob: the destination is read through its
+		// snapshots (incremental.go in leasedb).
+		return svcerr.New(svcerr.OperationNotAllowedOnIncrementalCopyBlob)
+	}
 	writeBlobHeaders(h, b, now)
 	if req.sas {
 		// rscc/rscd/rsce/rscl/rsct of a verified service SAS.

@@ -398,6 +398,10 @@ func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *requ
 	if b.Type != "PageBlob" {
 		return svcerr.New(svcerr.InvalidBlobType)
 	}
+	if b.Snapshot == "" && b.IsIncrementalCopy() {
+		// Read through its snapshots, as Get Blob.
+		return svcerr.New(svcerr.OperationNotAllowedOnIncrementalCopyBlob)
+	}
 	start, end, _, err := parseRange(r.Header, b.Size)
 	if err != nil {
 		return err

@@ -48,13 +48,14 @@ const (
 	opPutBlockFromURL               // Put Block From URL
 	opAppendFromURL                 // Append Block From URL
 	opPutPageFromURL                // Put Page From URL
+	opIncrementalCopy               // Incremental Copy Blob (copy_incremental.go)
 )
 
 // fromURL reports whether the operation is one of the "From URL" family,
 // whose source failures are all CannotVerifyCopySource (a missing source
 // included); an async Copy Blob reports a missing source in this account as
 // 404 BlobNotFound, as Azure does.
-func (op copyOp) fromURL() bool { return op != opCopyBlob }
+func (op copyOp) fromURL() bool { return op != opCopyBlob && op != opIncrementalCopy }
 
 // anyAdopted reports whether one of the extents is an object adopted from
 // the bucket (blobgw import s3): those back one blob name only (migration

@@ -284,7 +284,10 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 	} else if err != nil && !svcerr.HasCode(err, svcerr.ContainerNotFound) {
 		return err
 	}
-	if r.Header.Get("Authorization") != "" && ref.Account == req.account {
+	if r.Header.Get("Authorization") != "" && ref.Account == req.account && spec.op != opIncrementalCopy {
+		// (Incremental Copy Blob: "the source must be public or
+		// authorized with a shared access signature", same account
+		// or not.)
 		// authorize verified the Shared Key signature for req.account.
 		return nil
 	}

@@ -161,6 +161,11 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 		h.Set("x-ms-copy-status", c.Status)
 		h.Set("x-ms-copy-progress", c.Progress)
 		h.Set("x-ms-copy-completion-time", httpTime(c.Completed))
+		if c.Incremental {
+			// Incremental Copy Blob's destination and its snapshots.
+			h.Set("x-ms-incremental-copy", "true")
+			h.Set("x-ms-copy-destination-snapshot", c.DestinationSnapshot)
+		}
 	}
 	writeTierTagHeaders(h, b)
 	writeMetadata(h, b.Metadata)

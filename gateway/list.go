@@ -285,6 +285,12 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 		x.elem("CopyCompletionTime", httpTime(b.Copy.Completed))
 	}
 	x.elem("ServerEncrypted", "true")
+	if b.IsIncrementalCopy() {
+		x.elem("IncrementalCopy", "true")
+		if include["copy"] {
+			x.elem("DestinationSnapshot", b.Copy.DestinationSnapshot)
+		}
+	}
 	if b.Type == "AppendBlob" {
 		x.elem("Sealed", strconv.FormatBool(b.Sealed))
 	}

@@ -214,8 +214,10 @@ func TestRefusedFeatures(t *testing.T) {
 				t.Fatalf("a refused Set Blob Service Properties was stored: %+v", props)
 			}
 
+			// Incremental Copy Blob works (TestIncrementalCopy); a source
+			// without a SAS is refused before anything is stored.
 			_, err = cc.NewPageBlobClient("inc").StartCopyIncremental(ctx, cc.NewBlobClient("keep").URL(), "2024-01-01T00:00:00.0000000Z", nil)
-			wantErr(t, err, 501, "NotImplemented")
+			wantErr(t, err, 403, "CannotVerifyCopySource")
 			notStored("inc")
 
 			if after := b.accountState(t); after != before {

@@ -271,13 +271,16 @@ var operations = []operation{
 		handle: (*Server).putPage, sas: auth.OpWriteBlobProps, upload: true},
 	{name: "GetPageRanges", on: blobTarget, methods: mGet, comp: "pagelist",
 		handle: (*Server).getPageRanges, sas: auth.OpReadBlob, public: publicBlob},
+	// Incremental Copy Blob writes the destination: the permission of
+	// Copy Blob.
+	{name: "IncrementalCopyBlob", on: blobTarget, methods: mPut, comp: "incrementalcopy",
+		handle: (*Server).incrementalCopy, sas: auth.OpOverwriteBlob},
 
 	// Operations the gateway does not have yet, at any path and with any
 	// method. Azure spells some comps in mixed case
 	// (immutabilityPolicies), so they match in any case. No SAS grants
 	// them and they are never public, so only an account key learns they
 	// are missing.
-	missingOp("IncrementalCopyBlob", "incrementalcopy", "Incremental Copy Blob (page blobs)"),
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
 	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),

@@ -142,7 +142,7 @@ func TestResolve(t *testing.T) {
 		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
 
 		// Not built yet: any path, any method, comp in any case.
-		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "notImplemented", noSAS, notPublic, false},
+		{"PUT", "cnt/b", "comp=incrementalcopy", nil, "IncrementalCopyBlob", "incrementalCopy", auth.OpOverwriteBlob, notPublic, false},
 		{"PUT", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},

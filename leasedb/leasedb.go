@@ -202,6 +202,15 @@ type CopyInfo struct {
 	Status    string    `json:"status"`
 	Progress  string    `json:"progress"` // "<bytes copied>/<total>"
 	Completed time.Time `json:"completed"`
+	// Incremental marks a blob written by Incremental Copy Blob (and its
+	// snapshots): x-ms-incremental-copy. SourceName ("account/container/
+	// name") and SourceSnapshot are the source snapshot last copied, and
+	// DestinationSnapshot the snapshot of this blob that copy made
+	// (x-ms-copy-destination-snapshot). See incremental.go.
+	Incremental         bool   `json:"incremental,omitempty"`
+	SourceName          string `json:"srcName,omitempty"`
+	SourceSnapshot      string `json:"srcSnapshot,omitempty"`
+	DestinationSnapshot string `json:"destSnapshot,omitempty"`
 }
 
 // Keys returns the distinct backend keys the row references (a block id

@@ -188,6 +188,11 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			ci.Completed = now
 			b.Copy = &ci
 		}
+		if req.Copy.Incremental {
+			if err := snapshotIncremental(ctx, tx, req.Ref, now, b); err != nil {
+				return nil, err
+			}
+		}
 		if old != nil {
 			// The new row may share extents with the old one (a restore
 			// from a snapshot that shares them too): those stay.
@@ -248,6 +253,9 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		return nil, err
 	}
 	return d.writeExisting(ctx, ref, leaseID, cond, true, func(tx Tx, now time.Time, b *Blob) error {
+		if b.IsIncrementalCopy() {
+			return errIncrementalCopyBlob()
+		}
 		mutate(b)
 		return nil
 	})
@@ -303,6 +311,9 @@ func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, c
 		return nil, err
 	}
 	return d.writeExisting(ctx, ref, leaseID, cond, true, func(tx Tx, now time.Time, b *Blob) error {
+		if b.IsIncrementalCopy() {
+			return errIncrementalCopyBlob()
+		}
 		vid, err := keepVersion(ctx, tx, ref, now, b)
 		if err != nil {
 			return err

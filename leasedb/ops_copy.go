@@ -43,6 +43,12 @@ type CopyTarget struct {
 	BlockCount int
 	Sealed     bool
 	Info       *CopyInfo
+	// Incremental makes the commit an Incremental Copy Blob: Info must
+	// carry Incremental, SourceName and SourceSnapshot; the destination
+	// must be missing or an incremental copy of the same source name with
+	// an older source snapshot (checkIncrementalTarget), and the commit
+	// takes a snapshot of the new row, named in Info.DestinationSnapshot.
+	Incremental bool
 }
 
 // checkCopyTarget applies req.Copy against the locked current row, after the
@@ -59,6 +65,12 @@ func checkCopyTarget(req PutBlobRequest, old *Blob, now time.Time) error {
 	}
 	if req.Copy.SameType && old.Type != req.Type {
 		return svcerr.New(svcerr.InvalidBlobType)
+	}
+	if req.Copy.Incremental {
+		return checkIncrementalTarget(old, req.Copy.Info)
+	}
+	if old.IsIncrementalCopy() {
+		return errIncrementalCopyBlob()
 	}
 	return nil
 }

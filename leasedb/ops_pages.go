@@ -111,6 +111,9 @@ func (d *DB) SetPageBlobProperties(ctx context.Context, ref BlobRef, leaseID str
 		if err != nil {
 			return err
 		}
+		if b.IsIncrementalCopy() {
+			return errIncrementalCopyBlob()
+		}
 		old := b.Extents
 		if err := applyPageProps(b, pp); err != nil {
 			return err

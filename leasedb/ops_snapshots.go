@@ -38,6 +38,10 @@ func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, co
 		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
 			return err
 		}
+		if b.IsIncrementalCopy() {
+			// Its snapshots are the copies Incremental Copy Blob made.
+			return errIncrementalCopyBlob()
+		}
 		snap := *b
 		snap.Lease = Lease{}
 		if meta != nil {
@@ -47,20 +51,11 @@ func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, co
 			}
 			snap.Metadata, snap.ETag, snap.LastModified = meta, etag, now
 		}
-		// Ids are unique per blob: under the blob lock, step past an id
-		// taken in the same 100 ns tick.
-		at := now.UTC().Truncate(100 * time.Nanosecond)
-		for {
-			snap.Snapshot = at.Format(SnapshotFormat)
-			existing, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, snap.Snapshot)
-			if err != nil {
-				return err
-			}
-			if existing == nil {
-				break
-			}
-			at = at.Add(100 * time.Nanosecond)
+		id, err := nextSnapshotID(ctx, tx, ref, now)
+		if err != nil {
+			return err
 		}
+		snap.Snapshot = id
 		if err := tx.PutSnapshot(ctx, &snap); err != nil {
 			return err
 		}
@@ -129,4 +124,22 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 		}
 		return release(ctx, tx, unreferenced([]*Blob{sn}, kept), now.Add(d.Grace))
 	})
+}
+
+// nextSnapshotID is a new snapshot id of ref at now. Ids are unique per
+// blob: under the blob lock, it steps past an id taken in the same 100 ns
+// tick.
+func nextSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (string, error) {
+	at := now.UTC().Truncate(100 * time.Nanosecond)
+	for {
+		id := at.Format(SnapshotFormat)
+		existing, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, id)
+		if err != nil {
+			return "", err
+		}
+		if existing == nil {
+			return id, nil
+		}
+		at = at.Add(100 * time.Nanosecond)
+	}
 }

@@ -66,6 +66,11 @@ func checkPutBlob(old *Blob, req PutBlobRequest, now time.Time) (Lease, error) {
 	if err := checkCopyTarget(req, old, now); err != nil {
 		return Lease{}, err
 	}
+	if req.Copy.Info == nil && old.IsIncrementalCopy() {
+		// Put Blob over an incremental copy blob (Copy Blob is
+		// checkCopyTarget's).
+		return Lease{}, errIncrementalCopyBlob()
+	}
 	return lease, nil
 }
 

@@ -33,6 +33,8 @@ func checkPageWrite(b *Blob, req PageWriteRequest, now time.Time) (Lease, error)
 	switch {
 	case b.Type != "PageBlob":
 		return Lease{}, svcerr.New(svcerr.InvalidBlobType)
+	case b.IsIncrementalCopy():
+		return Lease{}, errIncrementalCopyBlob()
 	case !req.Seq.met(b.SequenceNumber):
 		return Lease{}, svcerr.New(svcerr.SequenceNumberConditionNotMet)
 	case req.End > b.Size:
