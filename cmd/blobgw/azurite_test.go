@@ -315,8 +315,8 @@ func download(t *testing.T, bc *blob.Client) []byte {
 // blob, through both services' APIs: the same containers with the same
 // metadata, the same blob names, and for each blob the same bytes, content
 // headers, metadata, and a Content-MD5 that is the source's or, where
-// Azurite keeps none, the MD5 of the bytes, and the same blob type (page
-// blobs arrive as block blobs). wrote is what the test put into
+// Azurite keeps none, the MD5 of the bytes, and the same blob type. wrote
+// is what the test put into
 // Azurite; the bytes Azurite serves must be those too. conts limits the
 // comparison to some containers (nil: all).
 func checkFromAzurite(t *testing.T, src *azurite, dst *migGateway, wrote []azBlob, conts []string) {
@@ -401,11 +401,10 @@ func checkFromAzurite(t *testing.T, src *azurite, dst *migGateway, wrote []azBlo
 			if got := metaValue(d.Metadata, importETagKey); got != strings.Trim(string(*s.ETag), `"`) {
 				t.Errorf("%s: import marker %q, Azurite's ETag %s", what, got, *s.ETag)
 			}
-			// Append blobs stay append blobs; block and page blobs (the
-			// gateway has no page blobs) arrive as block blobs.
+			// Every blob keeps its type.
 			wantType := blob.BlobTypeBlockBlob
-			if s.BlobType != nil && *s.BlobType == blob.BlobTypeAppendBlob {
-				wantType = blob.BlobTypeAppendBlob
+			if s.BlobType != nil && (*s.BlobType == blob.BlobTypeAppendBlob || *s.BlobType == blob.BlobTypePageBlob) {
+				wantType = *s.BlobType
 			}
 			if d.BlobType == nil || *d.BlobType != wantType {
 				t.Errorf("%s: blob type %v, want %s (Azurite's: %v)", what, d.BlobType, wantType, s.BlobType)
@@ -565,14 +564,15 @@ func TestImportAzuriteKinds(t *testing.T) {
 	sc := src.client.ServiceClient().NewContainerClient(kindsContainer)
 
 	// A sparse page blob: 8 KiB with two written ranges; Get Blob serves
-	// zeros for the rest, and those are the bytes the copy gets.
+	// zeros for the rest. It arrives as a page blob with the same two
+	// ranges (the holes stay holes) and sequence number.
 	disk := make([]byte, 8<<10)
 	rand.New(rand.NewSource(11)).Read(disk[1024:3072])
 	copy(disk[7680:], bytes.Repeat([]byte("END!"), 128))
 	pb := sc.NewPageBlobClient("disk.vhd")
 	if _, err := pb.Create(ctx, int64(len(disk)), &pageblob.CreateOptions{
-		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("application/x-vhd")},
-		Metadata:    map[string]*string{"vm": to.Ptr("test")}, Tags: map[string]string{"disk": "os"}}); err != nil {
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("application/x-vhd")}, SequenceNumber: to.Ptr(int64(9)),
+		Metadata: map[string]*string{"vm": to.Ptr("test")}, Tags: map[string]string{"disk": "os"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range [][2]int{{1024, 3072}, {7680, 8192}} {
@@ -593,9 +593,10 @@ func TestImportAzuriteKinds(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", n)) {
 		t.Fatalf("import from Azurite (%d):\n%s", code, out)
 	}
-	if !strings.Contains(out, "kinds/disk.vhd: page blob copied as a block blob") {
-		t.Errorf("no note on the page blob:\n%s", out)
+	if strings.Contains(out, "page blob") {
+		t.Errorf("a note on the page blob:\n%s", out)
 	}
+	checkPageBlob(t, dst.client.ServiceClient().NewContainerClient(kindsContainer).NewPageBlobClient("disk.vhd"), 9, [][2]int64{{1024, 3071}, {7680, 8191}})
 	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})
 	checkKinds(t, dst.client, kinds, true)
 	diskTags := blobTags(t, dst.client.ServiceClient().NewContainerClient(kindsContainer).NewBlobClient("disk.vhd"))
@@ -641,4 +642,32 @@ func TestImportAzuriteKinds(t *testing.T) {
 		t.Fatalf("run after the rehydration (%d):\n%s", code, out)
 	}
 	checkFromAzurite(t, src, dst, append(wrote, azBlob{container: kindsContainer, name: "frozen.bin", data: frozen}), []string{kindsContainer})
+}
+
+// checkPageBlob asserts that pb is a page blob with sequence number seq
+// and exactly the written ranges want ([start, end], inclusive ends).
+func checkPageBlob(t *testing.T, pb *pageblob.Client, seq int64, want [][2]int64) {
+	t.Helper()
+	ctx := context.Background()
+	props, err := pb.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props.BlobType == nil || *props.BlobType != blob.BlobTypePageBlob || props.BlobSequenceNumber == nil || *props.BlobSequenceNumber != seq {
+		t.Fatalf("imported page blob: type %v sequence number %v", props.BlobType, props.BlobSequenceNumber)
+	}
+	var got [][2]int64
+	pager := pb.NewGetPageRangesPager(nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.PageRange {
+			got = append(got, [2]int64{*r.Start, *r.End})
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("imported page blob ranges %v, want %v (holes kept)", got, want)
+	}
 }

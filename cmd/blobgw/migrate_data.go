@@ -583,16 +583,15 @@ func importAzure(c *cli.Context) error {
 	})
 }
 
-// importOne copies one blob, or finds it copied already. Block blobs and
-// page blobs (the gateway has none; their bytes, zeros of unwritten pages
-// included, arrive as a block blob) go through Put Blob or Put Block
-// List; append blobs are created empty and appended to. note reports
-// what the summary does not.
+// importOne copies one blob, or finds it copied already. Block blobs go
+// through Put Blob or Put Block List; append blobs are created empty and
+// appended to; page blobs are created empty and get the source's written
+// ranges (import_pages.go). note reports what the summary does not.
 func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progress, note func(string, ...any)) (bool, error) {
 	srcType := typeOf(j.props.BlobType)
 	want := blob.BlobTypeBlockBlob
-	if srcType == blob.BlobTypeAppendBlob {
-		want = blob.BlobTypeAppendBlob
+	if srcType == blob.BlobTypeAppendBlob || srcType == blob.BlobTypePageBlob {
+		want = srcType
 	}
 	tier := carriedTier(j.props, srcType)
 	dc := dst.NewContainerClient(j.container)
@@ -615,16 +614,20 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	}
 	sb := src.NewContainerClient(j.container).NewBlobClient(j.name)
 	etag := azcore.ETag(j.etag)
-	dl, err := sb.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
-		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}})
-	if err != nil {
-		if bloberror.HasCode(err, bloberror.BlobArchived) {
-			// Archived since the listing.
-			return false, archivedError(j.props)
+	body := io.Reader(http.NoBody) // a page blob is read range by range
+	if want != blob.BlobTypePageBlob {
+		dl, err := sb.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}})
+		if err != nil {
+			if bloberror.HasCode(err, bloberror.BlobArchived) {
+				// Archived since the listing.
+				return false, archivedError(j.props)
+			}
+			return false, fmt.Errorf("download: %w", err)
 		}
-		return false, fmt.Errorf("download: %w", err)
+		defer dl.Body.Close()
+		body = dl.Body
 	}
-	defer dl.Body.Close()
 	if have != nil && *have != want {
 		// An earlier import (append blobs used to arrive as block blobs)
 		// or someone else left a blob of another type, which Put Block
@@ -646,7 +649,8 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		BlobContentDisposition: pr.ContentDisposition, BlobCacheControl: pr.CacheControl, BlobContentMD5: j.md5,
 	}
 	var sum []byte
-	cr := newCountingReader(dl.Body, p, func(s []byte) {
+	var err error
+	cr := newCountingReader(body, p, func(s []byte) {
 		sum = s
 		if headers.BlobContentMD5 == nil {
 			// The source kept no MD5 (a block-list blob): store the one
@@ -654,10 +658,16 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 			headers.BlobContentMD5 = s
 		}
 	})
-	if want == blob.BlobTypeAppendBlob {
+	read := func() int64 { return cr.n }
+	switch want {
+	case blob.BlobTypeAppendBlob:
 		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags)
 		sum = cr.h.Sum(nil) // also when the body ended early: the size check below says so
-	} else {
+	case blob.BlobTypePageBlob:
+		var n int64
+		sum, n, err = importPages(ctx, src.NewContainerClient(j.container).NewPageBlobClient(j.name), dc.NewPageBlobClient(j.name), j, *headers, md, p)
+		read = func() int64 { return n }
+	default:
 		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags}
 		if tier != "" {
 			opts.AccessTier = &tier
@@ -668,12 +678,12 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		}
 	}
 	if err != nil {
-		p.bytes.Add(-cr.n)
+		p.bytes.Add(-read())
 		return false, err
 	}
 	// Verify: what was read matches the source, and the destination agrees.
-	if cr.n != j.size {
-		return false, fmt.Errorf("verify: read %d bytes, source has %d", cr.n, j.size)
+	if read() != j.size {
+		return false, fmt.Errorf("verify: read %d bytes, source has %d", read(), j.size)
 	}
 	if j.md5 != nil && !bytes.Equal(sum, j.md5) {
 		if srcType == blob.BlobTypeAppendBlob {
@@ -681,10 +691,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		}
 		return false, fmt.Errorf("verify: MD5 of the bytes read %x, source Content-MD5 %x", sum, j.md5)
 	}
-	if want == blob.BlobTypeAppendBlob {
-		// The service keeps no MD5 of an append blob; set the one of the
-		// bytes, last, so that the skip check (which wants an MD5) never
-		// takes an interrupted copy for a finished one.
+	if want == blob.BlobTypeAppendBlob || want == blob.BlobTypePageBlob {
+		// The service keeps no MD5 of an append or page blob; set the one
+		// of the bytes, last, so that the skip check (which wants an MD5)
+		// never takes an interrupted copy for a finished one.
 		h := *headers
 		h.BlobContentMD5 = sum
 		if _, err := db.SetHTTPHeaders(ctx, h, nil); err != nil {
@@ -711,9 +721,6 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	}
 	if tier != "" && !strings.EqualFold(deref(got.AccessTier), string(tier)) {
 		return false, fmt.Errorf("verify: destination tier %q, source %s", deref(got.AccessTier), tier)
-	}
-	if srcType == blob.BlobTypePageBlob {
-		note("%s/%s: page blob copied as a block blob (the gateway has no page blobs)", j.container, j.name)
 	}
 	return false, nil
 }
