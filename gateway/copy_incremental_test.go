@@ -247,6 +247,26 @@ func TestIncrementalCopy(t *testing.T) {
 			t.Fatalf("a refused incremental copy left a blob (status %d)", statusOf(err))
 		}
 
+		// A source in a public container needs no SAS.
+		if _, err := c.ServiceClient().NewContainerClient("disks").SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{
+			Access: to.Ptr(container.PublicAccessTypeBlob)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fresh.StartCopyIncremental(ctx, src.URL(), *s2.Snapshot, nil); err != nil {
+			t.Fatal(err)
+		}
+		fp, err := fresh.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsc, _ := fresh.WithSnapshot(*fp.DestinationSnapshot)
+		if got := downloadRange(t, fsc, 0, 0); !bytes.Equal(got, model2) {
+			t.Fatal("an incremental copy from a public container differs")
+		}
+		if _, err := fresh.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)}); err != nil {
+			t.Fatal(err)
+		}
+
 		// Delete Blob takes the destination with its snapshots; the
 		// objects go when no name holds them.
 		_, err = dst.Delete(ctx, nil)
