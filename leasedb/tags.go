@@ -17,7 +17,7 @@ const (
 
 // CanonicalTier maps a tier name in any letter case to its canonical
 // spelling; ok is false for anything else (premium page blob tiers
-// included: blobgw has no page blobs).
+// included: a standard account refuses them, gateway/page_tier.go).
 func CanonicalTier(v string) (tier string, ok bool) {
 	for _, t := range []string{TierHot, TierCool, TierCold, TierArchive} {
 		if strings.EqualFold(v, t) {
