@@ -22,6 +22,7 @@ const (
 	AuthorizationSourceIPMismatch         Code = "AuthorizationSourceIPMismatch"
 	AuthorizationServiceMismatch          Code = "AuthorizationServiceMismatch"
 	AuthorizationResourceTypeMismatch     Code = "AuthorizationResourceTypeMismatch"
+	InsufficientAccountPermissions        Code = "InsufficientAccountPermissions"
 	InvalidAuthenticationInfo             Code = "InvalidAuthenticationInfo"
 	NoAuthenticationInformation           Code = "NoAuthenticationInformation"
 	ConditionNotMet                       Code = "ConditionNotMet"
@@ -121,6 +122,7 @@ var table = map[Code]entry{
 	AuthorizationSourceIPMismatch:         {403, "This request is not authorized to perform this operation using this source IP."},
 	AuthorizationServiceMismatch:          {403, "This request is not authorized to perform this operation using this service."},
 	AuthorizationResourceTypeMismatch:     {403, "This request is not authorized to perform this operation using this resource type."},
+	InsufficientAccountPermissions:        {403, "The account being accessed does not have sufficient permissions to execute this operation."},
 	InvalidAuthenticationInfo:             {400, "Authentication information is not given in the correct format. Check the value of Authorization header."},
 	NoAuthenticationInformation:           {401, "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."},
 	ConditionNotMet:                       {412, "The condition specified using HTTP conditional header(s) is not met."},
