@@ -115,7 +115,7 @@ type entry struct {
 
 // table is the single code → (status, default message) mapping.
 var table = map[Code]entry{
-	AuthenticationFailed:                  {403, "Server failed to authenticate the request. Make sure the value of the Authorization header is formed correctly including the signature."},
+	AuthenticationFailed:                  {403, "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."},
 	AuthorizationFailure:                  {403, "This request is not authorized to perform this operation."},
 	AuthorizationPermissionMismatch:       {403, "This request is not authorized to perform this operation using this permission."},
 	AuthorizationProtocolMismatch:         {403, "This request is not authorized to perform this operation using this protocol."},
@@ -186,7 +186,7 @@ var table = map[Code]entry{
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
 	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
 	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
-	BlobIsSealed:                          {409, "The specified blob is sealed and its contents cannot be modified."},
+	BlobIsSealed:                          {409, "The blob is sealed and its contents cannot be modified."},
 	CorsPreflightFailure:                  {403, "CORS not enabled or no matching rule found for this request."},
 	CannotVerifyCopySource:                {403, "Could not verify the copy source within the specified time."},
 	NoPendingCopyOperation:                {409, "There is currently no pending copy operation."},
