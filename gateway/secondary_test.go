@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 	"github.com/blobgw/blobgw/internal/config"
 )
@@ -119,6 +120,41 @@ func TestSecondaryEndpoint(t *testing.T) {
 	}
 	_, err = secondaryClient(t, b, secCred).ServiceClient().GetStatistics(ctx, nil)
 	wantErr(t, err, 403, "AuthenticationFailed")
+
+	// A SAS is signed for the primary's resources and serves reads at
+	// the secondary; a write SAS writes nothing there.
+	blobSAS, err := b.client.ServiceClient().NewContainerClient("geo").NewBlobClient("a.txt").GetSASURL(
+		sas.BlobPermissions{Read: true, Write: true, Create: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secSAS := strings.Replace(blobSAS, "/"+config.DevAccountName+"/", "/"+config.DevAccountName+"-secondary/", 1)
+	sresp, err := http.Get(secSAS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbody, _ := io.ReadAll(sresp.Body)
+	sresp.Body.Close()
+	if sresp.StatusCode != 200 || string(sbody) != "replicated" {
+		t.Errorf("SAS read at the secondary: %d %q", sresp.StatusCode, sbody)
+	}
+	preq, _ := http.NewRequest(http.MethodPut, secSAS, strings.NewReader("overwritten"))
+	preq.Header.Set("x-ms-blob-type", "BlockBlob")
+	presp, err := http.DefaultClient.Do(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presp.Body.Close()
+	wantStatus(t, presp, 403, "InsufficientAccountPermissions", "SAS write at the secondary")
+	dl, err := b.client.DownloadStream(ctx, "geo", "a.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := io.ReadAll(dl.Body)
+	dl.Body.Close()
+	if string(kept) != "replicated" {
+		t.Errorf("after a refused SAS write at the secondary the blob holds %q", kept)
+	}
 
 	// Host form: <account>-secondary.blob.<domain>, signed for /<account>/.
 	req, _ := http.NewRequest(http.MethodGet, b.servers[0].URL+"/?restype=service&comp=stats", nil)
