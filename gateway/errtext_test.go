@@ -100,3 +100,35 @@ func readBody(t *testing.T, resp *http.Response) string {
 	}
 	return string(p)
 }
+
+// TestLeaseIdMissingTexts: LeaseIdMissing reads as Azure words it for
+// what holds the lease: "There is currently a lease on the blob ..." for
+// a blob write, "... on the container ..." for Delete Container (before:
+// "on the resource" for both).
+func TestLeaseIdMissingTexts(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	if _, err := b.client.CreateContainer(ctx, "leased", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "leased", "b", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	lease := func(query, path string) {
+		t.Helper()
+		resp, body := b.do(t, "PUT", path+query, "", map[string]string{"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1"})
+		wantStatus(t, resp, 201, "", "acquire "+path+": "+body)
+	}
+	lease("?comp=lease", "leased/b")
+	lease("?restype=container&comp=lease", "leased")
+	for _, tt := range []struct{ method, path, msg string }{
+		{"PUT", "leased/b?comp=metadata", "There is currently a lease on the blob and no lease ID was specified in the request."},
+		{"DELETE", "leased?restype=container", "There is currently a lease on the container and no lease ID was specified in the request."},
+	} {
+		resp, body := b.do(t, tt.method, tt.path, "", nil)
+		wantStatus(t, resp, 412, "LeaseIdMissing", tt.method+" "+tt.path)
+		if !strings.Contains(body, "<Message>"+tt.msg+"\nRequestId:") {
+			t.Errorf("%s %s: body %q, want message %q", tt.method, tt.path, body, tt.msg)
+		}
+	}
+}

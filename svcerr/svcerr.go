@@ -138,7 +138,7 @@ var table = map[Code]entry{
 	LeaseIsBreakingAndCannotBeAcquired:    {409, "There is already a breaking lease on the blob and the lease ID specified does not match."},
 	LeaseIsBreakingAndCannotBeChanged:     {409, "The lease ID specified did not match the lease ID for the blob, and the lease is breaking."},
 	LeaseIsBrokenAndCannotBeRenewed:       {409, "The lease ID matched, but the lease has been broken explicitly and cannot be renewed."},
-	LeaseIdMissing:                        {412, "There is currently a lease on the resource and no lease ID was specified in the request."},
+	LeaseIdMissing:                        {412, "There is currently a lease on the blob and no lease ID was specified in the request."},
 	LeaseIdMismatchWithBlobOperation:      {412, "The lease ID specified did not match the lease ID for the blob."},
 	LeaseIdMismatchWithContainerOperation: {412, "The lease ID specified did not match the lease ID for the container."},
 	LeaseNotPresentWithBlobOperation:      {412, "There is currently no lease on the blob."},

@@ -32,6 +32,7 @@ func TestAzureMessages(t *testing.T) {
 		{ContainerAlreadyExists, 409, "The specified container already exists."},
 		{BlobAlreadyExists, 409, "The specified blob already exists."},
 		{InvalidRange, 416, "The range specified is invalid for the current size of the resource."},
+		{LeaseIdMissing, 412, "There is currently a lease on the blob and no lease ID was specified in the request."},
 		{Md5Mismatch, 400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
 	} {
 		e := New(tt.code)
