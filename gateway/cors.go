@@ -392,13 +392,20 @@ func selectCORSRule(rules []corsRule, origin, method string) *corsRule {
 
 // preflight answers an OPTIONS request (Preflight Blob Request).
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
+	// Without Origin or Access-Control-Request-Method Azure answers 400
+	// InvalidHeaderValue "A required CORS header is not present."
+	missing := func(name string) error {
+		e := svcerr.Header(svcerr.InvalidHeaderValue, name, "")
+		e.Message = "A required CORS header is not present."
+		return e
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
-		return svcerr.Header(svcerr.MissingRequiredHeader, "Origin", "")
+		return missing("Origin")
 	}
 	method := r.Header.Get("Access-Control-Request-Method")
 	if method == "" {
-		return svcerr.Header(svcerr.MissingRequiredHeader, "Access-Control-Request-Method", "")
+		return missing("Access-Control-Request-Method")
 	}
 	reqHeaders := r.Header.Values("Access-Control-Request-Headers")
 	headerList := strings.Join(reqHeaders, ",")

@@ -41,12 +41,13 @@ func (s *Server) primaryOf(name string) (account string, secondary bool) {
 }
 
 // refuseSecondaryWrite refuses at the secondary endpoint every operation
-// but reads (GET and HEAD): Azure's secondary is read-only.
+// but reads (GET and HEAD): Azure's secondary is read-only, and answers so
+// in these words.
 func refuseSecondaryWrite(r *http.Request, req *request) error {
 	if !req.secondary || r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return nil
 	}
-	return svcerr.New(svcerr.InsufficientAccountPermissions)
+	return svcerr.Newf(svcerr.InsufficientAccountPermissions, "Write operations are not allowed.")
 }
 
 // Get Blob Service Stats: GET ?restype=service&comp=stats at the secondary

@@ -6,7 +6,11 @@ import "testing"
 // people are Azure's own texts, as the service sends them (the response's
 // Message, before its RequestId and Time lines). Before, AuthenticationFailed
 // read "... value of the Authorization header ..." (Azurite's wording, not
-// the service's) and BlobIsSealed "The specified blob is sealed ...".
+// the service's), BlobIsSealed "The specified blob is sealed ...", and
+// the lease, block count, MD5, internal error, timeout, busy and resource
+// name texts were the documentation table's paraphrases, not the service's
+// words (Microsoft's storage emulator, which shares the service's status
+// table, and real responses agree on these).
 func TestAzureMessages(t *testing.T) {
 	for _, tt := range []struct {
 		code   Code
@@ -33,6 +37,15 @@ func TestAzureMessages(t *testing.T) {
 		{BlobAlreadyExists, 409, "The specified blob already exists."},
 		{InvalidRange, 416, "The range specified is invalid for the current size of the resource."},
 		{LeaseIdMissing, 412, "There is currently a lease on the blob and no lease ID was specified in the request."},
+		{LeaseIsBreakingAndCannotBeAcquired, 409, "The lease ID matched, but the lease is currently in breaking state and cannot be acquired until it is broken."},
+		{LeaseIsBreakingAndCannotBeChanged, 409, "The lease ID matched, but the lease is currently in breaking state and cannot be changed."},
+		{LeaseLost, 412, "A lease ID was specified, but the lease for the blob has expired."},
+		{BlockCountExceedsLimit, 409, "The committed block count cannot exceed the maximum limit of 50,000 blocks."},
+		{InvalidMd5, 400, "The MD5 value specified in the request is invalid. MD5 value must be 128 bits and base64 encoded."},
+		{InternalError, 500, "Server encountered an internal error. Please try again after some time."},
+		{OperationTimedOut, 500, "Operation could not be completed within the specified time."},
+		{ServerBusy, 503, "The server is busy."},
+		{InvalidResourceName, 400, "The specifed resource name contains invalid characters."}, // sic
 		{Md5Mismatch, 400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
 	} {
 		e := New(tt.code)
