@@ -7,8 +7,8 @@ import "testing"
 // Message, before its RequestId and Time lines). Before, AuthenticationFailed
 // read "... value of the Authorization header ..." (Azurite's wording, not
 // the service's), BlobIsSealed "The specified blob is sealed ...", and
-// the lease, block count, MD5, internal error, timeout, busy and resource
-// name texts were the documentation table's paraphrases, not the service's
+// the lease, block count, MD5, internal error, timeout, busy, resource
+// name, HTTP verb and Content-Length texts were the documentation table's paraphrases, not the service's
 // words (Microsoft's storage emulator, which shares the service's status
 // table, and real responses agree on these).
 func TestAzureMessages(t *testing.T) {
@@ -46,6 +46,14 @@ func TestAzureMessages(t *testing.T) {
 		{OperationTimedOut, 500, "Operation could not be completed within the specified time."},
 		{ServerBusy, 503, "The server is busy."},
 		{InvalidResourceName, 400, "The specifed resource name contains invalid characters."}, // sic
+		{UnsupportedHttpVerb, 405, "The resource doesn't support specified Http Verb."},
+		{MissingContentLengthHeader, 411, "Content-Length HTTP header is missing."},
+		{MissingRequiredHeader, 400, "An HTTP header that's mandatory for this request is not specified."},
+		{InvalidHeaderValue, 400, "The value for one of the HTTP headers is not in the correct format."},
+		{UnsupportedHeader, 400, "One of the HTTP headers specified in the request is not supported."},
+		{UnsupportedXmlNode, 400, "One of the XML nodes specified in the request is not supported."},
+		{InvalidXmlDocument, 400, "XML specified is not syntactically valid."},
+		{Crc64Mismatch, 400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 		{Md5Mismatch, 400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
 	} {
 		e := New(tt.code)
