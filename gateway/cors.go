@@ -18,22 +18,30 @@ import (
 // rules live in the account's Blob service properties (service.go), shared
 // by every replica through the metadata database:
 //
+//   - Rules are evaluated in order: the first whose AllowedOrigins holds
+//     the request's origin (an exact, case-sensitive match; "*" allows
+//     every origin, and nothing else is a wildcard, so
+//     "https://*.contoso.com" is only that literal string) and whose
+//     AllowedMethods holds its method is selected, and no later rule is
+//     looked at. A preflight whose requested headers that rule does not
+//     allow fails, even when a later rule would allow them.
 //   - A preflight (OPTIONS on any URL) needs no authentication. It carries
 //     Origin and Access-Control-Request-Method (and maybe
-//     Access-Control-Request-Headers); the first rule allowing the origin,
-//     the method and every requested header answers 200 with the
-//     Access-Control-Allow-* headers. No matching rule is 403
-//     CorsPreflightFailure.
+//     Access-Control-Request-Headers); a selected rule allowing every
+//     requested header answers 200 with the Access-Control-Allow-*
+//     headers. Otherwise 403 CorsPreflightFailure.
 //   - An actual request with an Origin that a rule allows together with the
 //     request's method gets Access-Control-Allow-Origin,
 //     Access-Control-Expose-Headers (the rule's exposed headers; a prefix
-//     rule such as x-ms-* lists the response's headers that match),
-//     Access-Control-Allow-Credentials when the origin is not "*", and Vary:
-//     Origin unless the rule allows every origin, on success and error
-//     responses alike.
-//   - Vary: Origin is also sent on a GET/HEAD response without Origin while
-//     the account has rules, unless the first rule for its method allows
-//     every origin, so caches keep per-origin answers apart.
+//     rule such as x-ms-* lists the response's headers that match) and
+//     Access-Control-Allow-Credentials when the origin is not "*", on
+//     success and error responses alike. A GET or HEAD without Origin that
+//     a rule allowing every origin selects gets Access-Control-Allow-Origin
+//     "*" and the exposed headers too.
+//   - Vary: Origin is set on GET and HEAD responses only (the others are
+//     not cached by user agents, and preflights are OPTIONS), while the
+//     account has rules, unless the selected rule allows every origin:
+//     caches then keep per-origin answers apart.
 //
 // The parsed rules are cached per account for corsCacheTTL, so requests do
 // not read the database each time; Set Blob Service Properties clears this
@@ -45,8 +53,17 @@ const corsCacheTTL = 5 * time.Second
 // maxCORSRules is Azure's limit of CORS rules per service.
 const maxCORSRules = 5
 
-// maxCORSListLen bounds each comma-separated list of a rule.
-const maxCORSListLen = 64
+// Azure's limits on a rule's lists: at most 64 allowed origins, 64
+// literal and 2 prefixed ("x-ms-meta-*") headers in each of AllowedHeaders
+// and ExposedHeaders, 256 characters per entry, and 2 KiB for the text of
+// all the rules' elements together.
+const (
+	maxCORSOrigins     = 64
+	maxCORSLiteral     = 64
+	maxCORSPrefixed    = 2
+	maxCORSEntryLen    = 256
+	maxCORSSettingsLen = 2 << 10
+)
 
 // corsMethods are the methods a CORS rule may allow.
 var corsMethods = map[string]bool{
@@ -55,7 +72,7 @@ var corsMethods = map[string]bool{
 }
 
 type corsRule struct {
-	origins        []string // lowercased; "*" allows any
+	origins        []string // as configured (matched case-sensitively); "*" allows any
 	methods        []string // uppercased
 	allowedHeaders []string // lowercased; "x-ms-meta-*" is a prefix, "*" any
 	exposedHeaders []string // as configured
@@ -72,7 +89,7 @@ func (c *corsRule) anyOrigin() bool {
 }
 
 func (c *corsRule) allowsOrigin(origin string) bool {
-	origin = strings.ToLower(strings.TrimSpace(origin))
+	origin = strings.TrimSpace(origin)
 	for _, o := range c.origins {
 		if o == "*" || o == origin {
 			return true
@@ -189,12 +206,12 @@ func parseCORS(doc []byte) ([]corsRule, error) {
 		return nil, bad("count %d exceeds the limit of %d.", len(v.Cors.Rules), maxCORSRules)
 	}
 	var rules []corsRule
+	settings := 0
 	for i, x := range v.Cors.Rules {
 		n := i + 1
+		settings += len(x.AllowedOrigins) + len(x.AllowedMethods) + len(x.AllowedHeaders) + len(x.ExposedHeaders) + len(x.MaxAgeInSeconds)
 		var r corsRule
-		for _, o := range splitList(x.AllowedOrigins) {
-			r.origins = append(r.origins, strings.ToLower(o))
-		}
+		r.origins = splitList(x.AllowedOrigins)
 		for _, m := range splitList(x.AllowedMethods) {
 			m = strings.ToUpper(m)
 			if !corsMethods[m] {
@@ -211,8 +228,26 @@ func parseCORS(doc []byte) ([]corsRule, error) {
 			return nil, bad("%d has no AllowedOrigins.", n)
 		case len(r.methods) == 0:
 			return nil, bad("%d has no AllowedMethods.", n)
-		case len(r.origins) > maxCORSListLen || len(r.allowedHeaders) > maxCORSListLen || len(r.exposedHeaders) > maxCORSListLen:
-			return nil, bad("%d lists more than %d origins or headers.", n, maxCORSListLen)
+		case len(r.origins) > maxCORSOrigins:
+			return nil, bad("%d lists more than %d allowed origins.", n, maxCORSOrigins)
+		}
+		for _, list := range [][]string{r.origins, r.allowedHeaders, r.exposedHeaders} {
+			for _, e := range list {
+				if len(e) > maxCORSEntryLen {
+					return nil, bad("%d has an entry longer than %d characters.", n, maxCORSEntryLen)
+				}
+			}
+		}
+		for _, list := range [][]string{r.allowedHeaders, r.exposedHeaders} {
+			prefixed := 0
+			for _, h := range list {
+				if strings.HasSuffix(h, "*") {
+					prefixed++
+				}
+			}
+			if prefixed > maxCORSPrefixed || len(list)-prefixed > maxCORSLiteral {
+				return nil, bad("%d lists more than %d literal or %d prefixed headers.", n, maxCORSLiteral, maxCORSPrefixed)
+			}
 		}
 		if age := strings.TrimSpace(x.MaxAgeInSeconds); age != "" {
 			a, err := strconv.Atoi(age)
@@ -222,6 +257,9 @@ func parseCORS(doc []byte) ([]corsRule, error) {
 			r.maxAge = a
 		}
 		rules = append(rules, r)
+	}
+	if settings > maxCORSSettingsLen {
+		return nil, bad("settings total %d characters, more than %d.", settings, maxCORSSettingsLen)
 	}
 	return rules, nil
 }
@@ -320,38 +358,54 @@ func (s *Server) corsHook(w http.ResponseWriter, r *http.Request, req *request) 
 	if len(rules) == 0 {
 		return w
 	}
-	// The Vary header as Azure's CORS tables set it: the first rule that
-	// allows the request's method and its origin (any origin, for a
-	// request without one, when the rule allows every origin) decides.
-	// A rule allowing every origin answers the same to all of them, so
-	// no Vary; any other rule, or no matching rule while rules exist,
-	// answers Vary: Origin so that caches keep per-origin answers apart.
+	// Azure's table of GET/HEAD responses: the first rule that allows
+	// the request's method and its origin (for a request without one, a
+	// rule allowing every origin) is selected. A rule allowing every
+	// origin answers all of them alike: Access-Control-Allow-Origin "*"
+	// and no Vary. A rule naming the origin, or no rule while rules
+	// exist, answers Vary: Origin. Other methods never get Vary.
+	rule := selectCORSRule(rules, origin, r.Method)
+	if get && (rule == nil || !rule.anyOrigin()) {
+		w.Header().Add("Vary", "Origin")
+	}
+	if rule == nil {
+		return w
+	}
+	return &corsWriter{ResponseWriter: w, rule: rule, origin: origin}
+}
+
+// selectCORSRule is the first rule allowing origin and method: the one
+// that decides (nil when none does). An empty origin (an actual request
+// without Origin) is allowed by a rule allowing every origin only.
+func selectCORSRule(rules []corsRule, origin, method string) *corsRule {
 	for i := range rules {
 		rule := &rules[i]
-		if !rule.allowsMethod(r.Method) || (origin == "" && !rule.anyOrigin()) || (origin != "" && !rule.allowsOrigin(origin)) {
+		if !rule.allowsMethod(method) {
 			continue
 		}
-		if !rule.anyOrigin() {
-			w.Header().Add("Vary", "Origin")
+		if origin == "" && rule.anyOrigin() || origin != "" && rule.allowsOrigin(origin) {
+			return rule
 		}
-		if origin == "" {
-			return w
-		}
-		return &corsWriter{ResponseWriter: w, rule: rule, origin: origin}
 	}
-	w.Header().Add("Vary", "Origin")
-	return w
+	return nil
 }
 
 // preflight answers an OPTIONS request (Preflight Blob Request).
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
+	// Without Origin or Access-Control-Request-Method Azure answers 400
+	// InvalidHeaderValue "A required CORS header is not present."
+	missing := func(name string) error {
+		e := svcerr.Header(svcerr.InvalidHeaderValue, name, "")
+		e.Message = "A required CORS header is not present."
+		return e
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
-		return svcerr.Header(svcerr.MissingRequiredHeader, "Origin", "")
+		return missing("Origin")
 	}
 	method := r.Header.Get("Access-Control-Request-Method")
 	if method == "" {
-		return svcerr.Header(svcerr.MissingRequiredHeader, "Access-Control-Request-Method", "")
+		return missing("Access-Control-Request-Method")
 	}
 	reqHeaders := r.Header.Values("Access-Control-Request-Headers")
 	headerList := strings.Join(reqHeaders, ",")
@@ -363,11 +417,9 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for i := range rules {
-		rule := &rules[i]
-		if !rule.allowsOrigin(origin) || !rule.allowsMethod(method) || !rule.allowsHeaders(headerList) {
-			continue
-		}
+	// The rule the origin and method select decides alone: headers it does
+	// not allow fail the preflight, whatever a later rule allows.
+	if rule := selectCORSRule(rules, origin, method); rule != nil && rule.allowsHeaders(headerList) {
 		h := w.Header()
 		allow := rule.allowOrigin(origin)
 		h.Set("Access-Control-Allow-Origin", allow)
@@ -379,7 +431,6 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 		if allow != "*" {
 			h.Set("Access-Control-Allow-Credentials", "true")
 		}
-		h.Add("Vary", "Origin")
 		h.Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
 		return nil

@@ -61,7 +61,12 @@ func errorBody(e *svcerr.Error, requestID string) []byte {
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
 	xmlEscape(&b, string(e.Code))
 	b.WriteString(`</Code><Message>`)
-	xmlEscape(&b, e.Message+"\nRequestId:"+requestID+"\nTime:"+time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z"))
+	// Azure ends the message with RequestId and Time lines, the newlines
+	// sent as they are (xml.EscapeText would write &#xA;).
+	xmlEscape(&b, e.Message)
+	b.WriteString("\nRequestId:")
+	xmlEscape(&b, requestID)
+	b.WriteString("\nTime:" + time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z"))
 	b.WriteString(`</Message>`)
 	for _, d := range e.Details {
 		b.WriteString("<" + d[0] + ">")

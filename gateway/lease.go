@@ -78,11 +78,28 @@ func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *req
 	}
 	c, res, err := s.db.LeaseContainer(r.Context(), req.account, req.container, lr, cond, uuid.NewString())
 	if err != nil {
-		return err
+		return containerLeaseText(err)
 	}
 	setETagLM(w.Header(), c.ETag, c.LastModified)
 	writeLeaseResult(w, lr.Action, res)
 	return nil
+}
+
+// containerLeaseText words the lease operation refusals for a container
+// as Azure does ("... no lease on the container.", "... the lease ID for
+// the container."); the table's texts name the blob.
+func containerLeaseText(err error) error {
+	e, ok := svcerr.As(err)
+	if !ok {
+		return err
+	}
+	switch e.Code {
+	case svcerr.LeaseNotPresentWithLeaseOperation:
+		return svcerr.Newf(e.Code, "There is currently no lease on the container.")
+	case svcerr.LeaseIdMismatchWithLeaseOperation:
+		return svcerr.Newf(e.Code, "The lease ID specified did not match the lease ID for the container.")
+	}
+	return err
 }
 
 // parsePutLease reads blobgw's put-and-release extension on a write:

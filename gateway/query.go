@@ -31,8 +31,10 @@ func parseQuery(rawQuery string) (map[string]string, error) {
 	}
 	vals, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return nil, svcerr.Newf(svcerr.InvalidQueryParameterValue,
-			"The query string is not a valid sequence of name=value pairs (%s).", err.Error())
+		// Azure's message for the code; what failed goes in Reason.
+		e := svcerr.New(svcerr.InvalidQueryParameterValue)
+		e.Details = [][2]string{{"Reason", "The query string is not a valid sequence of name=value pairs (" + err.Error() + ")."}}
+		return nil, e
 	}
 	names := make([]string, 0, len(vals))
 	for k := range vals {

@@ -140,6 +140,12 @@ var operations = []operation{
 		handle: (*Server).getServiceProperties, sas: auth.OpGetServiceProperties},
 	{name: "SetBlobServiceProperties", on: serviceTarget, methods: mPut, restype: "service", comp: "properties",
 		handle: (*Server).setServiceProperties, sas: auth.OpSetServiceProperties},
+	// Get Blob Service Stats and Get User Delegation Key (secondary.go).
+	// No SAS obtains a user delegation key.
+	{name: "GetBlobServiceStats", on: serviceTarget, methods: mGet, restype: "service", comp: "stats",
+		handle: (*Server).getServiceStats, sas: auth.OpGetServiceProperties},
+	{name: "GetUserDelegationKey", on: serviceTarget, methods: mOther, restype: "service", comp: "userdelegationkey",
+		handle: (*Server).getUserDelegationKey, noSAS: true},
 	// Blob Batch (batch.go): POST; each sub-request is authorized on its own.
 	{name: "BlobBatch", on: serviceTarget, methods: mOther, comp: "batch",
 		handle: (*Server).submitBatch, sas: auth.OpBlobBatch},
@@ -286,8 +292,6 @@ var operations = []operation{
 	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),
 	missingOp("SetBlobExpiry", "expiry", "Set Blob Expiry"),
 	missingOp("QueryBlobContents", "query", "Query Blob Contents"),
-	missingOp("GetUserDelegationKey", "userdelegationkey", "Get User Delegation Key"),
-	missingOp("GetBlobServiceStats", "stats", "Get Blob Service Stats"),
 	missingOp("RenameContainer", "rename", "Rename Container"),
 }
 

@@ -139,6 +139,8 @@ func TestResolve(t *testing.T) {
 		{"GET", "cnt/b", "comp=pagelist", nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
 		{"GET", "cnt/b", "comp=pagelist&" + snap, nil, "GetPageRanges", "getPageRanges", auth.OpReadBlob, publicBlob, false},
 		{"POST", "", "comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
+		{"GET", "", "restype=service&comp=stats", nil, "GetBlobServiceStats", "getServiceStats", auth.OpGetServiceProperties, notPublic, false},
+		{"POST", "", "restype=service&comp=userdelegationkey", nil, "GetUserDelegationKey", "getUserDelegationKey", noSAS, notPublic, false},
 		{"POST", "cnt", "restype=container&comp=batch", nil, "BlobBatch", "submitBatch", auth.OpBlobBatch, notPublic, false},
 
 		// Not built yet: any path, any method, comp in any case.
@@ -150,8 +152,6 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt", "comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=expiry", nil, "SetBlobExpiry", "notImplemented", noSAS, notPublic, false},
 		{"POST", "cnt/b", "comp=query", nil, "QueryBlobContents", "notImplemented", noSAS, notPublic, false},
-		{"POST", "", "restype=service&comp=userdelegationkey", nil, "GetUserDelegationKey", "notImplemented", noSAS, notPublic, false},
-		{"GET", "", "restype=service&comp=stats", nil, "GetBlobServiceStats", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt", "restype=container&comp=rename", nil, "RenameContainer", "notImplemented", noSAS, notPublic, false},
 		{"GET", "cnt/b", "comp=LEGALHOLD&" + snap, nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
 	}

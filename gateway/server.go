@@ -147,6 +147,7 @@ type request struct {
 	id        string
 	version   string
 	account   string
+	secondary bool // addressed as <account>-secondary (secondary.go)
 	container string
 	blob      string
 	query     map[string]string // lowercased keys, first value
@@ -244,6 +245,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	if err := s.authorize(r, req); err != nil {
 		return err
 	}
+	if err := refuseSecondaryWrite(r, req); err != nil {
+		return err
+	}
 	if err := s.refuse(r, req); err != nil {
 		return err
 	}
@@ -291,6 +295,7 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	if req.account == "" {
 		return svcerr.New(svcerr.InvalidUri)
 	}
+	req.account, req.secondary = s.primaryOf(req.account)
 	container, blob, _ := strings.Cut(path, "/")
 	if container == "" && blob != "" {
 		// An empty container segment ("//blob"): the blob name would be

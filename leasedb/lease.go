@@ -366,6 +366,15 @@ func (t LeaseTarget) notPresent() svcerr.Code {
 	return svcerr.LeaseNotPresentWithBlobOperation
 }
 
+// idMissing is LeaseIdMissing worded for the target, as Azure words it
+// ("There is currently a lease on the blob / the container and ...").
+func (t LeaseTarget) idMissing() *svcerr.Error {
+	if t == ContainerTarget {
+		return svcerr.Newf(svcerr.LeaseIdMissing, "There is currently a lease on the container and no lease ID was specified in the request.")
+	}
+	return svcerr.New(svcerr.LeaseIdMissing)
+}
+
 // lapsed is the code for an id sent to an expired or broken lease.
 //
 // Our choice, unverified against Azure: blobs answer LeaseLost ("the lease … has expired",
@@ -401,7 +410,7 @@ func CheckWriteLease(l Lease, leaseID string, target LeaseTarget, now time.Time)
 	if leaseID == "" {
 		switch eff {
 		case LeaseLeased, LeaseBreaking:
-			return l, svcerr.New(svcerr.LeaseIdMissing)
+			return l, target.idMissing()
 		case LeaseBroken, LeaseExpired:
 			return Lease{}, nil
 		}

@@ -45,7 +45,7 @@ func (d *DB) StageBlock(ctx context.Context, req StageBlockRequest) error {
 			return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
 		}
 		if count >= MaxUncommittedBlocks {
-			return svcerr.New(svcerr.BlockCountExceedsLimit)
+			return svcerr.Newf(svcerr.BlockCountExceedsLimit, "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
 		}
 		ok, err := tx.TakeIntent(ctx, req.Block.Key)
 		if err != nil {

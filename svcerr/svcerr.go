@@ -22,6 +22,7 @@ const (
 	AuthorizationSourceIPMismatch         Code = "AuthorizationSourceIPMismatch"
 	AuthorizationServiceMismatch          Code = "AuthorizationServiceMismatch"
 	AuthorizationResourceTypeMismatch     Code = "AuthorizationResourceTypeMismatch"
+	InsufficientAccountPermissions        Code = "InsufficientAccountPermissions"
 	InvalidAuthenticationInfo             Code = "InvalidAuthenticationInfo"
 	NoAuthenticationInformation           Code = "NoAuthenticationInformation"
 	ConditionNotMet                       Code = "ConditionNotMet"
@@ -128,13 +129,14 @@ type entry struct {
 
 // table is the single code → (status, default message) mapping.
 var table = map[Code]entry{
-	AuthenticationFailed:                  {403, "Server failed to authenticate the request. Make sure the value of the Authorization header is formed correctly including the signature."},
+	AuthenticationFailed:                  {403, "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."},
 	AuthorizationFailure:                  {403, "This request is not authorized to perform this operation."},
 	AuthorizationPermissionMismatch:       {403, "This request is not authorized to perform this operation using this permission."},
 	AuthorizationProtocolMismatch:         {403, "This request is not authorized to perform this operation using this protocol."},
 	AuthorizationSourceIPMismatch:         {403, "This request is not authorized to perform this operation using this source IP."},
 	AuthorizationServiceMismatch:          {403, "This request is not authorized to perform this operation using this service."},
 	AuthorizationResourceTypeMismatch:     {403, "This request is not authorized to perform this operation using this resource type."},
+	InsufficientAccountPermissions:        {403, "The account being accessed does not have sufficient permissions to execute this operation."},
 	InvalidAuthenticationInfo:             {400, "Authentication information is not given in the correct format. Check the value of Authorization header."},
 	NoAuthenticationInformation:           {401, "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."},
 	ConditionNotMet:                       {412, "The condition specified using HTTP conditional header(s) is not met."},
@@ -147,15 +149,15 @@ var table = map[Code]entry{
 	LeaseAlreadyPresent:                   {409, "There is already a lease present."},
 	LeaseIdMismatchWithLeaseOperation:     {409, "The lease ID specified did not match the lease ID for the blob."},
 	LeaseNotPresentWithLeaseOperation:     {409, "There is currently no lease on the blob."},
-	LeaseIsBreakingAndCannotBeAcquired:    {409, "There is already a breaking lease on the blob and the lease ID specified does not match."},
-	LeaseIsBreakingAndCannotBeChanged:     {409, "The lease ID specified did not match the lease ID for the blob, and the lease is breaking."},
+	LeaseIsBreakingAndCannotBeAcquired:    {409, "The lease ID matched, but the lease is currently in breaking state and cannot be acquired until it is broken."},
+	LeaseIsBreakingAndCannotBeChanged:     {409, "The lease ID matched, but the lease is currently in breaking state and cannot be changed."},
 	LeaseIsBrokenAndCannotBeRenewed:       {409, "The lease ID matched, but the lease has been broken explicitly and cannot be renewed."},
-	LeaseIdMissing:                        {412, "There is currently a lease on the resource and no lease ID was specified in the request."},
+	LeaseIdMissing:                        {412, "There is currently a lease on the blob and no lease ID was specified in the request."},
 	LeaseIdMismatchWithBlobOperation:      {412, "The lease ID specified did not match the lease ID for the blob."},
 	LeaseIdMismatchWithContainerOperation: {412, "The lease ID specified did not match the lease ID for the container."},
 	LeaseNotPresentWithBlobOperation:      {412, "There is currently no lease on the blob."},
 	LeaseNotPresentWithContainerOperation: {412, "There is currently no lease on the container."},
-	LeaseLost:                             {412, "A lease ID was specified, but the lease for the resource has expired."},
+	LeaseLost:                             {412, "A lease ID was specified, but the lease for the blob has expired."},
 	InfiniteLeaseDurationRequired:         {412, "The lease ID matched, but the specified lease must be an infinite-duration lease."},
 	OperationNotAllowedOnRootBlob:         {403, "This operation is not permitted on the current version of the blob."},
 	BlobNotFound:                          {404, "The specified blob does not exist."},
@@ -169,7 +171,7 @@ var table = map[Code]entry{
 	SequenceNumberIncrementTooLarge:       {409, "The sequence number increment cannot be performed because it would result in overflow of the sequence number."},
 	PreviousSnapshotNotFound:              {409, "The previous snapshot is not found."},
 	PreviousSnapshotCannotBeNewer:         {400, "The prevsnapshot query parameter value cannot be newer than snapshot query parameter value."},
-	BlockCountExceedsLimit:                {409, "The committed block count cannot exceed the maximum limit."},
+	BlockCountExceedsLimit:                {409, "The committed block count cannot exceed the maximum limit of 50,000 blocks."},
 	BlockListTooLong:                      {400, "The block list may not contain more than 50,000 blocks."},
 	InvalidBlockList:                      {400, "The specified block list is invalid."},
 	InvalidBlobOrBlock:                    {400, "The specified blob or block content is invalid."},
@@ -178,34 +180,34 @@ var table = map[Code]entry{
 	InvalidOperation:                      {400, "Invalid operation against a blob snapshot."},
 	InvalidHeaderValue:                    {400, "The value for one of the HTTP headers is not in the correct format."},
 	MissingRequiredHeader:                 {400, "An HTTP header that's mandatory for this request is not specified."},
-	MissingContentLengthHeader:            {411, "The Content-Length header was not specified."},
+	MissingContentLengthHeader:            {411, "Content-Length HTTP header is missing."},
 	InvalidQueryParameterValue:            {400, "Value for one of the query parameters specified in the request URI is invalid."},
 	OutOfRangeQueryParameterValue:         {400, "One of the query parameters specified in the request URI is outside the permissible range."},
-	InvalidResourceName:                   {400, "The specified resource name contains invalid characters."},
+	InvalidResourceName:                   {400, "The specifed resource name contains invalid characters."}, // sic: Azure's spelling
 	InvalidXmlDocument:                    {400, "XML specified is not syntactically valid."},
 	InvalidInput:                          {400, "One of the request inputs is not valid."},
 	OutOfRangeInput:                       {400, "One of the request inputs is out of range."},
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
-	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded."},
+	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. MD5 value must be 128 bits and base64 encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
 	UnsupportedHeader:                     {400, "One of the HTTP headers specified in the request is not supported."},
 	UnsupportedQueryParameter:             {400, "One of the query parameters specified in the request URI is not supported."},
-	UnsupportedXmlNode:                    {400, "One of the XML nodes specified in the request body is not supported."},
-	UnsupportedHttpVerb:                   {405, "The resource doesn't support the specified HTTP verb."},
+	UnsupportedXmlNode:                    {400, "One of the XML nodes specified in the request is not supported."},
+	UnsupportedHttpVerb:                   {405, "The resource doesn't support specified Http Verb."},
 	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
 	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
 	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
-	BlobIsSealed:                          {409, "The specified blob is sealed and its contents cannot be modified."},
+	BlobIsSealed:                          {409, "The blob is sealed and its contents cannot be modified."},
 	CorsPreflightFailure:                  {403, "CORS not enabled or no matching rule found for this request."},
 	CannotVerifyCopySource:                {403, "Could not verify the copy source within the specified time."},
 	NoPendingCopyOperation:                {409, "There is currently no pending copy operation."},
 	NotImplemented:                        {501, "The requested operation is not implemented by this gateway yet."},
-	InternalError:                         {500, "The server encountered an internal error. Please retry the request."},
-	ServerBusy:                            {503, "The server is currently unable to receive requests. Please retry your request."},
-	OperationTimedOut:                     {500, "The operation could not be completed within the permitted time."},
+	InternalError:                         {500, "Server encountered an internal error. Please try again after some time."},
+	ServerBusy:                            {503, "The server is busy."},
+	OperationTimedOut:                     {500, "Operation could not be completed within the specified time."},
 	// A request body that stalls (no bytes for the body idle timeout).
 	// 408, which the Azure SDKs retry, rather than OperationTimedOut's
 	// 500: the client, not the server, stopped.

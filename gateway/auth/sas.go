@@ -593,7 +593,11 @@ func checkSourceIP(sip string, client net.IP) error {
 	}
 	c := normIP(client)
 	if c == nil || len(c) != len(lo) || bytes.Compare(c, lo) < 0 || bytes.Compare(c, hi) > 0 {
-		return svcerr.New(svcerr.AuthorizationSourceIPMismatch)
+		if client == nil {
+			return svcerr.New(svcerr.AuthorizationSourceIPMismatch)
+		}
+		// Azure names the address it refused.
+		return svcerr.Newf(svcerr.AuthorizationSourceIPMismatch, "This request is not authorized to perform this operation using this source IP %s.", client)
 	}
 	return nil
 }
