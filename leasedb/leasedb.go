@@ -256,6 +256,15 @@ type Store interface {
 	// count. It stops at fn's first error and returns it, and never runs fn
 	// again from the start (no retry).
 	ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error
+	// QueuedReferencedKeys calls fn, in byte order and once each, for
+	// every key that the collection queue holds for deletion (not an
+	// upload intent) while a blob, snapshot or version row or a staged
+	// block still references it, with one such row named as by
+	// ReferencedKeys (blobgw fsck): the collector deletes a due entry's
+	// object without looking for references, so each such key is bytes
+	// a row needs that are about to go. One read transaction, streamed,
+	// no retry.
+	QueuedReferencedKeys(ctx context.Context, fn func(key, ref string) error) error
 
 	Close() error
 }
