@@ -316,6 +316,11 @@ type Tx interface {
 	// afterVersion) in that order (afterVersion "" is before every
 	// version of after).
 	ListDeletedContainers(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]*DeletedContainer, error)
+	// ListDeletedContainerRows is ListDeletedContainers with each
+	// record's container row (its Account the live account), in one
+	// statement; a record whose row is gone is left out (List Containers
+	// include=deleted).
+	ListDeletedContainerRows(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]ListedContainer, error)
 	// ExpiredContainers returns up to limit records (any account) whose
 	// ExpiresAt is not after before, soonest first, from an index of the
 	// expiry times.

@@ -166,30 +166,49 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID, b.SequenceNumber}, nil
 }
 
+// containerRow holds one row of ContainerCols as scanned, before decoding.
+type containerRow[T any] struct {
+	c                   leasedb.Container
+	lm, exp, brk, since T
+	meta                string
+	acl                 sql.NullString
+}
+
+// dest is the scan destinations of ContainerCols.
+func (r *containerRow[T]) dest() []any {
+	c := &r.c
+	return []any{&c.Account, &c.Name, &c.ETag, &r.lm, &r.meta, &c.PublicAccess,
+		&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &r.exp, &r.brk, &r.since, &r.acl}
+}
+
+// decode turns the scanned columns into the container.
+func (r *containerRow[T]) decode(fromTime func(T) time.Time) (*leasedb.Container, error) {
+	c := &r.c
+	var err error
+	if c.Metadata, err = leasedb.DecodeMetadata(r.meta); err != nil {
+		return nil, err
+	}
+	if c.ACL, err = leasedb.DecodeACL(r.acl.String); err != nil {
+		return nil, err
+	}
+	c.LastModified = fromTime(r.lm)
+	c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTime(r.exp), fromTime(r.brk), fromTime(r.since)
+	return c, nil
+}
+
 // ScanContainers reads rows of ContainerCols.
 func ScanContainers[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Container, error) {
 	var out []*leasedb.Container
 	for rows.Next() {
-		var (
-			c                   leasedb.Container
-			lm, exp, brk, since T
-			meta                string
-			acl                 sql.NullString
-		)
-		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
+		r := &containerRow[T]{}
+		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
-		var err error
-		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
+		c, err := r.decode(fromTime)
+		if err != nil {
 			return nil, err
 		}
-		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
-			return nil, err
-		}
-		c.LastModified = fromTime(lm)
-		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTime(exp), fromTime(brk), fromTime(since)
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }
