@@ -156,7 +156,7 @@ func redactURL(raw string) string {
 // openSource resolves and opens the copy source: this gateway's own store
 // when the URL names a blob it serves, an HTTP GET otherwise.
 func (s *Server) openSource(ctx context.Context, r *http.Request, req *request, spec *copySpec) (*copySource, error) {
-	if ref, ok := s.localSource(r, spec.u); ok {
+	if ref, ok := s.localSource(r, req.peer.https, spec.u); ok {
 		return s.openLocal(ctx, r, req, spec, ref)
 	}
 	return s.openRemote(ctx, r, spec)
@@ -197,12 +197,14 @@ func (s *Server) pathStyleHost(host string) bool {
 // endpoint as the request (host, and port when both sides name one), or,
 // host-style, a sibling host (<account>.<same suffix>) of an account it
 // serves. Anything else is fetched over HTTP, even if it happens to loop
-// back here.
-func (s *Server) localSource(r *http.Request, u *url.URL) (leasedb.BlobRef, bool) {
+// back here. https is the scheme the client used (effectivePeer): behind a
+// TLS-terminating trusted proxy the request arrives over plain HTTP, but a
+// Host without a port then means 443, the port the client spoke to.
+func (s *Server) localSource(r *http.Request, https bool, u *url.URL) (leasedb.BlobRef, bool) {
 	rh, rp := splitHostPort(r.Host)
 	uh, up := splitHostPort(u.Host)
 	reqScheme := "http"
-	if r.TLS != nil {
+	if https {
 		reqScheme = "https"
 	}
 	samePort := rp == up

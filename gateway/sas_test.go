@@ -109,7 +109,7 @@ func TestSAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ccc.NewBlockBlobClient("fresh.txt").Upload(ctx, nopSeeker("again"), nil)
-	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
+	wantErr(t, err, 403, "UnauthorizedBlobOverwrite")
 	if got := string(download(t, b.client, "shared", "fresh.txt")); got != "fresh" {
 		t.Fatalf("create-only overwrite changed the blob: %q", got)
 	}

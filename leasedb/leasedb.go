@@ -265,6 +265,15 @@ type Store interface {
 	// count. It stops at fn's first error and returns it, and never runs fn
 	// again from the start (no retry).
 	ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error
+	// QueuedReferencedKeys calls fn, in byte order and once each, for
+	// every key that the collection queue holds for deletion (not an
+	// upload intent) while a blob, snapshot or version row or a staged
+	// block still references it, with one such row named as by
+	// ReferencedKeys (blobgw fsck): the collector deletes a due entry's
+	// object without looking for references, so each such key is bytes
+	// a row needs that are about to go. One read transaction, streamed,
+	// no retry.
+	QueuedReferencedKeys(ctx context.Context, fn func(key, ref string) error) error
 
 	Close() error
 }
@@ -316,6 +325,11 @@ type Tx interface {
 	// afterVersion) in that order (afterVersion "" is before every
 	// version of after).
 	ListDeletedContainers(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]*DeletedContainer, error)
+	// ListDeletedContainerRows is ListDeletedContainers with each
+	// record's container row (its Account the live account), in one
+	// statement; a record whose row is gone is left out (List Containers
+	// include=deleted).
+	ListDeletedContainerRows(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]ListedContainer, error)
 	// ExpiredContainers returns up to limit records (any account) whose
 	// ExpiresAt is not after before, soonest first, from an index of the
 	// expiry times.

@@ -128,11 +128,9 @@ func (d *DB) Precheck(ctx context.Context, req PutBlobRequest) error {
 	if err := d.checkWrite(req.Cond); err != nil {
 		return err
 	}
-	// The create-only refusal is left to the commit: applied here it would
-	// come before the lease and the conditions and change the answer of a
-	// request that fails both ways (a create-only SAS upload with
-	// If-None-Match: * over an existing blob is 409 BlobAlreadyExists).
-	req.CreateOnly = false
+	// A create-only caller is refused here too (before the lease and the
+	// conditions, as the commit refuses it), so Put Blob over an existing
+	// blob answers what Put Block List answers whatever the blob's lease.
 	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
 		_, err := checkPutBlob(b, req, now)
 		return err

@@ -212,32 +212,24 @@ func (d *DB) ListContainersDeleted(ctx context.Context, account, prefix, marker 
 		if err != nil {
 			return err
 		}
-		var dead []*DeletedContainer
+		var dead []ListedContainer
 		if withDeleted {
-			if dead, err = tx.ListDeletedContainers(ctx, account, prefix, after, afterVersion, max+1); err != nil {
+			if dead, err = tx.ListDeletedContainerRows(ctx, account, prefix, after, afterVersion, max+1); err != nil {
 				return err
 			}
 		}
 		for len(out) <= max && (len(live) > 0 || len(dead) > 0) {
-			if len(live) > 0 && (len(dead) == 0 || live[0].Name <= dead[0].Name) {
+			if len(live) > 0 && (len(dead) == 0 || live[0].Name <= dead[0].Deleted.Name) {
 				out = append(out, ListedContainer{Container: live[0]})
 				live = live[1:]
 				continue
 			}
 			rec := dead[0]
 			dead = dead[1:]
-			if !now.Before(rec.ExpiresAt) {
+			if !now.Before(rec.Deleted.ExpiresAt) {
 				continue // expired, the collector has yet to purge it
 			}
-			c, err := tx.Container(ctx, DeletedAccount(account, rec.Version), rec.Name, LockNone)
-			if err != nil {
-				return err
-			}
-			if c == nil {
-				continue
-			}
-			c.Account = account
-			out = append(out, ListedContainer{Container: c, Deleted: rec})
+			out = append(out, rec)
 		}
 		if len(out) > max {
 			out = out[:max]

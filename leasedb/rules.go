@@ -26,7 +26,9 @@ type replaceWrite struct {
 
 // checkReplace is the rule of a whole-blob write: a create-only caller (a
 // SAS with c but not w) may not replace an existing blob (403
-// AuthorizationPermissionMismatch); then the type, when the write needs a
+// UnauthorizedBlobOverwrite, Azure's answer to Put Blob, Put Block List and
+// Copy Blob alike; authorization comes before the lease and the
+// conditions); then the type, when the write needs a
 // block blob; then the write lease (a lease id sent for a blob that does
 // not exist is 412 LeaseNotPresentWithBlobOperation); then the conditions
 // of a create-kind write (If-None-Match: * on an existing blob is 409
@@ -39,7 +41,7 @@ func checkReplace(old *Blob, w replaceWrite, now time.Time) (Lease, error) {
 		return Lease{}, EvalWrite(w.cond, Resource{}, CreateWrite)
 	}
 	if w.createOnly {
-		return Lease{}, svcerr.New(svcerr.AuthorizationPermissionMismatch)
+		return Lease{}, svcerr.New(svcerr.UnauthorizedBlobOverwrite)
 	}
 	if w.blockBlobOnly && old.Type != "BlockBlob" {
 		return Lease{}, svcerr.New(svcerr.InvalidBlobType)

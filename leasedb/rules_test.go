@@ -49,10 +49,10 @@ func TestCheckPutBlob(t *testing.T) {
 		{"new blob, lease id and If-Match", nil, PutBlobRequest{LeaseID: idA, Cond: ifMatchE1}, svcerr.LeaseNotPresentWithBlobOperation, Lease{}},
 		{"overwrite", blockRow, PutBlobRequest{}, "", Lease{}},
 		{"overwrite another type", appendRow, PutBlobRequest{Type: "BlockBlob"}, "", Lease{}},
-		{"overwrite, create-only", blockRow, PutBlobRequest{CreateOnly: true}, svcerr.AuthorizationPermissionMismatch, Lease{}},
+		{"overwrite, create-only", blockRow, PutBlobRequest{CreateOnly: true}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
 		// Create-only is refused first, before the lease and the conditions.
-		{"create-only before lease", leasedRow, PutBlobRequest{CreateOnly: true}, svcerr.AuthorizationPermissionMismatch, Lease{}},
-		{"create-only before If-None-Match *", blockRow, PutBlobRequest{CreateOnly: true, Cond: ifNoneStar}, svcerr.AuthorizationPermissionMismatch, Lease{}},
+		{"create-only before lease", leasedRow, PutBlobRequest{CreateOnly: true}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
+		{"create-only before If-None-Match *", blockRow, PutBlobRequest{CreateOnly: true, Cond: ifNoneStar}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
 		{"overwrite, If-None-Match *", blockRow, PutBlobRequest{Cond: ifNoneStar}, svcerr.BlobAlreadyExists, Lease{}},
 		{"overwrite, If-Match passes", blockRow, PutBlobRequest{Cond: ifMatchE1}, "", Lease{}},
 		{"overwrite, If-Match fails", blockRow, PutBlobRequest{Cond: ifMatchE2}, svcerr.ConditionNotMet, Lease{}},
@@ -92,12 +92,12 @@ func TestCheckCommitBlocks(t *testing.T) {
 		{"block blob", blockRow, CommitBlocksRequest{}, "", Lease{}},
 		{"append blob", appendRow, CommitBlocksRequest{}, svcerr.InvalidBlobType, Lease{}},
 		// The type comes after create-only and before the lease.
-		{"create-only before type", appendRow, CommitBlocksRequest{CreateOnly: true}, svcerr.AuthorizationPermissionMismatch, Lease{}},
+		{"create-only before type", appendRow, CommitBlocksRequest{CreateOnly: true}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
 		{"type before lease", leasedApp, CommitBlocksRequest{}, svcerr.InvalidBlobType, Lease{}},
 		{"leased, no id", leasedRow, CommitBlocksRequest{}, svcerr.LeaseIdMissing, Lease{}},
 		{"leased, right id", leasedRow, CommitBlocksRequest{LeaseID: idA}, "", leasedFixed},
 		{"If-None-Match *", blockRow, CommitBlocksRequest{Cond: ifNoneStar}, svcerr.BlobAlreadyExists, Lease{}},
-		{"create-only", blockRow, CommitBlocksRequest{CreateOnly: true}, svcerr.AuthorizationPermissionMismatch, Lease{}},
+		{"create-only", blockRow, CommitBlocksRequest{CreateOnly: true}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

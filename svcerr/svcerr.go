@@ -28,6 +28,7 @@ const (
 	ConditionNotMet                       Code = "ConditionNotMet"
 	SourceConditionNotMet                 Code = "SourceConditionNotMet"
 	TargetConditionNotMet                 Code = "TargetConditionNotMet"
+	UnauthorizedBlobOverwrite             Code = "UnauthorizedBlobOverwrite"
 	MultipleConditionHeadersNotSupported  Code = "MultipleConditionHeadersNotSupported"
 	ConditionHeadersNotSupported          Code = "ConditionHeadersNotSupported"
 	AppendPositionConditionNotMet         Code = "AppendPositionConditionNotMet"
@@ -142,6 +143,7 @@ var table = map[Code]entry{
 	ConditionNotMet:                       {412, "The condition specified using HTTP conditional header(s) is not met."},
 	SourceConditionNotMet:                 {412, "The source condition specified using HTTP conditional header(s) is not met."},
 	TargetConditionNotMet:                 {412, "The target condition specified using HTTP conditional header(s) is not met."},
+	UnauthorizedBlobOverwrite:             {403, "This request is not authorized to perform blob overwrites."},
 	MultipleConditionHeadersNotSupported:  {400, "Multiple condition headers are not supported."},
 	ConditionHeadersNotSupported:          {400, "Condition headers are not supported."},
 	AppendPositionConditionNotMet:         {412, "The append position condition specified was not met."},

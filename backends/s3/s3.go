@@ -1140,6 +1140,12 @@ var unavailableCodes = map[string]bool{
 	"XMinioStorageFull":             true,
 	"XMinioReadQuorum":              true,
 	"XMinioWriteQuorum":             true,
+	// The bucket the store was opened on (EnsureBucket) is not found: a
+	// distributed MinIO node that restarted and has not loaded or healed
+	// the bucket yet, or a bucket removed behind the gateway. Either way
+	// the store cannot serve, and nothing says the object is gone (the
+	// gateway answers 503 and logs the store as unavailable).
+	"NoSuchBucket": true,
 }
 
 // isUnavailable reports whether err is a failure of the store or of the way

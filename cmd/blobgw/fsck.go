@@ -83,6 +83,12 @@ type fsckReport struct {
 	UnreferencedBytes int64         `json:"unreferenced_bytes"`
 	UnreferencedKeys  []string      `json:"unreferenced_keys"`
 	Queued            int64         `json:"queued"`
+	// QueuedReferenced counts keys the collection queue holds for
+	// deletion while a row still references them: the collector deletes
+	// due entries without looking for references, so these are bytes a
+	// blob needs that are about to be lost (exit status 1).
+	QueuedReferenced     int64         `json:"queued_referenced"`
+	QueuedReferencedKeys []fsckMissing `json:"queued_referenced_keys"`
 }
 
 func fsck(c *cli.Context) error {
@@ -100,7 +106,7 @@ func fsck(c *cli.Context) error {
 	jsonOut, repair := c.Bool("json"), c.Bool("repair")
 	out := c.App.Writer
 	prog := newFsckProgress(c.App.ErrWriter)
-	rep := fsckReport{MissingKeys: []fsckMissing{}, UnreferencedKeys: []string{}}
+	rep := fsckReport{MissingKeys: []fsckMissing{}, UnreferencedKeys: []string{}, QueuedReferencedKeys: []fsckMissing{}}
 
 	sorter := &keySorter{chunk: fsckChunk}
 	defer sorter.close()
@@ -211,6 +217,18 @@ func fsck(c *cli.Context) error {
 	if err == nil {
 		err = flushRepair()
 	}
+	if err == nil {
+		err = store.QueuedReferencedKeys(ctx, func(key, ref string) error {
+			rep.QueuedReferenced++
+			if len(rep.QueuedReferencedKeys) < fsckListCap {
+				rep.QueuedReferencedKeys = append(rep.QueuedReferencedKeys, fsckMissing{Key: key, Ref: ref})
+			}
+			if !jsonOut {
+				prog.line(out, "queued for deletion but referenced: %s: bytes of %s", ref, key)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return cli.Exit("fsck: "+err.Error(), 1)
 	}
@@ -222,8 +240,8 @@ func fsck(c *cli.Context) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out, "%d objects, %d referenced keys: %d missing, %d unreferenced (%d bytes)",
-			rep.Objects, rep.ReferencedKeys, rep.Missing, rep.Unreferenced, rep.UnreferencedBytes)
+		fmt.Fprintf(out, "%d objects, %d referenced keys: %d missing, %d unreferenced (%d bytes), %d referenced but queued for deletion",
+			rep.Objects, rep.ReferencedKeys, rep.Missing, rep.Unreferenced, rep.UnreferencedBytes, rep.QueuedReferenced)
 		if repair {
 			fmt.Fprintf(out, ", %d queued for collection after %s", rep.Queued, cfg.GCGrace)
 		}
@@ -231,6 +249,9 @@ func fsck(c *cli.Context) error {
 	}
 	if rep.Missing > 0 {
 		return cli.Exit(fmt.Sprintf("fsck: the bytes of %d referenced keys are missing", rep.Missing), 1)
+	}
+	if rep.QueuedReferenced > 0 {
+		return cli.Exit(fmt.Sprintf("fsck: %d referenced keys are queued for deletion", rep.QueuedReferenced), 1)
 	}
 	return nil
 }

@@ -237,6 +237,55 @@ func TestFsck(t *testing.T) {
 	}
 }
 
+// TestFsckQueuedReferenced: a key a blob row references that the
+// collection queue also holds for deletion (the collector deletes due
+// entries without looking for references) is a finding: a line in text,
+// a count and the key in --json, exit status 1. An upload intent for a
+// referenced key is not.
+func TestFsckQueuedReferenced(t *testing.T) {
+	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			e := newFsckEnv(t, kind)
+			if _, err := e.az.CreateContainer(ctx, "fsq", nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []string{"a", "b"} {
+				if _, err := e.az.UploadBuffer(ctx, "fsq", n, []byte("bytes of "+n), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rep, code := e.fsckJSON(t); code != 0 || rep.QueuedReferenced != 0 {
+				t.Fatalf("fsck --json on a clean store: exit %d, %+v", code, rep)
+			}
+			queued, intent := e.blobKey(t, "fsq", "a"), e.blobKey(t, "fsq", "b")
+			if err := e.store.Update(ctx, func(tx leasedb.Tx) error {
+				now, err := tx.Now(ctx)
+				if err != nil {
+					return err
+				}
+				if err := tx.AddIntent(ctx, intent, now.Add(time.Hour)); err != nil {
+					return err
+				}
+				return tx.AddGC(ctx, []string{queued}, now.Add(time.Hour))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			ref := config.DevAccountName + "/fsq/a"
+			out, code := e.run(t, "fsck")
+			if code != 1 || !strings.Contains(out, "queued for deletion but referenced: "+ref+": bytes of "+queued) ||
+				!strings.Contains(out, "1 referenced but queued for deletion") || strings.Contains(out, intent) {
+				t.Fatalf("fsck with a referenced key queued: exit %d\n%s", code, out)
+			}
+			rep, code := e.fsckJSON(t)
+			if code != 1 || rep.QueuedReferenced != 1 || len(rep.QueuedReferencedKeys) != 1 ||
+				rep.QueuedReferencedKeys[0] != (fsckMissing{Key: queued, Ref: ref}) || rep.Missing != 0 || rep.Unreferenced != 0 {
+				t.Fatalf("fsck --json with a referenced key queued: exit %d, %+v", code, rep)
+			}
+		})
+	}
+}
+
 // nopSeeker is a body for StageBlock.
 func nopSeeker(s string) interface {
 	io.ReadSeeker

@@ -85,3 +85,55 @@ func testReferencedKeys(t *testing.T, s leasedb.Store) {
 		t.Errorf("ReferencedKeys with failing fn: err %v after %d calls, want stop after 1", err, n)
 	}
 }
+
+// testQueuedReferencedKeys: a key the collection queue holds for deletion
+// while a blob row, a snapshot row or a staged block references it is
+// listed once, in byte order, with a row's name; an upload intent, a
+// queued key nothing references and a referenced key the queue lacks are
+// not.
+func testQueuedReferencedKeys(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	now := dbNow(t, s)
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		b := fullBlob("c", "b")
+		b.Extents = []leasedb.Extent{{Key: "obj/live", Size: 1}, {Key: "obj/queued", Size: 1}, {Key: "Shared.k", Size: 1}}
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return err
+		}
+		snap := fullBlob("c", "b")
+		snap.Snapshot = "2024-01-01T00:00:00.0000000Z"
+		snap.Extents = []leasedb.Extent{{Key: "Shared.k", Size: 1}, {Key: "snap/queued", Size: 1}}
+		if err := tx.PutSnapshot(ctx, snap); err != nil {
+			return err
+		}
+		if _, err := tx.StageBlock(ctx, acct, "c", "u", leasedb.Block{ID: "YmxrMQ==", Key: "a/Block", Size: 1, StagedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddIntent(ctx, "in/1", now.Add(time.Hour)); err != nil {
+			return err
+		}
+		return tx.AddGC(ctx, []string{"gc/alone", "obj/queued", "snap/queued", "Shared.k", "a/Block"}, now.Add(time.Hour))
+	})
+	type ref struct{ key, ref string }
+	var got []ref
+	if err := s.QueuedReferencedKeys(ctxT(t), func(key, r string) error {
+		got = append(got, ref{key, r})
+		return nil
+	}); err != nil {
+		t.Fatalf("QueuedReferencedKeys: %v", err)
+	}
+	want := []ref{
+		{"Shared.k", ""}, // either row's name
+		{"a/Block", acct + "/c/u (staged block YmxrMQ==)"},
+		{"obj/queued", acct + "/c/b"},
+		{"snap/queued", acct + "/c/b?snapshot=2024-01-01T00:00:00.0000000Z"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("QueuedReferencedKeys = %q, want the keys of %q", got, want)
+	}
+	for i, w := range want {
+		if got[i].key != w.key || (w.ref != "" && got[i].ref != w.ref) || !strings.HasPrefix(got[i].ref, acct+"/c/") {
+			t.Errorf("QueuedReferencedKeys[%d] = %q, want %q", i, got[i], w)
+		}
+	}
+}

@@ -93,6 +93,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"Counter", func(t *testing.T, s leasedb.Store) { Counter(t, s) }},
 		{"AdoptBlob", testAdoptBlob},
 		{"ReferencedKeys", testReferencedKeys},
+		{"QueuedReferencedKeys", testQueuedReferencedKeys},
 		{"ContainerMove", testContainerMove},
 		{"DeletedContainerRecords", testDeletedContainerRecords},
 		{"ContainerSoftDelete", testContainerSoftDelete},

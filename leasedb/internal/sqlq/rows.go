@@ -25,46 +25,66 @@ type Rows interface {
 // Everything else is scanned and bound the same way by both: text as
 // string or sql.NullString, bytes as []byte, flags as 0 or 1.
 
+// blobRow holds one row of BlobCols as scanned, before decoding: the
+// listing scanner decodes only the rows it returns as blobs.
+type blobRow[T any] struct {
+	b                            leasedb.Blob
+	created, lm, exp, brk, since T
+	meta, ext, copyInfo          string
+	sealed                       int
+	tier, tags                   sql.NullString
+}
+
+// dest is the scan destinations of BlobCols.
+func (r *blobRow[T]) dest() []any {
+	b := &r.b
+	return []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &r.created, &r.lm, &b.Size,
+		&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
+		&b.Props.CacheControl, &b.Props.ContentMD5, &r.meta, &r.ext, &b.BlockCount,
+		&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &r.exp, &r.brk, &r.since, &r.tier, &r.tags, &r.copyInfo, &r.sealed, &b.VersionID, &b.SequenceNumber}
+}
+
+// decode turns the scanned columns into the blob.
+func (r *blobRow[T]) decode(fromTime func(T) time.Time) (*leasedb.Blob, error) {
+	b := &r.b
+	var err error
+	b.Sealed = r.sealed != 0
+	b.AccessTier = r.tier.String
+	if b.Tags, err = DecodeTags(r.tags); err != nil {
+		return nil, err
+	}
+	if b.Metadata, err = leasedb.DecodeMetadata(r.meta); err != nil {
+		return nil, err
+	}
+	if b.Extents, err = leasedb.DecodeExtents(r.ext); err != nil {
+		return nil, err
+	}
+	if b.Copy, err = leasedb.DecodeCopy(r.copyInfo); err != nil {
+		return nil, err
+	}
+	b.Created, b.LastModified = fromTime(r.created), fromTime(r.lm)
+	b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromTime(r.exp), fromTime(r.brk), fromTime(r.since)
+	return b, nil
+}
+
 // ScanBlobs reads rows of BlobCols followed by the columns extra (when not
 // nil) returns the scan destinations of, for each row's blob.
 func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *leasedb.Blob) []any) ([]*leasedb.Blob, error) {
 	var out []*leasedb.Blob
 	for rows.Next() {
-		var (
-			b                            leasedb.Blob
-			created, lm, exp, brk, since T
-			meta, ext, copyInfo          string
-			sealed                       int
-			tier, tags                   sql.NullString
-		)
-		dest := []any{&b.Account, &b.Container, &b.Name, &b.Type, &b.ETag, &created, &lm, &b.Size,
-			&b.Props.ContentType, &b.Props.ContentEncoding, &b.Props.ContentLanguage, &b.Props.ContentDisposition,
-			&b.Props.CacheControl, &b.Props.ContentMD5, &meta, &ext, &b.BlockCount,
-			&b.Lease.ID, &b.Lease.State, &b.Lease.Duration, &exp, &brk, &since, &tier, &tags, &copyInfo, &sealed, &b.VersionID, &b.SequenceNumber}
+		r := &blobRow[T]{}
+		dest := r.dest()
 		if extra != nil {
-			dest = append(dest, extra(&b)...)
+			dest = append(dest, extra(&r.b)...)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		var err error
-		b.Sealed = sealed != 0
-		b.AccessTier = tier.String
-		if b.Tags, err = DecodeTags(tags); err != nil {
+		b, err := r.decode(fromTime)
+		if err != nil {
 			return nil, err
 		}
-		if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-			return nil, err
-		}
-		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
-			return nil, err
-		}
-		if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
-			return nil, err
-		}
-		b.Created, b.LastModified = fromTime(created), fromTime(lm)
-		b.Lease.Expires, b.Lease.BreakAt, b.Lease.Since = fromTime(exp), fromTime(brk), fromTime(since)
-		out = append(out, &b)
+		out = append(out, b)
 	}
 	return out, rows.Err()
 }
@@ -85,37 +105,36 @@ func ScanSnapshots[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Blo
 
 // ScanItems reads the rows of ListEntries and ListDelimited (BlobCols,
 // snapshot id, kind) as list items: a KindPrefix row is a BlobPrefix, a
-// KindStaged row an uncommitted blob.
+// KindStaged row an uncommitted blob. A prefix row's blob columns are
+// placeholders: only its name is read, none of its JSON columns decoded,
+// so a page of prefixes costs what its names cost.
 func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem, error) {
-	var kinds []*int
-	bs, err := ScanBlobs(rows, fromTime, func(b *leasedb.Blob) []any {
-		k := new(int)
-		kinds = append(kinds, k)
-		return []any{&b.Snapshot, k}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return items(bs, kinds), nil
-}
-
-// items pairs the blobs ScanItems read with their kinds.
-func items(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
-	out := make([]leasedb.ListItem, len(bs))
-	for i, b := range bs {
-		switch *kinds[i] {
-		case KindPrefix:
-			out[i] = leasedb.ListItem{Prefix: b.Name}
+	var out []leasedb.ListItem
+	for rows.Next() {
+		r := &blobRow[T]{}
+		var kind int
+		if err := rows.Scan(append(r.dest(), &r.b.Snapshot, &kind)...); err != nil {
+			return nil, err
+		}
+		if kind == KindPrefix {
+			out = append(out, leasedb.ListItem{Prefix: r.b.Name})
+			continue
+		}
+		b, err := r.decode(fromTime)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
 		case KindVersion:
 			// The snapshot column held the version's position
 			// (VersionPos + id); the id is in VersionID.
 			b.Snapshot, b.NonCurrent = "", true
-			out[i] = leasedb.ListItem{Blob: b}
+			out = append(out, leasedb.ListItem{Blob: b})
 		default:
-			out[i] = leasedb.ListItem{Blob: b, Uncommitted: *kinds[i] == KindStaged}
+			out = append(out, leasedb.ListItem{Blob: b, Uncommitted: kind == KindStaged})
 		}
 	}
-	return out
+	return out, rows.Err()
 }
 
 // BlobValues encodes b's columns in BlobCols order (not the snapshot id).
@@ -147,30 +166,49 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID, b.SequenceNumber}, nil
 }
 
+// containerRow holds one row of ContainerCols as scanned, before decoding.
+type containerRow[T any] struct {
+	c                   leasedb.Container
+	lm, exp, brk, since T
+	meta                string
+	acl                 sql.NullString
+}
+
+// dest is the scan destinations of ContainerCols.
+func (r *containerRow[T]) dest() []any {
+	c := &r.c
+	return []any{&c.Account, &c.Name, &c.ETag, &r.lm, &r.meta, &c.PublicAccess,
+		&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &r.exp, &r.brk, &r.since, &r.acl}
+}
+
+// decode turns the scanned columns into the container.
+func (r *containerRow[T]) decode(fromTime func(T) time.Time) (*leasedb.Container, error) {
+	c := &r.c
+	var err error
+	if c.Metadata, err = leasedb.DecodeMetadata(r.meta); err != nil {
+		return nil, err
+	}
+	if c.ACL, err = leasedb.DecodeACL(r.acl.String); err != nil {
+		return nil, err
+	}
+	c.LastModified = fromTime(r.lm)
+	c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTime(r.exp), fromTime(r.brk), fromTime(r.since)
+	return c, nil
+}
+
 // ScanContainers reads rows of ContainerCols.
 func ScanContainers[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Container, error) {
 	var out []*leasedb.Container
 	for rows.Next() {
-		var (
-			c                   leasedb.Container
-			lm, exp, brk, since T
-			meta                string
-			acl                 sql.NullString
-		)
-		if err := rows.Scan(&c.Account, &c.Name, &c.ETag, &lm, &meta, &c.PublicAccess,
-			&c.Lease.ID, &c.Lease.State, &c.Lease.Duration, &exp, &brk, &since, &acl); err != nil {
+		r := &containerRow[T]{}
+		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
-		var err error
-		if c.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
+		c, err := r.decode(fromTime)
+		if err != nil {
 			return nil, err
 		}
-		if c.ACL, err = leasedb.DecodeACL(acl.String); err != nil {
-			return nil, err
-		}
-		c.LastModified = fromTime(lm)
-		c.Lease.Expires, c.Lease.BreakAt, c.Lease.Since = fromTime(exp), fromTime(brk), fromTime(since)
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }
