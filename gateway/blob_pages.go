@@ -476,7 +476,7 @@ func (s *Server) previousSnapshotURL(r *http.Request, req *request) (snap string
 	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", false, svcerr.Header(svcerr.InvalidHeaderValue, name, redactURL(raw))
 	}
-	ref, local := s.localSource(r, u)
+	ref, local := s.localSource(r, req.peer.https, u)
 	v := u.Query().Get("snapshot")
 	if !local || ref != req.ref() || v == "" {
 		return "", false, refuse

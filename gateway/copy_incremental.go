@@ -67,7 +67,7 @@ func (s *Server) incrementalCopy(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source", redactURL(spec.raw))
 	}
-	ref, local := s.localSource(r, spec.u)
+	ref, local := s.localSource(r, req.peer.https, spec.u)
 	if !local {
 		return cannotVerify(http.StatusConflict, "Incremental Copy Blob from a source outside this gateway (%s) is not supported.", redactURL(spec.raw))
 	}
