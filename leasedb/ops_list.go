@@ -46,6 +46,11 @@ type ListInclude struct {
 	// (include=versions); a name with versions and no current blob is
 	// listed by its versions alone.
 	Versions bool
+	// Deleted lists soft-deleted rows (include=deleted): a name's
+	// soft-deleted base blob after its previous versions and before its
+	// current blob, and, with Snapshots, its soft-deleted snapshots among
+	// its snapshots (Blob.DeletedTime set on both).
+	Deleted bool
 }
 
 // maxRune sorts after every character a blob name can contain (names are

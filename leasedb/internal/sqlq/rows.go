@@ -103,6 +103,11 @@ func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem
 func items(bs []*leasedb.Blob, kinds []*int) []leasedb.ListItem {
 	out := make([]leasedb.ListItem, len(bs))
 	for i, b := range bs {
+		if (*kinds[i] == KindSnapshot || *kinds[i] == KindVersion) && markDeleted(b) {
+			// A soft-deleted snapshot or base blob (deletedSortCol).
+			out[i] = leasedb.ListItem{Blob: b}
+			continue
+		}
 		switch *kinds[i] {
 		case KindPrefix:
 			out[i] = leasedb.ListItem{Prefix: b.Name}
