@@ -32,6 +32,10 @@ type CollectOptions struct {
 // pass purges.
 const purgeContainersBatch = 100
 
+// purgeBlobsBatch bounds the expired soft-deleted blob rows one pass
+// purges.
+const purgeBlobsBatch = 1000
+
 // expireBlocksBatch bounds the names whose blocks one pass discards.
 const expireBlocksBatch = 1000
 
@@ -74,6 +78,15 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 	}
 	if purged > 0 {
 		log.Info("collector: purged soft-deleted containers past their retention", "containers", purged)
+	}
+	// Soft-deleted blobs past their retention (database clock) go the
+	// same way, the objects no other row of the name holds into the queue.
+	blobs, err := (&leasedb.DB{Store: store, Grace: o.Grace}).PurgeExpiredBlobs(ctx, purgeBlobsBatch)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("purge deleted blobs: %w", err))
+	}
+	if blobs > 0 {
+		log.Info("collector: purged soft-deleted blobs past their retention", "rows", blobs)
 	}
 	n, err := Collect(ctx, store, backend, log)
 	if err != nil {

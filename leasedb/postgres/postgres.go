@@ -283,14 +283,14 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 	rows, err := s.pool.Query(ctx, `
 		WITH due AS MATERIALIZED (
 			SELECT key FROM gc_queue
-			WHERE (claimed_at IS NULL AND due_at <= statement_timestamp())
+			WHERE (claimed_at IS NULL AND due_at <= statement_timestamp() + $3::bigint * interval '1 microsecond')
 			   OR claimed_at <= statement_timestamp() - $2::bigint * interval '1 microsecond'
 			ORDER BY due_at, key
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED)
 		UPDATE gc_queue g SET claimed_at = statement_timestamp()
 		FROM due WHERE g.key = due.key
-		RETURNING g.key`, limit, stale)
+		RETURNING g.key`, limit, stale, time.Duration(s.clockOffset.Load()).Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", sqlq.CtxErr(ctx, err))
 	}
