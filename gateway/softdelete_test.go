@@ -430,3 +430,61 @@ func TestSoftDeleteOff(t *testing.T) {
 		b.checkNoLeak(t)
 	})
 }
+
+// Soft delete with versioning on, as Azure documents it: an overwrite
+// keeps a version (no soft-deleted snapshot), Delete Blob makes the
+// current version a previous one and soft-deletes the snapshots it
+// deletes; Undelete Blob restores those snapshots (the blob comes back by
+// copying a version); deleting a version while soft delete is on is
+// refused (501) rather than done for good, and leaves the version.
+func TestSoftDeleteWithVersioning(t *testing.T) {
+	for _, kind := range versionKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			b := setup(t, kind)
+			b.setVersioning(t, true)
+			b.setRetention(t, 2)
+			if _, err := b.client.CreateContainer(ctx, "vsoft", nil); err != nil {
+				t.Fatal(err)
+			}
+			cc := b.client.ServiceClient().NewContainerClient("vsoft")
+			v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
+			up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.client.UploadBuffer(ctx, "vsoft", "a", v2, nil); err != nil {
+				t.Fatal(err)
+			}
+			inc := container.ListBlobsInclude{Snapshots: true, Deleted: true}
+			if l := listFlat(t, cc, inc, 10); len(l) != 2 || l[0].deleted || l[1].deleted {
+				t.Fatalf("after an overwrite with versioning: %s, want the snapshot and the blob, nothing soft-deleted", render(l))
+			}
+			b.deleteRaw(t, "vsoft/a", map[string]string{"x-ms-delete-snapshots": "include"})
+			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+			wantErr(t, err, 404, "BlobNotFound")
+			if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
+				t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
+			}
+			_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).Delete(ctx, nil)
+			wantErr(t, err, 501, "NotImplemented")
+			checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "version after a refused delete")
+			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBytes(t, downloadClient(t, sc), v1, "restored snapshot")
+			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+			wantErr(t, err, 404, "BlobNotFound")
+			b.collectAll(t)
+			b.checkNoLeak(t)
+		})
+	}
+}

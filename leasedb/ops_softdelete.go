@@ -187,9 +187,11 @@ func (d *DB) keepOverwritten(ctx context.Context, tx Tx, ref BlobRef, now time.T
 // blob, when there is no live blob under the name, and every soft-deleted
 // snapshot (a live snapshot with the same id keeps its place and the
 // soft-deleted one stays). With a live blob it restores the snapshots
-// only, as Azure documents. A name with no live blob and nothing
-// soft-deleted is 404 BlobNotFound; a live blob with nothing soft-deleted
-// succeeds and changes nothing.
+// only, as Azure documents; with versioning, whose Delete Blob keeps a
+// previous version instead of a soft-deleted blob, the snapshots of a
+// name whose current version was deleted. A name with no live blob and
+// nothing to restore is 404 BlobNotFound; a live blob with nothing
+// soft-deleted succeeds and changes nothing.
 func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
@@ -197,9 +199,17 @@ func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
 			return err
 		}
 		if b == nil && (len(rows) == 0 || rows[0].Snapshot != "") {
-			// Snapshots of a name without a blob cannot be listed
-			// or read as a blob's: Azure answers the missing blob.
-			return svcerr.New(svcerr.BlobNotFound)
+			// No blob to restore. With versioning a deleted blob
+			// is a previous version (restored by copying it) and
+			// Undelete Blob restores its soft-deleted snapshots;
+			// without, there is no blob to hold them.
+			vs, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 || len(vs) == 0 {
+				return svcerr.New(svcerr.BlobNotFound)
+			}
 		}
 		for _, r := range rows {
 			live := *r
