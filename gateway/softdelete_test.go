@@ -172,8 +172,11 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkBytes(t, download(t, b.client, "soft", "a"), v3, "live blob after Undelete Blob")
-		if got := render(listFlat(t, cc, withDeleted, 10)); !strings.HasSuffix(got, "a (deleted, 7 days), a") || strings.Count(got, "deleted") != 1 {
-			t.Fatalf("listing after Undelete Blob beside a live blob: %s", got)
+		for _, pageSize := range []int32{10, 1} {
+			l := listFlat(t, cc, withDeleted, pageSize)
+			if got := render(l); len(l) != 4 || !strings.HasSuffix(got, "a (deleted, 7 days), a") || strings.Count(got, "deleted") != 1 {
+				t.Fatalf("listing (pages of %d) after Undelete Blob beside a live blob: %s", pageSize, got)
+			}
 		}
 		snaps := listFlat(t, cc, container.ListBlobsInclude{Snapshots: true}, 10)
 		if len(snaps) != 3 {

@@ -94,8 +94,17 @@ type listPos struct{ name, snapshot string }
 // drivers read it the same way: sqlq.VersionPos).
 const versionPos = "v"
 
+// deletedBasePos is the snapshot part of the cursor right past a name's
+// soft-deleted base blob, which follows its previous versions and comes
+// before its live blob (the drivers read it the same way:
+// sqlq.DeletedBasePos).
+const deletedBasePos = "w"
+
 // posOf is the cursor right past the listed row b.
 func posOf(b *Blob) listPos {
+	if !b.DeletedTime.IsZero() && b.Snapshot == "" {
+		return listPos{name: b.Name, snapshot: deletedBasePos}
+	}
 	if b.NonCurrent {
 		return listPos{name: b.Name, snapshot: versionPos + b.VersionID}
 	}
