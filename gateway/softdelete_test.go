@@ -491,3 +491,40 @@ func TestSoftDeleteWithVersioning(t *testing.T) {
 		})
 	}
 }
+
+// The policy round-trips through Get Blob Service Properties with
+// AllowPermanentDelete; a refused document (Days 0) leaves it as it was;
+// Delete Blob deletetype=permanent, which the policy allows on Azure, is
+// refused (501) and deletes nothing; x-ms-undelete-source is refused.
+func TestSoftDeletePolicyRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, "sqlite+disk")
+	svc := b.client.ServiceClient()
+	if _, err := svc.SetProperties(ctx, &service.SetPropertiesOptions{DeleteRetentionPolicy: &service.RetentionPolicy{
+		Enabled: to.Ptr(true), Days: to.Ptr[int32](3), AllowPermanentDelete: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.SetProperties(ctx, &service.SetPropertiesOptions{DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr[int32](0)}})
+	wantErr(t, err, 400, "InvalidXmlDocument")
+	props, err := svc.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := props.DeleteRetentionPolicy
+	if p == nil || !*p.Enabled || p.Days == nil || *p.Days != 3 || p.AllowPermanentDelete == nil || !*p.AllowPermanentDelete {
+		t.Fatalf("DeleteRetentionPolicy %+v, want enabled, 3 days, AllowPermanentDelete", p)
+	}
+	if _, err := b.client.CreateContainer(ctx, "pol", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "pol", "a", []byte("kept"), nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := b.do(t, "DELETE", "pol/a?deletetype=permanent", "", nil)
+	wantStatus(t, resp, 501, "NotImplemented", "Delete Blob deletetype=permanent: "+body)
+	if got := string(download(t, b.client, "pol", "a")); got != "kept" {
+		t.Fatalf("blob after a refused permanent delete: %q", got)
+	}
+	resp, body = b.do(t, "PUT", "pol/a?comp=undelete", "", map[string]string{"x-ms-undelete-source": "a?deletionid=1"})
+	wantStatus(t, resp, 400, "UnsupportedHeader", "Undelete Blob x-ms-undelete-source: "+body)
+}
