@@ -22,8 +22,8 @@ type CollectOptions struct {
 	// Put Block for this long are discarded, at most expireBlocksBatch
 	// names per pass (leasedb.DB.ExpireBlocks). 0: kept for ever.
 	BlockExpiry time.Duration
-	// Grace is how long the objects of soft-deleted containers whose
-	// retention passed stay after their purge, as after any delete
+	// Grace is how long the objects of soft-deleted containers and blobs
+	// whose retention passed stay after their purge, as after any delete
 	// (leasedb.DB.Grace).
 	Grace time.Duration
 }
@@ -53,8 +53,8 @@ func TempSweepAge(bodyIdleTimeout time.Duration) time.Duration {
 
 // CollectPass is one whole collection pass, as every serve runs it and
 // `blobgw gc` runs it once: expired uncommitted blocks
-// (CollectOptions.BlockExpiry) and soft-deleted containers past their
-// retention go into the queue, the collection queue is drained (Collect), then the backend's temporary leftovers go
+// (CollectOptions.BlockExpiry) and soft-deleted containers and blobs past
+// their retention go into the queue, the collection queue is drained (Collect), then the backend's temporary leftovers go
 // (CollectOptions.TempAge). It returns the
 // number of backend objects deleted from the queue; a failing part does
 // not stop the others, and their errors are joined.
