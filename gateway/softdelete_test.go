@@ -13,6 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/blobgw/blobgw/gateway"
+	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb"
 )
 
@@ -527,4 +529,62 @@ func TestSoftDeletePolicyRoundTrip(t *testing.T) {
 	}
 	resp, body = b.do(t, "PUT", "pol/a?comp=undelete", "", map[string]string{"x-ms-undelete-source": "a?deletionid=1"})
 	wantStatus(t, resp, 400, "UnsupportedHeader", "Undelete Blob x-ms-undelete-source: "+body)
+}
+
+// Blob soft delete inside container soft delete: a soft-deleted blob
+// moves with its container into the hidden account and back on Restore
+// Container, its bytes held all the while; Undelete Blob then restores
+// it whole. A container purged at its retention's end takes its
+// soft-deleted blobs with it, and nothing leaks.
+func TestSoftDeleteInDeletedContainer(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		const retention = 2 * time.Second
+		b := setup(t, kind, setupOpts{options: gateway.Options{
+			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
+		b.setRetention(t, 1)
+		svc := b.client.ServiceClient()
+		data := randBytes(40_000, 11)
+		for _, name := range []string{"back", "gone"} {
+			if _, err := b.client.CreateContainer(ctx, name, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.client.UploadBuffer(ctx, name, "a", data, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.client.DeleteBlob(ctx, name, "a", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.client.DeleteContainer(ctx, name, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 2 {
+			t.Fatalf("%d objects with both containers soft-deleted, want 2", n)
+		}
+		b.checkNoLeak(t)
+		del := deletedItems(listAll(t, b.client, true), "back")
+		if len(del) != 1 {
+			t.Fatalf("deleted containers %v", del)
+		}
+		if _, err := svc.RestoreContainer(ctx, "back", *del[0].Version, nil); err != nil {
+			t.Fatal(err)
+		}
+		cc := svc.NewContainerClient("back")
+		if l := listFlat(t, cc, container.ListBlobsInclude{Deleted: true}, 10); render(l) != "a (deleted, 1 days)" {
+			t.Fatalf("restored container lists %s", render(l))
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, download(t, b.client, "back", "a"), data, "blob undeleted in a restored container")
+		time.Sleep(retention + 500*time.Millisecond)
+		b.collectAll(t) // purges "gone" with its soft-deleted blob ...
+		b.collectAll(t) // ... and deletes its object
+		if n := b.countObjects(t); n != 1 {
+			t.Fatalf("%d objects after the purge, want 1 (the undeleted blob)", n)
+		}
+		b.checkNoLeak(t)
+	})
 }
