@@ -1,9 +1,12 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
+	"strconv"
+)
 
 // Delete Blob: DELETE → 202. The bytes are collected after the grace
-// period.
+// period, or kept while a DeleteRetentionPolicy keeps the blob.
 func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	cond, leaseID, err := writeConds(r)
 	if err != nil {
@@ -13,10 +16,12 @@ func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request, req *request
 	if err != nil {
 		return err
 	}
-	if err := s.db.DeleteBlob(r.Context(), req.ref(), leaseID, cond, snaps); err != nil {
+	soft, err := s.db.DeleteBlobSoft(r.Context(), req.ref(), leaseID, cond, snaps)
+	if err != nil {
 		return err
 	}
-	w.Header().Set("x-ms-delete-type-permanent", "true")
+	// false when the account's DeleteRetentionPolicy kept what went.
+	w.Header().Set("x-ms-delete-type-permanent", strconv.FormatBool(!soft))
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }

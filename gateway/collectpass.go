@@ -22,8 +22,8 @@ type CollectOptions struct {
 	// Put Block for this long are discarded, at most expireBlocksBatch
 	// names per pass (leasedb.DB.ExpireBlocks). 0: kept for ever.
 	BlockExpiry time.Duration
-	// Grace is how long the objects of soft-deleted containers whose
-	// retention passed stay after their purge, as after any delete
+	// Grace is how long the objects of soft-deleted containers and blobs
+	// whose retention passed stay after their purge, as after any delete
 	// (leasedb.DB.Grace).
 	Grace time.Duration
 }
@@ -31,6 +31,10 @@ type CollectOptions struct {
 // purgeContainersBatch bounds the expired soft-deleted containers one
 // pass purges.
 const purgeContainersBatch = 100
+
+// purgeBlobsBatch bounds the expired soft-deleted blob rows one pass
+// purges.
+const purgeBlobsBatch = 1000
 
 // expireBlocksBatch bounds the names whose blocks one pass discards.
 const expireBlocksBatch = 1000
@@ -49,8 +53,8 @@ func TempSweepAge(bodyIdleTimeout time.Duration) time.Duration {
 
 // CollectPass is one whole collection pass, as every serve runs it and
 // `blobgw gc` runs it once: expired uncommitted blocks
-// (CollectOptions.BlockExpiry) and soft-deleted containers past their
-// retention go into the queue, the collection queue is drained (Collect), then the backend's temporary leftovers go
+// (CollectOptions.BlockExpiry) and soft-deleted containers and blobs past
+// their retention go into the queue, the collection queue is drained (Collect), then the backend's temporary leftovers go
 // (CollectOptions.TempAge). It returns the
 // number of backend objects deleted from the queue; a failing part does
 // not stop the others, and their errors are joined.
@@ -74,6 +78,15 @@ func CollectPass(ctx context.Context, store leasedb.Store, backend backends.Back
 	}
 	if purged > 0 {
 		log.Info("collector: purged soft-deleted containers past their retention", "containers", purged)
+	}
+	// Soft-deleted blobs past their retention (database clock) go the
+	// same way, the objects no other row of the name holds into the queue.
+	blobs, err := (&leasedb.DB{Store: store, Grace: o.Grace}).PurgeExpiredBlobs(ctx, purgeBlobsBatch)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("purge deleted blobs: %w", err))
+	}
+	if blobs > 0 {
+		log.Info("collector: purged soft-deleted blobs past their retention", "rows", blobs)
 	}
 	n, err := Collect(ctx, store, backend, log)
 	if err != nil {

@@ -274,6 +274,9 @@ func serviceProps(old string, body []byte) (string, error) {
 	if _, err := parseCORS(body); err != nil {
 		return "", err
 	}
+	if _, _, err := parseDeleteRetention(body); err != nil {
+		return "", err
+	}
 	return mergeServiceProps([]byte(old), &next)
 }
 

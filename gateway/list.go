@@ -189,7 +189,10 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	// blocks. Every entry counts toward maxresults.
 	// include=versions adds each name's previous versions, oldest
 	// first, before its current blob (after its snapshots).
-	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"], Versions: include["versions"]}
+	// include=deleted adds the soft-deleted blobs (and, with snapshots,
+	// the soft-deleted snapshots) in their places.
+	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"], Versions: include["versions"],
+		Deleted: include["deleted"]}
 	res, err := s.db.ListBlobsFrom(r.Context(), req.account, req.container, prefix, delimiter, marker, startFrom, max, inc)
 	if err != nil {
 		return err
@@ -224,7 +227,7 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 			writeUncommittedEntry(&x, it.Blob, res.Now)
 			continue
 		}
-		writeBlobEntry(&x, it.Blob, include, res.Now)
+		writeBlobEntry(&x, it.Blob, include, res.Now, s.db.RetentionDay)
 	}
 	x.close("Blobs")
 	x.elem("NextMarker", res.Next)
@@ -233,15 +236,19 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	return nil
 }
 
-func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time) {
+func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time, day time.Duration) {
+	deleted := !b.DeletedTime.IsZero()
 	x.open("Blob")
 	x.elem("Name", b.Name)
 	if b.Snapshot != "" {
 		x.elem("Snapshot", b.Snapshot)
 	}
-	if b.VersionID != "" && b.Snapshot == "" {
+	if b.VersionID != "" && b.Snapshot == "" && !deleted {
 		x.elem("VersionId", b.VersionID)
 		x.elem("IsCurrentVersion", strconv.FormatBool(!b.NonCurrent))
+	}
+	if deleted {
+		x.elem("Deleted", "true")
 	}
 	x.open("Properties")
 	x.elem("Creation-Time", httpTime(b.Created))
@@ -267,9 +274,10 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 		x.elem("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
 	}
 	x.elem("BlobType", b.Type)
-	if b.Snapshot == "" && !b.NonCurrent {
-		// Snapshots and previous versions cannot be leased, so Azure
-		// lists them without LeaseStatus, LeaseState and LeaseDuration.
+	if b.Snapshot == "" && !b.NonCurrent && !deleted {
+		// Snapshots, previous versions and soft-deleted blobs cannot
+		// be leased, so Azure lists them without LeaseStatus,
+		// LeaseState and LeaseDuration.
 		status, state, duration := b.Lease.Headers(now)
 		x.elem("LeaseStatus", status)
 		x.elem("LeaseState", state)
@@ -295,6 +303,9 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 		x.elem("Sealed", strconv.FormatBool(b.Sealed))
 	}
 	writeListTierTags(x, b)
+	if deleted {
+		writeDeletedProps(x, b, now, day)
+	}
 	x.close("Properties")
 	if include["metadata"] {
 		x.metadata(b.Metadata)

@@ -38,15 +38,24 @@ func refuseOperation(r *http.Request, req *request) error {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "versionid", req.query["versionid"], "a request names a snapshot or a version, not both")
 		}
 	}
+	if _, ok := req.query["deletetype"]; ok && req.op.name == "DeleteBlob" {
+		// Delete Blob deletetype=permanent removes a soft-deleted
+		// snapshot or version for good (DeleteRetentionPolicy
+		// AllowPermanentDelete); not built, and never to be taken for
+		// a plain delete.
+		e := svcerr.Query(svcerr.NotImplemented, "deletetype", req.query["deletetype"], "permanent delete is not implemented")
+		e.Message = "Delete Blob with deletetype (permanent delete of soft-deleted data) is not implemented by this gateway."
+		return e
+	}
 	if req.op.name == "ListBlobs" {
 		// List Blobs include=deletedwithversions asks for the names
-		// whose current version was deleted, which needs blob soft
-		// delete; listing without them would present an incomplete
-		// history.
+		// whose current version was deleted (HasVersionsOnly), which
+		// is not built; listing without them would present an
+		// incomplete history.
 		for _, p := range strings.Split(req.query["include"], ",") {
 			switch p = strings.ToLower(strings.TrimSpace(p)); p {
 			case "deletedwithversions":
-				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "soft delete is not implemented")
+				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "deletedwithversions is not implemented")
 				e.Message = "Listing deleted blobs with versions (include=" + p + ") is not implemented by this gateway."
 				return e
 			}
@@ -119,16 +128,13 @@ func refuseHeaders(h http.Header) error {
 }
 
 // serviceSettings are the parts of a Set Blob Service Properties document
-// that turn on a feature; the gateway stores the document and acts only on
-// Cors.
+// that turn on a feature the gateway lacks (it acts on Cors and
+// DeleteRetentionPolicy: cors.go, softdelete.go).
 type serviceSettings struct {
 	Logging *struct {
 		Read, Write, Delete string
 	}
 	HourMetrics, MinuteMetrics *struct {
-		Enabled string
-	}
-	DeleteRetentionPolicy *struct {
 		Enabled string
 	}
 	StaticWebsite *struct {
@@ -145,8 +151,7 @@ var knownServiceElems = map[string]bool{
 
 // refuseServiceProps refuses a Set Blob Service Properties document that
 // enables what the gateway does not do, before anything is stored:
-// soft delete (DeleteRetentionPolicy: deleted blobs would be gone, not
-// retained), static website (nothing would be served), Storage Analytics
+// static website (nothing would be served), Storage Analytics
 // logging and metrics (no $logs or metrics would be written) and
 // DefaultServiceVersion (anonymous requests keep the gateway's version).
 // The same elements disabled, as SDKs and tools send them, stay accepted.
@@ -166,8 +171,6 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 	}
 	on := func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
 	switch {
-	case set.DeleteRetentionPolicy != nil && on(set.DeleteRetentionPolicy.Enabled):
-		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Blob soft delete (DeleteRetentionPolicy Enabled=true) is not supported by this gateway.")
 	case set.StaticWebsite != nil && on(set.StaticWebsite.Enabled):
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Static website hosting (StaticWebsite Enabled=true) is not supported by this gateway.")
 	case set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete)):

@@ -225,6 +225,10 @@ var operations = []operation{
 		handle: (*Server).putBlobFromURL, sas: auth.OpOverwriteBlob, upload: true},
 	{name: "CopyBlob", on: blobTarget, methods: mPut, headers: []headerIs{hCopySource},
 		handle: (*Server).copyBlob, sas: auth.OpOverwriteBlob, upload: true},
+	// Undelete Blob: SAS w, as for the writes that restore content (the
+	// permission tables list no letter of its own).
+	{name: "UndeleteBlob", on: blobTarget, methods: mPut, comp: "undelete",
+		handle: (*Server).undeleteBlob, sas: auth.OpWriteBlobProps},
 	{name: "PutBlob", on: blobTarget, methods: mPut,
 		handle: (*Server).putBlob, sas: auth.OpOverwriteBlob, upload: true},
 	{name: "GetBlob", on: blobTarget, methods: mGet,
@@ -289,7 +293,7 @@ var operations = []operation{
 	// are missing.
 	missingOp("BlobImmutabilityPolicy", "immutabilitypolicies", "Set / Delete Blob Immutability Policy"),
 	missingOp("SetBlobLegalHold", "legalhold", "Set Blob Legal Hold"),
-	missingOp("Undelete", "undelete", "Undelete Blob (soft delete)"),
+	missingOp("Undelete", "undelete", "Undelete at this address"),
 	missingOp("SetBlobExpiry", "expiry", "Set Blob Expiry"),
 	missingOp("QueryBlobContents", "query", "Query Blob Contents"),
 	missingOp("RenameContainer", "rename", "Rename Container"),

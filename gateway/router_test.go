@@ -105,6 +105,7 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=tags&" + ver, nil, "SetBlobTags", "setBlobTags", auth.OpBlobTags, notPublic, false},
 		{"PUT", "cnt/b", "comp=tier&" + ver, nil, "SetBlobTier", "setBlobTier", auth.OpWriteBlobProps, notPublic, false},
 
+		{"PUT", "cnt/b", "comp=undelete", nil, "UndeleteBlob", "undeleteBlob", auth.OpWriteBlobProps, notPublic, false},
 		{"PUT", "cnt/b", "", nil, "PutBlob", "putBlob", auth.OpOverwriteBlob, notPublic, true},
 		{"PUT", "cnt/b", "", copySrc, "CopyBlob", "copyBlob", auth.OpOverwriteBlob, notPublic, true},
 		{"PUT", "cnt/b", "", fromURL, "PutBlobFromURL", "putBlobFromURL", auth.OpOverwriteBlob, notPublic, true},
@@ -148,7 +149,6 @@ func TestResolve(t *testing.T) {
 		{"PUT", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"DELETE", "cnt/b", "comp=immutabilityPolicies", nil, "BlobImmutabilityPolicy", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=legalhold", nil, "SetBlobLegalHold", "notImplemented", noSAS, notPublic, false},
-		{"PUT", "cnt/b", "comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt", "comp=undelete", nil, "Undelete", "notImplemented", noSAS, notPublic, false},
 		{"PUT", "cnt/b", "comp=expiry", nil, "SetBlobExpiry", "notImplemented", noSAS, notPublic, false},
 		{"POST", "cnt/b", "comp=query", nil, "QueryBlobContents", "notImplemented", noSAS, notPublic, false},

@@ -23,7 +23,8 @@ func (s *Server) getAccountInfo(w http.ResponseWriter, r *http.Request, req *req
 // account, kept in the metadata database so every replica serves the same
 // document and acts on the same CORS rules (cors.go). Set Blob Service
 // Properties replaces the top-level elements the request carries and keeps
-// the others, as Azure does; nothing but CORS is acted on.
+// the others, as Azure does; CORS and DeleteRetentionPolicy (blob soft
+// delete, softdelete.go) are acted on.
 
 const xmlDecl = `<?xml version="1.0" encoding="utf-8"?>`
 
@@ -75,6 +76,10 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if _, err := parseCORS(body); err != nil {
 		return err
 	}
+	days, retentionSet, err := parseDeleteRetention(body)
+	if err != nil {
+		return err
+	}
 	ctx := r.Context()
 	old, err := s.db.ServiceProperties(ctx, req.account)
 	if err != nil {
@@ -87,7 +92,15 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	if err := s.db.SetServiceProperties(ctx, req.account, doc); err != nil {
+	if retentionSet {
+		// The policy's days go into the account's settings in the
+		// document's transaction: every replica's next commit acts on
+		// them.
+		err = s.db.SetServicePropertiesRetention(ctx, req.account, doc, days)
+	} else {
+		err = s.db.SetServiceProperties(ctx, req.account, doc)
+	}
+	if err != nil {
 		return err
 	}
 	s.corsCache.invalidate(req.account)

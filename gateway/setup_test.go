@@ -75,6 +75,9 @@ type setupOpts struct {
 	options gateway.Options
 	// log, when set, is every replica's logger.
 	log *slog.Logger
+	// retentionDay, when set, is the length of a blob delete retention
+	// day (leasedb.DB.RetentionDay), to see a retention pass.
+	retentionDay time.Duration
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -148,7 +151,7 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		db := &leasedb.DB{Store: store, Grace: o.grace}
+		db := &leasedb.DB{Store: store, Grace: o.grace, RetentionDay: o.retentionDay}
 		if i == 0 {
 			b.db = db
 		}

@@ -186,6 +186,11 @@ type Blob struct {
 	// read-only but for its tier and tags. Previous versions share
 	// extents with the other rows of the name like snapshots do.
 	NonCurrent bool
+	// DeletedTime is when a soft-deleted row (a row of deleted_blobs:
+	// Delete Blob with a DeleteRetentionPolicy, or the content an
+	// overwrite replaced) was deleted, by the database clock; zero for
+	// every live row. DeleteExpires is when the collector may purge it.
+	DeletedTime, DeleteExpires time.Time
 	// SequenceNumber is a page blob's x-ms-blob-sequence-number (0 for
 	// other types). A page blob's Extents are its written runs in blob
 	// order, with holes between them (pagemap.go); its Size is its
@@ -259,7 +264,8 @@ type Store interface {
 	// "...?snapshot=ID" for a snapshot row, "...?versionid=ID" for a
 	// version row, "... (staged block ID)" for a staged block; the rows of
 	// a soft-deleted container count too, their account being
-	// DeletedAccount's "account/version"); it is "" for a key that only
+	// DeletedAccount's "account/version"; a soft-deleted blob row's ref
+	// ends in " (soft-deleted)"); it is "" for a key that only
 	// the collection queue holds. The database sorts (spilling to disk
 	// as it needs) and the rows stream, so memory stays bounded at any
 	// count. It stops at fn's first error and returns it, and never runs fn
@@ -298,7 +304,7 @@ type Tx interface {
 	// UpdateContainer overwrites every column of an existing row.
 	UpdateContainer(ctx context.Context, c *Container) error
 	// DeleteContainer deletes the container row, every blob row, snapshot
-	// row, version row and staged block in it, and returns the backend keys they
+	// row, version row, soft-deleted row and staged block in it, and returns the backend keys they
 	// referenced, once per blob name that referenced each (a key two names
 	// of the container share appears twice; see ReleaseKeys).
 	DeleteContainer(ctx context.Context, account, name string) ([]string, error)
@@ -431,6 +437,8 @@ type Tx interface {
 
 	// AccountTx keeps the storage accounts and their keys (ops_accounts.go).
 	AccountTx
+	// SoftDeleteTx keeps soft-deleted blob rows (ops_softdelete.go).
+	SoftDeleteTx
 
 	// ListEntries returns up to limit (at least 1) List Blobs entries of
 	// the container under prefix, in listing order, strictly after the

@@ -21,6 +21,10 @@ type DB struct {
 	// StrictConditions rejects the header combinations the docs forbid on
 	// writes (ValidateWrite); off by default.
 	StrictConditions bool
+	// RetentionDay is the length of one day of a blob delete retention
+	// (DeleteRetentionPolicy Days); 0 is 24 h. Only tests shorten it, to
+	// see a retention pass without waiting a day.
+	RetentionDay time.Duration
 }
 
 // BlobRef names a blob.

@@ -230,6 +230,11 @@ func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, 
 		if err != nil {
 			return err
 		}
+		// Then soft delete: without versioning, the replaced blob is
+		// kept as a soft-deleted snapshot.
+		if err := d.keepOverwritten(ctx, tx, ref, now, old); err != nil {
+			return err
+		}
 		b, err := commit(tx, now, old, lease)
 		if err != nil {
 			return err
@@ -322,12 +327,22 @@ func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, c
 }
 
 // DeleteBlob deletes a committed blob; its objects are collected after the
-// grace period.
+// grace period. With the account's DeleteRetentionPolicy on, the blob and
+// the snapshots it deletes are soft-deleted instead (kept, with their
+// objects, until Undelete Blob or the retention's end); with versioning
+// on the blob becomes a previous version as before.
 func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, snaps DeleteSnapshots) error {
+	_, err := d.DeleteBlobSoft(ctx, ref, leaseID, cond, snaps)
+	return err
+}
+
+// DeleteBlobSoft is DeleteBlob; soft reports that what it deleted was
+// soft-deleted (Delete Blob: x-ms-delete-type-permanent false).
+func (d *DB) DeleteBlobSoft(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, snaps DeleteSnapshots) (soft bool, err error) {
 	if err := d.checkWrite(cond); err != nil {
-		return err
+		return false, err
 	}
-	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	err = d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if _, err := checkUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
@@ -338,27 +353,44 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 		if len(snapshots) > 0 && snaps == KeepSnapshots {
 			return svcerr.New(svcerr.SnapshotsPresent)
 		}
+		settings, err := tx.AccountSettings(ctx, ref.Account)
+		if err != nil {
+			return err
+		}
+		days := settings.DeleteRetentionDays
+		soft = days > 0 && (snaps != OnlySnapshots || len(snapshots) > 0)
 		var dropped []*Blob
 		if snaps == IncludeSnapshots || snaps == OnlySnapshots {
 			for _, sn := range snapshots {
 				if err := tx.DeleteSnapshot(ctx, ref.Account, ref.Container, ref.Name, sn.Snapshot); err != nil {
 					return err
 				}
+				if days > 0 {
+					if err := d.softDelete(ctx, tx, ref, sn, sn.Snapshot, now, days); err != nil {
+						return err
+					}
+				}
 			}
-			dropped = snapshots
+			if days == 0 {
+				dropped = snapshots
+			}
 		}
-		kept, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
-		if err != nil {
-			return err
-		}
-		if snaps == OnlySnapshots {
-			kept = append(kept, b)
-		} else {
+		if snaps != OnlySnapshots {
 			// With versioning on (or for a blob that is a version) the
 			// current version becomes a previous one: no current blob
 			// is left, and its extents stay with the version row.
+			// Otherwise, with a retention, it is soft-deleted.
 			if _, err := keepVersion(ctx, tx, ref, now, b); err != nil {
 				return err
+			}
+			switch {
+			case settings.Versioning || b.VersionID != "":
+			case days > 0:
+				if err := d.softDelete(ctx, tx, ref, b, "", now, days); err != nil {
+					return err
+				}
+			default:
+				dropped = append(dropped, b)
 			}
 			if err := tx.DeleteBlob(ctx, ref.Account, ref.Container, ref.Name); err != nil {
 				return err
@@ -366,13 +398,22 @@ func (d *DB) DeleteBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 			if err := dropStaged(ctx, tx, ref, now); err != nil {
 				return err
 			}
-			if kept, err = tx.Versions(ctx, ref.Account, ref.Container, ref.Name); err != nil {
-				return err
-			}
-			dropped = append(dropped, b)
+		}
+		if len(dropped) == 0 {
+			return nil
+		}
+		// Every row left of the name (versions, soft-deleted rows, the
+		// blob when only its snapshots went) keeps its extents.
+		kept, err := nameRows(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if snaps == OnlySnapshots {
+			kept = append(kept, b)
 		}
 		return release(ctx, tx, unreferenced(dropped, kept), now.Add(d.Grace))
 	})
+	return soft, err
 }
 
 // DeleteSnapshots is x-ms-delete-snapshots on Delete Blob.

@@ -46,6 +46,11 @@ type ListInclude struct {
 	// (include=versions); a name with versions and no current blob is
 	// listed by its versions alone.
 	Versions bool
+	// Deleted lists soft-deleted rows (include=deleted): a name's
+	// soft-deleted base blob after its previous versions and before its
+	// current blob, and, with Snapshots, its soft-deleted snapshots among
+	// its snapshots (Blob.DeletedTime set on both).
+	Deleted bool
 }
 
 // maxRune sorts after every character a blob name can contain (names are
@@ -89,8 +94,17 @@ type listPos struct{ name, snapshot string }
 // drivers read it the same way: sqlq.VersionPos).
 const versionPos = "v"
 
+// deletedBasePos is the snapshot part of the cursor right past a name's
+// soft-deleted base blob, which follows its previous versions and comes
+// before its live blob (the drivers read it the same way:
+// sqlq.DeletedBasePos).
+const deletedBasePos = "w"
+
 // posOf is the cursor right past the listed row b.
 func posOf(b *Blob) listPos {
+	if !b.DeletedTime.IsZero() && b.Snapshot == "" {
+		return listPos{name: b.Name, snapshot: deletedBasePos}
+	}
 	if b.NonCurrent {
 		return listPos{name: b.Name, snapshot: versionPos + b.VersionID}
 	}

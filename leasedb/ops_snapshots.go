@@ -115,6 +115,12 @@ func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, c
 			}
 			return err
 		}
+		if days, err := retention(ctx, tx, ref.Account); err != nil {
+			return err
+		} else if days > 0 {
+			// Blob soft delete: the snapshot is kept, soft-deleted.
+			return d.softDelete(ctx, tx, ref, sn, snapshot, now, days)
+		}
 		kept, err := nameRows(ctx, tx, ref)
 		if err != nil {
 			return err

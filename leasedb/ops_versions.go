@@ -16,6 +16,9 @@ type AccountSettings struct {
 	// and every Delete Blob of the base blob keeps the previous blob as a
 	// version.
 	Versioning bool
+	// DeleteRetentionDays is the blob delete retention of the account's
+	// DeleteRetentionPolicy (ops_softdelete.go); 0 when it is off.
+	DeleteRetentionDays int
 }
 
 // GetAccountSettings reads an account's settings (the defaults when none
@@ -166,6 +169,14 @@ func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, c
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if b != nil && b.VersionID == versionID {
 			return svcerr.Newf(svcerr.OperationNotAllowedOnRootBlob, "The current version of a blob cannot be deleted by its version id; delete the blob instead.")
+		}
+		if days, err := retention(ctx, tx, ref.Account); err != nil {
+			return err
+		} else if days > 0 {
+			// Azure soft-deletes a version deleted under a
+			// DeleteRetentionPolicy; deleting it for good instead
+			// would lose what the policy promises to keep.
+			return svcerr.Newf(svcerr.NotImplemented, "Deleting a blob version while blob soft delete is on (a soft-deleted version) is not implemented by this gateway.")
 		}
 		v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
 		if err != nil {

@@ -21,6 +21,9 @@ const rowRefsSQL = `
 	SELECT (e->>'k') COLLATE "C", (v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id) COLLATE "C"
 	FROM versions AS v, jsonb_array_elements(v.extents::jsonb) AS e
 	UNION ALL
+	SELECT (e->>'k') COLLATE "C", (d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)') COLLATE "C"
+	FROM deleted_blobs AS d, jsonb_array_elements(d.extents::jsonb) AS e
+	UNION ALL
 	SELECT key COLLATE "C", (account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')') COLLATE "C" FROM blocks`
 
 // referencedKeysSQL lists every referenced key once, in byte order

@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +67,9 @@ const (
 // concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// clockOffset is added to the clock every transaction reads
+	// (SetClockOffset, tests only).
+	clockOffset atomic.Int64
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or a
@@ -150,7 +154,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 			rollback(ctx, ptx)
 		}
 	}()
-	t := &tx{tx: ptx, readOnly: readOnly}
+	t := &tx{tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	if err := fn(t); err != nil {
 		done = true
 		rollback(ctx, ptx)
@@ -279,14 +283,14 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 	rows, err := s.pool.Query(ctx, `
 		WITH due AS MATERIALIZED (
 			SELECT key FROM gc_queue
-			WHERE (claimed_at IS NULL AND due_at <= statement_timestamp())
+			WHERE (claimed_at IS NULL AND due_at <= statement_timestamp() + $3::bigint * interval '1 microsecond')
 			   OR claimed_at <= statement_timestamp() - $2::bigint * interval '1 microsecond'
 			ORDER BY due_at, key
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED)
 		UPDATE gc_queue g SET claimed_at = statement_timestamp()
 		FROM due WHERE g.key = due.key
-		RETURNING g.key`, limit, stale)
+		RETURNING g.key`, limit, stale, time.Duration(s.clockOffset.Load()).Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: claim due: %w", sqlq.CtxErr(ctx, err))
 	}
@@ -417,6 +421,8 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 // tx is one transaction. It is not safe for concurrent use and must not be
 // used after the function it was passed to returns.
 type tx struct {
+	// offset is the Store's clockOffset when the transaction began.
+	offset   time.Duration
 	tx       pgx.Tx
 	readOnly bool
 	now      time.Time
@@ -435,16 +441,16 @@ func (t *tx) Now(ctx context.Context) (time.Time, error) {
 	if t.now.IsZero() {
 		var now time.Time
 		if t.account != "" && t.settings == nil {
-			var v int
-			if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp(),
-				COALESCE((SELECT versioning FROM account_settings WHERE account = $1), 0)`, t.account).Scan(&now, &v); err != nil {
+			var v, days int
+			if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp(), COALESCE(s.versioning, 0), COALESCE(s.delete_retention_days, 0)
+				FROM (SELECT 1) AS one LEFT JOIN account_settings s ON s.account = $1`, t.account).Scan(&now, &v, &days); err != nil {
 				return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
 			}
-			t.settings = &leasedb.AccountSettings{Versioning: v != 0}
+			t.settings = &leasedb.AccountSettings{Versioning: v != 0, DeleteRetentionDays: days}
 		} else if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 			return time.Time{}, fmt.Errorf("leasedb/postgres: now: %w", sqlq.CtxErr(ctx, err))
 		}
-		t.now = now.UTC().Truncate(time.Microsecond)
+		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	return t.now, nil
 }
@@ -552,8 +558,9 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 // it starts, so the deletes see every row committed before the lock was
 // granted. Keys are distinct, each where it first appears in: the blobs'
 // extents in blob-name order, then the snapshots' in (name, snapshot)
-// order, then the versions' in (name, version id) order, then the staged
-// blocks' keys in (blob name, block id) order.
+// order, then the versions' in (name, version id) order, then the
+// soft-deleted rows' in (name, snapshot) order, then the staged blocks'
+// keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -563,14 +570,15 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, '', extents`, account, name)
 	b.Queue(`DELETE FROM snapshots WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
 	b.Queue(`DELETE FROM versions WHERE account = $1 AND container = $2 RETURNING name, version_id, extents`, account, name)
+	b.Queue(`DELETE FROM deleted_blobs WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
 	b.Queue(`DELETE FROM blocks WHERE account = $1 AND container = $2 RETURNING blob, block_id, key`, account, name)
 	b.Queue(`DELETE FROM containers WHERE account = $1 AND name = $2`, account, name)
 	// deleted is one deleted row: (name, snapshot, extents) of a blob or
 	// snapshot, (blob, block id, key) of a block.
 	type deleted [3]string
 	var (
-		found                              bool
-		blobs, snapshots, versions, blocks []deleted
+		found                                           bool
+		blobs, snapshots, versions, softDeleted, blocks []deleted
 	)
 	br := t.tx.SendBatch(ctx, b)
 	err := func() error {
@@ -582,7 +590,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		for _, q := range []struct {
 			what string
 			out  *[]deleted
-		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"versions", &versions}, {"blocks", &blocks}} {
+		}{{"blobs", &blobs}, {"snapshots", &snapshots}, {"versions", &versions}, {"deleted_blobs", &softDeleted}, {"blocks", &blocks}} {
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.what, err)
@@ -620,9 +628,10 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	byKey(blobs)
 	byKey(snapshots)
 	byKey(versions)
+	byKey(softDeleted)
 	byKey(blocks)
 	var keys leasedb.NameKeys // once per blob name
-	for _, d := range append(append(blobs, snapshots...), versions...) {
+	for _, d := range append(append(append(blobs, snapshots...), versions...), softDeleted...) {
 		x, err := leasedb.DecodeExtents(d[2])
 		if err != nil {
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)

@@ -106,14 +106,15 @@ func (t *tx) AccountSettings(ctx context.Context, account string) (leasedb.Accou
 		return *t.settings, nil // read with the clock (Now)
 	}
 	var v int
-	err := t.tx.QueryRow(ctx, `SELECT versioning FROM account_settings WHERE account = $1`, account).Scan(&v)
+	var days int
+	err := t.tx.QueryRow(ctx, `SELECT versioning, delete_retention_days FROM account_settings WHERE account = $1`, account).Scan(&v, &days)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return leasedb.AccountSettings{}, nil
 	}
 	if err != nil {
 		return leasedb.AccountSettings{}, fmt.Errorf("leasedb/postgres: account settings %s: %w", account, sqlq.CtxErr(ctx, err))
 	}
-	return leasedb.AccountSettings{Versioning: v != 0}, nil
+	return leasedb.AccountSettings{Versioning: v != 0, DeleteRetentionDays: days}, nil
 }
 
 // PutAccountSettings implements leasedb.Tx.
@@ -121,8 +122,7 @@ func (t *tx) PutAccountSettings(ctx context.Context, account string, s leasedb.A
 	if err := checkText(account); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO account_settings (account, versioning) VALUES ($1, $2)
-		ON CONFLICT (account) DO UPDATE SET versioning = EXCLUDED.versioning`, account, sqlq.BoolInt(s.Versioning))
+	_, err := t.tx.Exec(ctx, sqlq.PutAccountSettings(dialect.Placeholder), account, sqlq.BoolInt(s.Versioning), s.DeleteRetentionDays)
 	if err != nil {
 		return fmt.Errorf("leasedb/postgres: put account settings %s: %w", account, sqlq.CtxErr(ctx, err))
 	}

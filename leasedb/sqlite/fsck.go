@@ -20,6 +20,9 @@ const rowRefsSQL = `
 	SELECT json_extract(e.value, '$.k'), v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id
 	FROM versions AS v, json_each(v.extents) AS e
 	UNION ALL
+	SELECT json_extract(e.value, '$.k'), d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)'
+	FROM deleted_blobs AS d, json_each(d.extents) AS e
+	UNION ALL
 	SELECT key, account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')' FROM blocks`
 
 // referencedKeysSQL lists every referenced key once, in byte order (BINARY

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -65,6 +66,9 @@ type Store struct {
 	// wal makes commits durable: every write transaction waits for an
 	// fsync of the WAL that started after its COMMIT (groupsync.go).
 	wal *groupSync
+	// clockOffset is added to the clock every transaction reads
+	// (SetClockOffset, tests only).
+	clockOffset atomic.Int64
 }
 
 // Open opens (creating if needed) the SQLite database at path. It does not
@@ -201,7 +205,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 			_ = sqlTx.Rollback()
 		}
 	}()
-	t := &tx{tx: sqlTx, readOnly: readOnly}
+	t := &tx{tx: sqlTx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	if err := fn(t); err != nil {
 		done = true
 		_ = sqlTx.Rollback()
@@ -406,6 +410,8 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 // tx is one transaction. It is not safe for concurrent use and must not be
 // used after the function it was passed to returns.
 type tx struct {
+	// offset is the Store's clockOffset when the transaction began.
+	offset   time.Duration
 	tx       *sql.Tx
 	readOnly bool
 	now      time.Time
@@ -416,7 +422,7 @@ type tx struct {
 // writers are ordered like their commits as long as the host clock is.
 func (t *tx) Now(ctx context.Context) (time.Time, error) {
 	if t.now.IsZero() {
-		t.now = time.Now().UTC().Truncate(time.Microsecond)
+		t.now = time.Now().Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	return t.now, nil
 }
@@ -510,8 +516,8 @@ func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
 // does not exist. Keys are distinct, each where it first appears in: the
 // blobs' extents in blob-name order, then the snapshots' in (name,
 // snapshot) order, then the versions' in (name, version id) order, then
-// the staged blocks' keys in (blob name, block id)
-// order.
+// the soft-deleted rows' in (name, snapshot) order, then the staged
+// blocks' keys in (blob name, block id) order.
 func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]string, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -521,6 +527,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		{"blobs", `SELECT name, extents FROM blobs WHERE account = ? AND container = ? ORDER BY name`},
 		{"snapshots", `SELECT name, extents FROM snapshots WHERE account = ? AND container = ? ORDER BY name, snapshot`},
 		{"versions", `SELECT name, extents FROM versions WHERE account = ? AND container = ? ORDER BY name, version_id`},
+		{"deleted_blobs", `SELECT name, extents FROM deleted_blobs WHERE account = ? AND container = ? ORDER BY name, snapshot`},
 		{"blocks", `SELECT blob, key FROM blocks WHERE account = ? AND container = ? ORDER BY blob, block_id`},
 	} {
 		err := func() error {
@@ -552,7 +559,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, q.what, err)
 		}
 	}
-	for _, table := range []string{"blobs", "snapshots", "versions", "blocks"} {
+	for _, table := range []string{"blobs", "snapshots", "versions", "deleted_blobs", "blocks"} {
 		if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account = ? AND container = ?`, account, name); err != nil {
 			return nil, fmt.Errorf("leasedb/sqlite: delete container %s/%s: %s: %w", account, name, table, err)
 		}

@@ -100,15 +100,15 @@ func (t *tx) AccountSettings(ctx context.Context, account string) (leasedb.Accou
 	if err := checkText(account); err != nil {
 		return leasedb.AccountSettings{}, err
 	}
-	var v int
-	err := t.tx.QueryRowContext(ctx, `SELECT versioning FROM account_settings WHERE account = ?`, account).Scan(&v)
+	var v, days int
+	err := t.tx.QueryRowContext(ctx, `SELECT versioning, delete_retention_days FROM account_settings WHERE account = ?`, account).Scan(&v, &days)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leasedb.AccountSettings{}, nil
 	}
 	if err != nil {
 		return leasedb.AccountSettings{}, fmt.Errorf("leasedb/sqlite: account settings %s: %w", account, err)
 	}
-	return leasedb.AccountSettings{Versioning: v != 0}, nil
+	return leasedb.AccountSettings{Versioning: v != 0, DeleteRetentionDays: days}, nil
 }
 
 // PutAccountSettings implements leasedb.Tx.
@@ -116,8 +116,7 @@ func (t *tx) PutAccountSettings(ctx context.Context, account string, s leasedb.A
 	if err := checkText(account); err != nil {
 		return err
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO account_settings (account, versioning) VALUES (?, ?)
-		ON CONFLICT (account) DO UPDATE SET versioning = excluded.versioning`, account, sqlq.BoolInt(s.Versioning))
+	_, err := t.tx.ExecContext(ctx, sqlq.PutAccountSettings(plain), account, sqlq.BoolInt(s.Versioning), s.DeleteRetentionDays)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: put account settings %s: %w", account, err)
 	}

@@ -101,6 +101,8 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"VersionListing", testVersionListing},
 		{"VersionKeys", testVersionKeys},
 		{"AccountSettings", testAccountSettings},
+		{"SoftDeletedRows", testSoftDeletedRows},
+		{"SoftDeleteOps", testSoftDeleteOps},
 		{"PageBlobRow", testPageBlobRow},
 		{"AccountKeys", testAccountKeys},
 		{"AccountKeysSeedEmpty", testAccountKeysSeedEmpty},

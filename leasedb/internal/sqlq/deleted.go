@@ -49,6 +49,7 @@ func MoveContainer(placeholder func(n int) string) []MoveStmt {
 		copyRows("blobs", BlobCols, "container"), del("blobs", "container"),
 		copyRows("snapshots", SnapshotCols, "container"), del("snapshots", "container"),
 		copyRows("versions", VersionCols, "container"), del("versions", "container"),
+		copyRows("deleted_blobs", DeletedBlobCols, "container"), del("deleted_blobs", "container"),
 		copyRows("blocks", blockCols, "container"), del("blocks", "container"),
 		{To: true, SQL: `UPDATE adopted_keys SET account = ` + placeholder(1) + ` WHERE account = ` + placeholder(2) + ` AND container = ` + placeholder(3)},
 		del("containers", "name"),

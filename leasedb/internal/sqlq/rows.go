@@ -124,6 +124,11 @@ func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem
 		if err != nil {
 			return nil, err
 		}
+		if (kind == KindSnapshot || kind == KindVersion) && markDeleted(b) {
+			// A soft-deleted snapshot or base blob (deletedSortCol).
+			out = append(out, leasedb.ListItem{Blob: b})
+			continue
+		}
 		switch kind {
 		case KindVersion:
 			// The snapshot column held the version's position

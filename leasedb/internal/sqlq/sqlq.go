@@ -128,7 +128,7 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS sn`)
 	}
 	if inc.Versions {
-		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
+		if afterSnapshot != "" && afterSnapshot < DeletedBasePos && after >= prefix && strings.HasPrefix(after, prefix) {
 			// The rest of the cursor name's versions.
 			b.WriteString(`
 	UNION ALL
@@ -141,6 +141,23 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 	SELECT * FROM (SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + fmt.Sprint(KindVersion) + ` FROM versions
 		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
 			` ORDER BY name, version_id LIMIT ` + arg(limit) + `) AS vs`)
+	}
+	if inc.Deleted {
+		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
+			// The rest of the cursor name's soft-deleted rows.
+			if hasDeletedRest(afterSnapshot, inc) {
+				b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + deletedCursorRest(arg, after, afterSnapshot, inc) +
+					` ORDER BY snapshot LIMIT ` + arg(limit) + `) AS cd`)
+			}
+		}
+		b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) + deletedOnly(inc) +
+			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS db`)
 	}
 	if inc.Uncommitted {
 		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
@@ -272,22 +289,25 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	plen := utf8.RuneCountInString(prefix)
 	dlen := utf8.RuneCountInString(delimiter)
 
-	type part struct{ col, table, key string }
-	parts := []part{{"mb", "blobs", "name"}}
+	type part struct{ col, table, key, cond string }
+	parts := []part{{"mb", "blobs", "name", ""}}
 	if inc.Snapshots {
-		parts = append(parts, part{"ms", "snapshots", "name"})
+		parts = append(parts, part{"ms", "snapshots", "name", ""})
 	}
 	if inc.Versions {
-		parts = append(parts, part{"mv", "versions", "name"})
+		parts = append(parts, part{"mv", "versions", "name", ""})
 	}
 	if inc.Uncommitted {
-		parts = append(parts, part{"mk", "blocks", "blob"})
+		parts = append(parts, part{"mk", "blocks", "blob", ""})
+	}
+	if inc.Deleted {
+		parts = append(parts, part{"md", "deleted_blobs", "name", deletedOnly(inc)})
 	}
 	// first is the first key of p's table that is past pos (an SQL
 	// expression), within the prefix.
 	first := func(p part, op, pos string) string {
 		s := `(SELECT ` + p.key + ` FROM ` + p.table + ` WHERE account = ` + arg(account) + ` AND container = ` + arg(container) +
-			` AND ` + p.key + ` ` + op + ` ` + pos
+			` AND ` + p.key + ` ` + op + ` ` + pos + p.cond
 		if bounded {
 			s += ` AND ` + p.key + ` < ` + arg(end)
 		}
@@ -343,7 +363,7 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	}
 	b.WriteString(`w.n + 1 FROM walk w WHERE ` + m + ` IS NOT NULL AND w.n < ` + arg(limit) + `
 ),
-found(m, mb, ms, mv, mk, n) AS (
+found(m, mb, ms, mv, mk, md, n) AS (
 	SELECT ` + least("") + `, mb, `)
 	col := func(c string) string {
 		for _, p := range parts {
@@ -353,7 +373,7 @@ found(m, mb, ms, mv, mk, n) AS (
 		}
 		return `CAST(NULL AS TEXT)`
 	}
-	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mk") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
+	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mk") + `, ` + col("md") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
@@ -372,6 +392,13 @@ SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + fmt.Sprint(KindVersion) + `, f.n
 		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
 		AND f.mv = f.m AND NOT (` + rolled("f.m") + `)`)
+	}
+	if inc.Deleted {
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + `, f.n
+		FROM found f CROSS JOIN deleted_blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.md = f.m AND NOT (` + rolled("f.m") + `)` + deletedOnly(inc))
 	}
 	if inc.Uncommitted {
 		// The walk already knows whether the name has a blob row: mb is

@@ -119,13 +119,16 @@ func NameRange(placeholder func(n int) string, first int, prefix, after string, 
 
 // NameRows is Tx.NameRows' query (1: account, 2: container, 3: name), in
 // ListEntries' row shape (ScanItems): the name's snapshots, then its
-// previous versions.
+// previous versions, with its soft-deleted rows among them (a
+// soft-deleted row keeps its extents like a snapshot: DeletedTime set).
 func NameRows(placeholder func(n int) string) string {
 	where := ` WHERE account = ` + placeholder(1) + ` AND container = ` + placeholder(2) + ` AND name = ` + placeholder(3)
 	return `SELECT * FROM (
 	SELECT ` + SnapshotCols + `, ` + strconv.Itoa(KindSnapshot) + ` AS kind FROM snapshots` + where + `
 	UNION ALL
 	SELECT ` + BlobCols + `, ` + versionSortCol + `, ` + strconv.Itoa(KindVersion) + ` FROM versions` + where + `
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs` + where + `
 ) AS r ORDER BY kind, snapshot`
 }
 

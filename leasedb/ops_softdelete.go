@@ -1,0 +1,304 @@
+package leasedb
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Blob soft delete (Set Blob Service Properties DeleteRetentionPolicy,
+// Undelete Blob). With a retention of N days set on the account, Delete
+// Blob keeps the blob and its snapshots as soft-deleted rows (the
+// deleted_blobs table), an overwrite keeps the replaced blob as a
+// soft-deleted snapshot, Undelete Blob moves them back, and the collector
+// purges a row N days (by the database clock) after its deletion. A
+// soft-deleted row is a row of its name like a snapshot: it keeps its
+// extents alive, so a key is collected only when its last row goes.
+
+// SoftDeleteTx is what a store keeps of soft-deleted blob rows.
+type SoftDeleteTx interface {
+	// PutDeletedBlob inserts a soft-deleted row: b.Snapshot "" for a
+	// base blob, else the snapshot id; b.DeletedTime and
+	// b.DeleteExpires set; every other column of b stored as for
+	// PutBlob. ErrExists when the name has that row already; the
+	// container must exist (ErrNotFound).
+	PutDeletedBlob(ctx context.Context, b *Blob) error
+	// DeletedBlobs lists the soft-deleted rows of a blob name: its base
+	// blob first (Snapshot ""), then its snapshots by id.
+	DeletedBlobs(ctx context.Context, account, container, blob string) ([]*Blob, error)
+	// RemoveDeletedBlob removes one soft-deleted row (snapshot "" for
+	// the base blob); ErrNotFound when absent.
+	RemoveDeletedBlob(ctx context.Context, account, container, blob, snapshot string) error
+	// ExpiredBlobs returns up to limit soft-deleted rows (any account)
+	// whose DeleteExpires is not after before, soonest first, from an
+	// index of the expiry times.
+	ExpiredBlobs(ctx context.Context, before time.Time, limit int) ([]DeletedRef, error)
+}
+
+// DeletedRef names one soft-deleted row.
+type DeletedRef struct {
+	BlobRef
+	// Snapshot is "" for a soft-deleted base blob.
+	Snapshot string
+}
+
+// MaxRetentionDays bounds DeleteRetentionPolicy Days (Azure: 1 to 365).
+const MaxRetentionDays = 365
+
+// ClockOffsetter is implemented by stores whose database clock a test can
+// move forward (Tx.Now returns the clock plus the offset), to test what
+// the database clock decides (retention expiry) without waiting days.
+type ClockOffsetter interface {
+	SetClockOffset(d time.Duration)
+}
+
+// day is the length of one retention day: 24 h unless a test shortens it
+// (DB.RetentionDay).
+func (d *DB) day() time.Duration {
+	if d.RetentionDay > 0 {
+		return d.RetentionDay
+	}
+	return 24 * time.Hour
+}
+
+// RemainingDays is what List Blobs reports as RemainingRetentionDays of a
+// soft-deleted row at now: the days left until it expires, rounded up
+// (with day the length of a retention day).
+func RemainingDays(b *Blob, now time.Time, day time.Duration) int {
+	if day <= 0 {
+		day = 24 * time.Hour
+	}
+	left := b.DeleteExpires.Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	return int((left + day - 1) / day)
+}
+
+// SetServicePropertiesRetention is Set Blob Service Properties: it stores
+// the document and, in the same transaction, the effective blob delete
+// retention (days, 0 when DeleteRetentionPolicy is off) in the account's
+// settings, where every commit of every replica reads it.
+func (d *DB) SetServicePropertiesRetention(ctx context.Context, account, doc string, days int) error {
+	if days < 0 || days > MaxRetentionDays {
+		return svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	return d.Store.Update(ctx, func(tx Tx) error {
+		if err := tx.PutServiceProperties(ctx, account, doc); err != nil {
+			return err
+		}
+		s, err := tx.AccountSettings(ctx, account)
+		if err != nil {
+			return err
+		}
+		if s.DeleteRetentionDays == days {
+			return nil
+		}
+		s.DeleteRetentionDays = days
+		return tx.PutAccountSettings(ctx, account, s)
+	})
+}
+
+// softDelete keeps row (a blob or snapshot row of ref just removed from
+// the live tables) as a soft-deleted row under snapshot ("" for the base
+// blob) from now for days. A soft-deleted base blob already there (a
+// blob deleted, then created and deleted again) is kept as a soft-deleted
+// snapshot of its own, as only one base of a name can be soft-deleted;
+// a snapshot id already taken among the soft-deleted rows (the same 100
+// ns tick) gets the next free one.
+func (d *DB) softDelete(ctx context.Context, tx Tx, ref BlobRef, row *Blob, snapshot string, now time.Time, days int) error {
+	r := *row
+	r.Lease, r.NonCurrent, r.Snapshot = Lease{}, false, snapshot
+	r.DeletedTime, r.DeleteExpires = now, now.Add(time.Duration(days)*d.day())
+	err := tx.PutDeletedBlob(ctx, &r)
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	if snapshot == "" {
+		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 || rows[0].Snapshot != "" {
+			return errors.New("leasedb: soft delete: the deleted base blob vanished under the name lock")
+		}
+		old := rows[0]
+		if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, ""); err != nil {
+			return err
+		}
+		if old.Snapshot, err = freeSnapshotID(ctx, tx, ref, now); err != nil {
+			return err
+		}
+		if err := tx.PutDeletedBlob(ctx, old); err != nil {
+			return err
+		}
+		return tx.PutDeletedBlob(ctx, &r)
+	}
+	if r.Snapshot, err = freeSnapshotID(ctx, tx, ref, now); err != nil {
+		return err
+	}
+	return tx.PutDeletedBlob(ctx, &r)
+}
+
+// freeSnapshotID is a snapshot id from now that no snapshot of ref, live
+// or soft-deleted, has (the caller holds the name lock).
+func freeSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (string, error) {
+	rows, err := nameRows(ctx, tx, ref)
+	if err != nil {
+		return "", err
+	}
+	taken := map[string]bool{}
+	for _, r := range rows {
+		if r.Snapshot != "" {
+			taken[r.Snapshot] = true
+		}
+	}
+	at := now.UTC().Truncate(100 * time.Nanosecond)
+	for taken[at.Format(SnapshotFormat)] {
+		at = at.Add(100 * time.Nanosecond)
+	}
+	return at.Format(SnapshotFormat), nil
+}
+
+// keepOverwritten is the soft-delete step of a write that replaces the
+// whole blob old (nil when none) of ref: with a retention set and old not
+// kept as a version (versioning off, old not a version), old is kept as a
+// soft-deleted snapshot, as Azure protects overwritten data. It runs
+// before the write's own bookkeeping, so the row counts as a reference to
+// old's extents.
+func (d *DB) keepOverwritten(ctx context.Context, tx Tx, ref BlobRef, now time.Time, old *Blob) error {
+	if old == nil {
+		return nil
+	}
+	s, err := tx.AccountSettings(ctx, ref.Account)
+	if err != nil || s.DeleteRetentionDays == 0 || s.Versioning || old.VersionID != "" {
+		return err
+	}
+	id, err := freeSnapshotID(ctx, tx, ref, now)
+	if err != nil {
+		return err
+	}
+	return d.softDelete(ctx, tx, ref, old, id, now, s.DeleteRetentionDays)
+}
+
+// UndeleteBlob is Undelete Blob: it restores the name's soft-deleted base
+// blob, when there is no live blob under the name, and every soft-deleted
+// snapshot (a live snapshot with the same id keeps its place and the
+// soft-deleted one stays). With a live blob it restores the snapshots
+// only, as Azure documents; with versioning, whose Delete Blob keeps a
+// previous version instead of a soft-deleted blob, the snapshots of a
+// name whose current version was deleted. A name with no live blob and
+// nothing to restore is 404 BlobNotFound; a live blob with nothing
+// soft-deleted succeeds and changes nothing.
+func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
+	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+		if err != nil {
+			return err
+		}
+		if b == nil && (len(rows) == 0 || rows[0].Snapshot != "") {
+			// No blob to restore. With versioning a deleted blob
+			// is a previous version (restored by copying it) and
+			// Undelete Blob restores its soft-deleted snapshots;
+			// without, there is no blob to hold them.
+			vs, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 || len(vs) == 0 {
+				return svcerr.New(svcerr.BlobNotFound)
+			}
+		}
+		for _, r := range rows {
+			live := *r
+			live.DeletedTime, live.DeleteExpires = time.Time{}, time.Time{}
+			if r.Snapshot == "" {
+				if b != nil {
+					continue
+				}
+				if err := tx.PutBlob(ctx, &live); err != nil {
+					return err
+				}
+			} else if err := tx.PutSnapshot(ctx, &live); errors.Is(err, ErrExists) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, r.Snapshot); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// PurgeExpiredBlobs removes up to limit soft-deleted rows whose retention
+// passed (the database clock decides), each under its name's lock, and
+// queues the objects no other row of the name references for collection
+// after the grace period. It returns how many rows it removed.
+func (d *DB) PurgeExpiredBlobs(ctx context.Context, limit int) (int, error) {
+	var refs []DeletedRef
+	err := d.Store.View(ctx, func(tx Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		refs, err = tx.ExpiredBlobs(ctx, now, limit)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	purged := 0
+	for _, r := range refs {
+		done := false
+		err := d.blobTx(ctx, r.BlobRef, func(tx Tx, now time.Time, b *Blob) error {
+			done = false // the transaction may run again
+			rows, err := tx.DeletedBlobs(ctx, r.Account, r.Container, r.Name)
+			if err != nil {
+				return err
+			}
+			var row *Blob
+			for _, x := range rows {
+				if x.Snapshot == r.Snapshot {
+					row = x
+				}
+			}
+			if row == nil || now.Before(row.DeleteExpires) {
+				return nil // undeleted or purged meanwhile
+			}
+			if err := tx.RemoveDeletedBlob(ctx, r.Account, r.Container, r.Name, r.Snapshot); err != nil {
+				return err
+			}
+			kept, err := nameRows(ctx, tx, r.BlobRef)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				kept = append(kept, b)
+			}
+			done = true
+			return release(ctx, tx, unreferenced([]*Blob{row}, kept), now.Add(d.Grace))
+		})
+		var se *svcerr.Error
+		if errors.As(err, &se) && se.Code == svcerr.ContainerNotFound {
+			continue // the container went with its rows
+		}
+		if err != nil {
+			return purged, err
+		}
+		if done {
+			purged++
+		}
+	}
+	return purged, nil
+}
+
+// retention is the account's blob delete retention in days (0: off), read
+// in the caller's transaction.
+func retention(ctx context.Context, tx Tx, account string) (int, error) {
+	s, err := tx.AccountSettings(ctx, account)
+	return s.DeleteRetentionDays, err
+}
