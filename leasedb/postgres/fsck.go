@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,24 +33,7 @@ SELECT key, MAX(ref) FROM (
 // keys when the statement fails.
 func (s *Store) ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error {
 	err := s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, true, func(ltx leasedb.Tx) error {
-		rows, err := ltx.(*tx).tx.Query(ctx, referencedKeysSQL)
-		if err != nil {
-			return fmt.Errorf("leasedb/postgres: referenced keys: %w", sqlq.CtxErr(ctx, err))
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var key, ref string
-			if err := rows.Scan(&key, &ref); err != nil {
-				return fmt.Errorf("leasedb/postgres: referenced keys: %w", err)
-			}
-			if err := fn(key, ref); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("leasedb/postgres: referenced keys: %w", sqlq.CtxErr(ctx, err))
-		}
-		return nil
+		return ltx.(*tx).shared().ReferencedKeys(ctx, referencedKeysSQL, fn)
 	})
 	return markUnavailable(ctx, err)
 }

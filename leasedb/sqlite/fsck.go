@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
 // referencedKeysSQL lists every referenced key once, in byte order (BINARY
@@ -32,23 +30,6 @@ SELECT key, MAX(ref) FROM (
 // SQLITE_BUSY): fn may already have seen keys when a statement fails.
 func (s *Store) ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error {
 	return s.run(ctx, true, func(ltx leasedb.Tx) error {
-		rows, err := ltx.(*tx).tx.QueryContext(ctx, referencedKeysSQL)
-		if err != nil {
-			return fmt.Errorf("leasedb/sqlite: referenced keys: %w", sqlq.CtxErr(ctx, err))
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var key, ref string
-			if err := rows.Scan(&key, &ref); err != nil {
-				return fmt.Errorf("leasedb/sqlite: referenced keys: %w", err)
-			}
-			if err := fn(key, ref); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("leasedb/sqlite: referenced keys: %w", sqlq.CtxErr(ctx, err))
-		}
-		return nil
+		return ltx.(*tx).ReferencedKeys(ctx, referencedKeysSQL, fn)
 	})
 }

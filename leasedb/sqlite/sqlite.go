@@ -201,7 +201,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 			_ = sqlTx.Rollback()
 		}
 	}()
-	t := &tx{tx: sqlTx, readOnly: readOnly}
+	t := &tx{Tx: sqlq.Tx[sql.NullInt64]{D: &driver, Q: querier{sqlTx}}, tx: sqlTx, readOnly: readOnly}
 	if err := fn(t); err != nil {
 		done = true
 		_ = sqlTx.Rollback()
@@ -406,9 +406,10 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 // tx is one transaction. It is not safe for concurrent use and must not be
 // used after the function it was passed to returns.
 type tx struct {
-	tx       *sql.Tx
-	readOnly bool
-	now      time.Time
+	sqlq.Tx[sql.NullInt64] // the Tx methods both drivers share
+	tx                     *sql.Tx
+	readOnly               bool
+	now                    time.Time
 }
 
 // Now returns Go's clock, read once per transaction. Inside Update the
