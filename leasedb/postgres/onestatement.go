@@ -40,17 +40,37 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
 	}
+	var (
+		b   *leasedb.Blob
+		ok  bool
+		now time.Time
+	)
+	err := retryRead(ctx, func() (err error) {
+		b, ok, now, err = s.readBlob(ctx, account, container, name)
+		return err
+	})
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: read blob %s/%s/%s: %w", account, container, name, err)
+	}
+	return b, ok, now, nil
+}
+
+// retryRead runs read, a one-statement read on the pool, again when it
+// failed before reaching the server (as View retries a BEGIN that did
+// not). A failure that ends the attempts is marked as the store being
+// unavailable where it is (markUnavailable); a wait cut short by ctx is
+// "retry: " and ctx's error.
+func retryRead(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
-		b, ok, now, err := s.readBlob(ctx, account, container, name)
+		err := read()
 		if err == nil {
-			return b, ok, now, nil
+			return nil
 		}
 		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return nil, false, time.Time{}, markUnavailable(ctx,
-				fmt.Errorf("leasedb/postgres: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err)))
+			return markUnavailable(ctx, sqlq.CtxErr(ctx, err))
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
-			return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
+			return fmt.Errorf("retry: %w", err)
 		}
 	}
 }
@@ -119,19 +139,18 @@ func (s *Store) ReadContainer(ctx context.Context, account, name string) (*lease
 	if err := checkText(account, name); err != nil {
 		return nil, time.Time{}, err
 	}
-	for attempt := 1; ; attempt++ {
-		c, now, err := s.readContainer(ctx, account, name)
-		if err == nil {
-			return c, now, nil
-		}
-		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return nil, time.Time{}, markUnavailable(ctx,
-				fmt.Errorf("leasedb/postgres: read container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err)))
-		}
-		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
-			return nil, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
-		}
+	var (
+		c   *leasedb.Container
+		now time.Time
+	)
+	err := retryRead(ctx, func() (err error) {
+		c, now, err = s.readContainer(ctx, account, name)
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("leasedb/postgres: read container %s/%s: %w", account, name, err)
 	}
+	return c, now, nil
 }
 
 func (s *Store) readContainer(ctx context.Context, account, name string) (*leasedb.Container, time.Time, error) {
