@@ -53,12 +53,9 @@ func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond 
 // missingBlob is the 404 for a blob that is not there: ContainerNotFound
 // when the container is missing too.
 func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
-	c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+	_, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
 	if err != nil {
 		return err
-	}
-	if c == nil {
-		return svcerr.New(svcerr.ContainerNotFound)
 	}
 	return svcerr.New(svcerr.BlobNotFound)
 }
@@ -151,12 +148,9 @@ func (d *DB) FindBlobsByTags(ctx context.Context, account, container string, whe
 			return false
 		}
 		if container != "" {
-			c, err := tx.Container(ctx, account, container, LockNone)
+			_, err := containerOf(ctx, tx, account, container, LockNone)
 			if err != nil {
 				return err
-			}
-			if c == nil {
-				return svcerr.New(svcerr.ContainerNotFound)
 			}
 		}
 		r, only, ok := where.Lookup()

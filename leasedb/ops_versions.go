@@ -2,7 +2,6 @@ package leasedb
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -167,30 +166,9 @@ func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, c
 		if b != nil && b.VersionID == versionID {
 			return svcerr.Newf(svcerr.OperationNotAllowedOnRootBlob, "The current version of a blob cannot be deleted by its version id; delete the blob instead.")
 		}
-		v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
-		}
-		if err := EvalWrite(cond, blobResource(v), UpdateWrite); err != nil {
-			return err
-		}
-		if err := tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return svcerr.New(svcerr.BlobNotFound)
-			}
-			return err
-		}
-		kept, err := nameRows(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			kept = append(kept, b)
-		}
-		return release(ctx, tx, unreferenced([]*Blob{v}, kept), now.Add(d.Grace))
+		return d.deleteNameRow(ctx, tx, ref, now, b, cond,
+			func() (*Blob, error) { return tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID) },
+			func() error { return tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID) })
 	})
 }
 
