@@ -241,11 +241,7 @@ func (t Tx[T]) NameRows(ctx context.Context, account, container, blob string) ([
 	if err := CheckText(t.D.Name, account, container, blob); err != nil {
 		return nil, err
 	}
-	var items []leasedb.ListItem
-	err := t.Q.Query(ctx, func(rows Rows) (err error) {
-		items, err = ScanItems(rows, t.D.FromTime)
-		return err
-	}, NameRows(t.D.Placeholder), account, container, blob)
+	items, err := t.Items(ctx, NameRows(t.D.Placeholder), account, container, blob)
 	if err != nil {
 		return nil, t.errorf(ctx, err, "rows of %s/%s/%s", account, container, blob)
 	}
