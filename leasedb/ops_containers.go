@@ -109,15 +109,7 @@ func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string,
 // kept, hidden, for that long (ops_container_restore.go) and nothing is
 // queued for collection; 0 deletes as DeleteContainer.
 func (d *DB) DeleteContainerRetained(ctx context.Context, account, name, leaseID string, cond Conditions, retention time.Duration) error {
-	return d.Store.Update(ctx, func(tx Tx) error {
-		c, err := containerOf(ctx, tx, account, name, LockExclusive)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	_, err := d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
 		if _, err := CheckWriteLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
 			return err
 		}
@@ -133,6 +125,7 @@ func (d *DB) DeleteContainerRetained(ctx context.Context, account, name, leaseID
 		}
 		return release(ctx, tx, keys, now.Add(d.Grace))
 	})
+	return err
 }
 
 // ListContainers lists one page; next is "" on the last page.

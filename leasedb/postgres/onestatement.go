@@ -76,7 +76,19 @@ func retryRead(ctx context.Context, read func() error) error {
 }
 
 func (s *Store) readBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
-	rows, err := s.pool.Query(ctx, readBlobSQL, account, container, name)
+	b, ok, now, err := queryOneBlob(ctx, s.pool, readBlobSQL, account, container, name)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+}
+
+// queryOneBlob runs q, a sqlq.OneBlob statement whose extra column is the
+// clock, on the pool or in a transaction.
+func queryOneBlob(ctx context.Context, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, q, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+	rows, err := db.Query(ctx, q, account, container, name)
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
@@ -87,10 +99,7 @@ func (s *Store) readBlob(ctx context.Context, account, container, name string) (
 		return nil, false, time.Time{}, err
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, time.Time{}, err
-	}
-	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+	return b, ok, now, rows.Err()
 }
 
 // LockBlob implements leasedb.BlobLocker: the row FOR UPDATE, the
@@ -103,20 +112,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	if t.readOnly {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: read-only transaction", account, container, name)
 	}
-	b, ok, now, err := func() (*leasedb.Blob, bool, time.Time, error) {
-		rows, err := t.tx.Query(ctx, lockBlobSQL, account, container, name)
-		if err != nil {
-			return nil, false, time.Time{}, err
-		}
-		defer rows.Close()
-		var now time.Time
-		b, ok, err := sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now)
-		if err != nil {
-			return nil, false, time.Time{}, err
-		}
-		rows.Close()
-		return b, ok, now, rows.Err()
-	}()
+	b, ok, now, err := queryOneBlob(ctx, t.tx, lockBlobSQL, account, container, name)
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
