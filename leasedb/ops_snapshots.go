@@ -29,13 +29,7 @@ func ParseSnapshot(v string) (string, error) {
 func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		snap := *b

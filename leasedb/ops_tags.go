@@ -38,10 +38,7 @@ func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond 
 		if err != nil {
 			return err
 		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		out = b
@@ -69,13 +66,7 @@ func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
 func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tier string) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		if b.Type != "BlockBlob" {
