@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,7 +29,6 @@ import (
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/gwtest"
-	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	dto "github.com/prometheus/client_model/go"
@@ -535,14 +533,7 @@ func TestAccessLog(t *testing.T) {
 // store while Postgres is down, and 200 again once it is back, without a
 // restart of the gateway.
 func TestReadinessFollowsPostgres(t *testing.T) {
-	pg, err := pgtest.StartServer()
-	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := pgtest.PrivateServer(t)
 	dsn := pg.NewDatabase(t)
 	store := gwtest.OpenStore(t, dsn)
 	gw := gateway.New(&leasedb.DB{Store: store}, gwtest.DiskBackend(t, t.TempDir()), auth.MapAccounts{}, gwtest.Discard(), gateway.Options{})
