@@ -125,12 +125,17 @@ func nameRows(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
 }
 
 // versionOf reads the version versionID of ref: the current blob when it
-// is that version, else the previous version; nil when neither.
+// is that version, else the previous version; 404 BlobNotFound when
+// neither.
 func versionOf(ctx context.Context, tx Tx, ref BlobRef, cur *Blob, versionID string) (*Blob, error) {
 	if cur != nil && cur.VersionID == versionID {
 		return cur, nil
 	}
-	return tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
+	v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
+	if err == nil && v == nil {
+		err = svcerr.New(svcerr.BlobNotFound)
+	}
+	return v, err
 }
 
 // GetVersion reads one version of a blob for Get Blob / Get Blob
@@ -146,9 +151,6 @@ func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		out = v
 		return EvalRead(cond, blobResource(v))
@@ -183,9 +185,6 @@ func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID 
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		if !v.NonCurrent {
 			if err := CheckReadLease(v.Lease, leaseID, BlobTarget, now); err != nil {
@@ -242,9 +241,6 @@ func (d *DB) GetVersionTags(ctx context.Context, ref BlobRef, versionID string, 
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		out = v
 		return EvalWrite(cond, blobResource(v), UpdateWrite)
