@@ -823,31 +823,11 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		cw += " AND name = $" + n
 		bw += " AND container = $" + n
 	}
-	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
-	rows, err := t.tx.Query(ctx, `
-		SELECT account, name, ''::text COLLATE "C", 0, `+leaseCols+` FROM containers WHERE `+cw+`
+	return t.shared().LeaseRows(ctx, `
+		SELECT account, name, ''::text COLLATE "C", 0, `+sqlq.LeaseCols+` FROM containers WHERE `+cw+`
 		UNION ALL
-		SELECT account, container, name, 1, `+leaseCols+` FROM blobs WHERE `+bw+`
+		SELECT account, container, name, 1, `+sqlq.LeaseCols+` FROM blobs WHERE `+bw+`
 		ORDER BY 1, 2, 4, 3`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
-	}
-	var (
-		out             []leasedb.LeaseRow
-		r               leasedb.LeaseRow
-		kind            int
-		exp, brk, since pgtype.Timestamptz
-	)
-	_, err = pgx.ForEachRow(rows, []any{&r.Account, &r.Container, &r.Blob, &kind,
-		&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since}, func() error {
-		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
-	}
-	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.

@@ -632,34 +632,11 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		bw += " AND container = ?"
 		cargs, bargs = append(cargs, f.Container), append(bargs, f.Container)
 	}
-	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
-	rows, err := t.tx.QueryContext(ctx, `
-		SELECT account, name, '', 0, `+leaseCols+` FROM containers INDEXED BY containers_leased WHERE `+cw+`
+	return t.LeaseRows(ctx, `
+		SELECT account, name, '', 0, `+sqlq.LeaseCols+` FROM containers INDEXED BY containers_leased WHERE `+cw+`
 		UNION ALL
-		SELECT account, container, name, 1, `+leaseCols+` FROM blobs INDEXED BY blobs_leased WHERE `+bw+`
+		SELECT account, container, name, 1, `+sqlq.LeaseCols+` FROM blobs INDEXED BY blobs_leased WHERE `+bw+`
 		ORDER BY 1, 2, 4, 3`, append(cargs, bargs...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []leasedb.LeaseRow
-	for rows.Next() {
-		var (
-			r               leasedb.LeaseRow
-			kind            int
-			exp, brk, since sql.NullInt64
-		)
-		if err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
-			&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since); err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-		}
-		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-	}
-	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.

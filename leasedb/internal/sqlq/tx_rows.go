@@ -279,3 +279,33 @@ func (t Tx[T]) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobR
 		`UPDATE adopted_keys SET account = `+p(2)+`, container = `+p(3)+`, name = `+p(4)+` WHERE key = `+p(1),
 		key, ref.Account, ref.Container, ref.Name)
 }
+
+// LeaseCols are the lease columns of a container or blob row, as
+// LeaseRows reads them.
+const LeaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+
+// LeaseRows runs q, Tx.ListLeases' query in the driver's dialect (rows of
+// account, container, blob, kind and LeaseCols), and reads its rows.
+func (t Tx[T]) LeaseRows(ctx context.Context, q string, args ...any) ([]leasedb.LeaseRow, error) {
+	var out []leasedb.LeaseRow
+	err := t.Q.Query(ctx, func(rows Rows) error {
+		for rows.Next() {
+			var (
+				r               leasedb.LeaseRow
+				kind            int
+				exp, brk, since T
+			)
+			if err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
+				&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since); err != nil {
+				return err
+			}
+			r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = t.D.FromTime(exp), t.D.FromTime(brk), t.D.FromTime(since)
+			out = append(out, r)
+		}
+		return nil
+	}, q, args...)
+	if err != nil {
+		return nil, t.errorf(ctx, err, "list leases")
+	}
+	return out, nil
+}
