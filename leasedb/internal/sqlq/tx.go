@@ -72,6 +72,25 @@ func (t Tx[T]) queryRow(ctx context.Context, q string, args []any, dest ...any) 
 	return found, err
 }
 
+// collect runs query and reads each of its rows with row; nil on error.
+func collect[R any](ctx context.Context, q Querier, row func(rows Rows) (R, error), query string, args ...any) ([]R, error) {
+	var out []R
+	err := q.Query(ctx, func(rows Rows) error {
+		for rows.Next() {
+			r, err := row(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	}, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MoveRefused says why MoveContainer's first statement (the container
 // row's copy) copied nothing: no source row (ErrNotFound), or the target
 // name taken (ErrExists).
@@ -139,20 +158,14 @@ func (t Tx[T]) ExpiredContainers(ctx context.Context, before time.Time, limit in
 
 // queryDeleted reads rows of DeletedCols.
 func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leasedb.DeletedContainer, error) {
-	var out []*leasedb.DeletedContainer
-	err := t.Q.Query(ctx, func(rows Rows) error {
-		for rows.Next() {
-			var (
-				d        leasedb.DeletedContainer
-				del, exp T
-			)
-			if err := rows.Scan(&d.Account, &d.Name, &d.Version, &del, &exp); err != nil {
-				return err
-			}
-			d.DeletedAt, d.ExpiresAt = t.D.FromTime(del), t.D.FromTime(exp)
-			out = append(out, &d)
-		}
-		return nil
+	out, err := collect(ctx, t.Q, func(rows Rows) (*leasedb.DeletedContainer, error) {
+		var (
+			d        leasedb.DeletedContainer
+			del, exp T
+		)
+		err := rows.Scan(&d.Account, &d.Name, &d.Version, &del, &exp)
+		d.DeletedAt, d.ExpiresAt = t.D.FromTime(del), t.D.FromTime(exp)
+		return &d, err
 	}, q, args...)
 	if err != nil {
 		return nil, t.errorf(ctx, err, "deleted containers")
@@ -301,16 +314,10 @@ func (t Tx[T]) StaleBlockNames(ctx context.Context, before time.Time, limit int)
 		return nil, nil
 	}
 	p := t.D.Placeholder
-	var out []leasedb.BlobRef
-	err := t.Q.Query(ctx, func(rows Rows) error {
-		for rows.Next() {
-			var r leasedb.BlobRef
-			if err := rows.Scan(&r.Account, &r.Container, &r.Name); err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return nil
+	out, err := collect(ctx, t.Q, func(rows Rows) (leasedb.BlobRef, error) {
+		var r leasedb.BlobRef
+		err := rows.Scan(&r.Account, &r.Container, &r.Name)
+		return r, err
 	}, `SELECT o.account, o.container, o.blob
 		FROM (SELECT DISTINCT account, container, blob FROM blocks WHERE staged_at < `+p(1)+`) o
 		WHERE NOT EXISTS (SELECT 1 FROM blocks n

@@ -88,23 +88,16 @@ func (t Tx[T]) FindTagged(ctx context.Context, account, container string, r leas
 		return nil, fmt.Errorf("%s: find tagged %s/%s: limit %d", t.D.Name, account, container, limit)
 	}
 	q, args := FindTagged(t.D.Placeholder, account, container, r, afterContainer, afterName, limit)
-	var out []leasedb.TaggedBlob
-	err := t.Q.Query(ctx, func(rows Rows) error {
-		for rows.Next() {
-			var (
-				b    leasedb.TaggedBlob
-				tags sql.NullString
-			)
-			if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
-				return err
-			}
-			var err error
-			if b.Tags, err = DecodeTags(tags); err != nil {
-				return err
-			}
-			out = append(out, b)
+	out, err := collect(ctx, t.Q, func(rows Rows) (leasedb.TaggedBlob, error) {
+		var (
+			b    leasedb.TaggedBlob
+			tags sql.NullString
+		)
+		err := rows.Scan(&b.Container, &b.Name, &tags)
+		if err == nil {
+			b.Tags, err = DecodeTags(tags)
 		}
-		return nil
+		return b, err
 	}, q, args...)
 	if err != nil {
 		return nil, t.errorf(ctx, err, "find tagged %s/%s", account, container)
@@ -226,20 +219,14 @@ func (t Tx[T]) Blocks(ctx context.Context, account, container, blob string) ([]l
 	if err := CheckText(t.D.Name, account, container, blob); err != nil {
 		return nil, err
 	}
-	var out []leasedb.Block
-	err := t.Q.Query(ctx, func(rows Rows) error {
-		for rows.Next() {
-			var (
-				b  leasedb.Block
-				at T
-			)
-			if err := rows.Scan(&b.ID, &b.Key, &b.Size, &at); err != nil {
-				return err
-			}
-			b.StagedAt = t.D.FromTime(at)
-			out = append(out, b)
-		}
-		return nil
+	out, err := collect(ctx, t.Q, func(rows Rows) (leasedb.Block, error) {
+		var (
+			b  leasedb.Block
+			at T
+		)
+		err := rows.Scan(&b.ID, &b.Key, &b.Size, &at)
+		b.StagedAt = t.D.FromTime(at)
+		return b, err
 	}, `SELECT block_id, key, size, staged_at FROM blocks`+t.blockWhere()+` ORDER BY staged_at, block_id`, account, container, blob)
 	if err != nil {
 		return nil, t.errorf(ctx, err, "blocks %s/%s/%s", account, container, blob)
@@ -287,22 +274,16 @@ const LeaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_b
 // LeaseRows runs q, Tx.ListLeases' query in the driver's dialect (rows of
 // account, container, blob, kind and LeaseCols), and reads its rows.
 func (t Tx[T]) LeaseRows(ctx context.Context, q string, args ...any) ([]leasedb.LeaseRow, error) {
-	var out []leasedb.LeaseRow
-	err := t.Q.Query(ctx, func(rows Rows) error {
-		for rows.Next() {
-			var (
-				r               leasedb.LeaseRow
-				kind            int
-				exp, brk, since T
-			)
-			if err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
-				&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since); err != nil {
-				return err
-			}
-			r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = t.D.FromTime(exp), t.D.FromTime(brk), t.D.FromTime(since)
-			out = append(out, r)
-		}
-		return nil
+	out, err := collect(ctx, t.Q, func(rows Rows) (leasedb.LeaseRow, error) {
+		var (
+			r               leasedb.LeaseRow
+			kind            int
+			exp, brk, since T
+		)
+		err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
+			&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since)
+		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = t.D.FromTime(exp), t.D.FromTime(brk), t.D.FromTime(since)
+		return r, err
 	}, q, args...)
 	if err != nil {
 		return nil, t.errorf(ctx, err, "list leases")
