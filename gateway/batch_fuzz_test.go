@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 // FuzzBatchBody: a Blob Batch body. It parses into 1 to 256 sub-requests
@@ -45,7 +46,7 @@ func FuzzBatchBody(f *testing.F) {
 		r := httptest.NewRequest("POST", target, strings.NewReader(body))
 		subs, err := s.parseBatch(r, batch, "batch_f")
 		if err != nil {
-			clientError(t, "parseBatch", err)
+			svcerrtest.ClientError(t, "parseBatch", err)
 			return
 		}
 		if len(subs) == 0 || len(subs) > maxBatchParts {

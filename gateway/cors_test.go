@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,10 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/dbopen"
+	"github.com/blobgw/blobgw/internal/gwtest"
 )
 
 // testCORSRules: a credentialed rule for two origins that may write, and a
@@ -269,17 +266,7 @@ func TestCORSActualRequests(t *testing.T) {
 // replica would be.
 func restartGateway(t *testing.T, b *bundle) *httptest.Server {
 	t.Helper()
-	store, err := dbopen.Open(context.Background(), b.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := gateway.New(&leasedb.DB{Store: store}, b.backend, auth.MapAccounts{config.DevAccountName: acct},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	gw := gwtest.Gateway(t, gwtest.OpenStore(t, b.dsn), b.backend, gateway.Options{})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	return srv

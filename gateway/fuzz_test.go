@@ -23,21 +23,8 @@ import (
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
-
-// clientError fails t unless err is a *svcerr.Error with a 4xx status: a
-// plain error would reach the client as a 500.
-func clientError(t *testing.T, what string, err error) *svcerr.Error {
-	t.Helper()
-	e, ok := svcerr.As(err)
-	if !ok {
-		t.Fatalf("%s: error %v is not a *svcerr.Error", what, err)
-	}
-	if s := e.Status(); s < 400 || s > 499 {
-		t.Fatalf("%s: error %v has status %d, want 4xx", what, err, s)
-	}
-	return e
-}
 
 // FuzzParseRange: Get Blob's x-ms-range / Range. A result is a non-empty
 // window inside the blob, the whole blob when unranged, or 416.
@@ -63,7 +50,7 @@ func FuzzParseRange(f *testing.F) {
 		start, end, ranged, err := parseRange(h, size)
 		switch {
 		case err != nil:
-			if e := clientError(t, "parseRange", err); e.Code != svcerr.InvalidRange {
+			if e := svcerrtest.ClientError(t, "parseRange", err); e.Code != svcerr.InvalidRange {
 				t.Fatalf("parseRange(%q, %d): %v, want InvalidRange", v, size, err)
 			}
 		case !ranged:
@@ -102,7 +89,7 @@ func FuzzConditions(f *testing.F) {
 		set("x-ms-if-tags", ifTags)
 		c, err := parseConditions(h)
 		if err != nil {
-			e := clientError(t, "parseConditions", err)
+			e := svcerrtest.ClientError(t, "parseConditions", err)
 			if e.Code != svcerr.InvalidHeaderValue {
 				t.Fatalf("parseConditions: %v, want InvalidHeaderValue", err)
 			}
@@ -175,7 +162,7 @@ func FuzzParseBlockList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		refs, err := parseBlockList(body)
 		if err != nil {
-			e := clientError(t, "parseBlockList", err)
+			e := svcerrtest.ClientError(t, "parseBlockList", err)
 			if e.Code != svcerr.InvalidXmlDocument && e.Code != svcerr.InvalidBlockList {
 				t.Fatalf("parseBlockList: %v", err)
 			}
@@ -204,7 +191,7 @@ func FuzzParseBlockID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		got, err := parseBlockID(&request{query: map[string]string{"blockid": id}})
 		if err != nil {
-			clientError(t, "parseBlockID", err)
+			svcerrtest.ClientError(t, "parseBlockID", err)
 			return
 		}
 		raw, derr := base64.StdEncoding.DecodeString(got)
@@ -238,7 +225,7 @@ func FuzzParseACL(f *testing.F) {
 		}
 		acl, err := parse(body)
 		if err != nil {
-			clientError(t, "Set Container ACL", err)
+			svcerrtest.ClientError(t, "Set Container ACL", err)
 			return
 		}
 		if len(acl) > leasedb.MaxSignedIdentifiers {
@@ -300,7 +287,7 @@ func FuzzServiceProperties(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		doc, err := serviceProps(defaultServiceProps, body)
 		if err != nil {
-			clientError(t, "Set Blob Service Properties", err)
+			svcerrtest.ClientError(t, "Set Blob Service Properties", err)
 			return
 		}
 		again, err := serviceProps(doc, []byte(doc))
@@ -334,7 +321,7 @@ func FuzzParseAddress(f *testing.F) {
 		r := &http.Request{Method: "GET", URL: &url.URL{Path: path}, Host: host, Header: http.Header{}}
 		var req request
 		if err := s.parseAddress(r, &req); err != nil {
-			clientError(t, "parseAddress", err)
+			svcerrtest.ClientError(t, "parseAddress", err)
 			return
 		}
 		if req.account == "" {
@@ -371,7 +358,7 @@ func FuzzParseQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := parseQuery(raw)
 		if err != nil {
-			clientError(t, "parseQuery", err)
+			svcerrtest.ClientError(t, "parseQuery", err)
 			return
 		}
 		for k, v := range q {
@@ -398,7 +385,7 @@ func FuzzLeaseHeaders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, action, leaseID, proposed, duration, brk string) {
 		req, err := parseLeaseRequest(action, leaseID, proposed, duration, brk)
 		if err != nil {
-			e := clientError(t, "parseLeaseRequest", err)
+			e := svcerrtest.ClientError(t, "parseLeaseRequest", err)
 			if e.Code != svcerr.InvalidHeaderValue && e.Code != svcerr.MissingRequiredHeader {
 				t.Fatalf("parseLeaseRequest: %v", err)
 			}
@@ -431,7 +418,7 @@ func FuzzLeaseHeaders(f *testing.F) {
 		// x-ms-lease-id on every other request: the same parser.
 		got, err := leaseIDHeader(http.Header{"X-Ms-Lease-Id": {leaseID}})
 		if err != nil {
-			clientError(t, "leaseIDHeader", err)
+			svcerrtest.ClientError(t, "leaseIDHeader", err)
 		} else if leaseID != "" && got == "" {
 			t.Fatalf("x-ms-lease-id %q dropped", leaseID)
 		}

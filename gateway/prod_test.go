@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -27,12 +26,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
-	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
-	"github.com/blobgw/blobgw/internal/testproc"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -536,25 +533,10 @@ func TestAccessLog(t *testing.T) {
 // store while Postgres is down, and 200 again once it is back, without a
 // restart of the gateway.
 func TestReadinessFollowsPostgres(t *testing.T) {
-	pg, err := pgtest.StartServer()
-	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := pgtest.PrivateServer(t)
 	dsn := pg.NewDatabase(t)
-	store, err := dbopen.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{}, slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	store := gwtest.OpenStore(t, dsn)
+	gw := gateway.New(&leasedb.DB{Store: store}, gwtest.DiskBackend(t, t.TempDir()), auth.MapAccounts{}, gwtest.Discard(), gateway.Options{})
 	ops := gw.OpsHandler(false)
 	ready := func() (int, string) {
 		rec := httptest.NewRecorder()

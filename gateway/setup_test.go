@@ -24,6 +24,7 @@ import (
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
@@ -122,17 +123,13 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	b.backend = be
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accounts := auth.MapAccounts{config.DevAccountName: acct}
+	accounts := gwtest.DevAccounts(t)
 	for name, key := range o.accounts {
 		if accounts[name], err = auth.NewAccount(name, key); err != nil {
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := gwtest.Discard()
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +15,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
 )
@@ -59,16 +55,7 @@ func TestStatementsPerOperation(t *testing.T) {
 	if _, _, err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	gw := gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), gateway.Options{})
 	t.Cleanup(func() { gw.Close(context.Background()) })
 	// Every request counts into the counter of the moment; the test sends
 	// one request at a time.

@@ -11,21 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
-
-// badRequest fails t unless err is a *svcerr.Error with a 4xx status: a
-// plain error would reach the client as a 500.
-func badRequest(t *testing.T, what string, err error) {
-	t.Helper()
-	e, ok := svcerr.As(err)
-	if !ok {
-		t.Fatalf("%s: error %v is not a *svcerr.Error", what, err)
-	}
-	if s := e.Status(); s < 400 || s > 499 {
-		t.Fatalf("%s: error %v has status %d, want 4xx", what, err, s)
-	}
-}
 
 // FuzzMarker: EncodeMarker/DecodeMarker (Find Blobs by Tags markers) and
 // encodeListMarker/decodeListMarker (List Blobs markers). A marker either
@@ -46,7 +33,7 @@ func FuzzMarker(f *testing.F) {
 		// Find Blobs by Tags marker.
 		after, err := DecodeMarker(m)
 		if err != nil {
-			badRequest(t, "DecodeMarker", err)
+			svcerrtest.ClientError(t, "DecodeMarker", err)
 		} else if got, err := DecodeMarker(EncodeMarker(after)); err != nil || got != after {
 			t.Fatalf("DecodeMarker(EncodeMarker(%q)) = %q, %v", after, got, err)
 		}
@@ -57,7 +44,7 @@ func FuzzMarker(f *testing.F) {
 		// List Blobs marker.
 		p, err := decodeListMarker(m)
 		if err != nil {
-			badRequest(t, "decodeListMarker", err)
+			svcerrtest.ClientError(t, "decodeListMarker", err)
 		} else {
 			if !utf8.ValidString(p.name) || strings.IndexByte(p.name, 0) >= 0 {
 				t.Fatalf("decodeListMarker(%q) accepted name %q", m, p.name)

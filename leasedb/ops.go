@@ -3,8 +3,6 @@ package leasedb
 import (
 	"context"
 	"time"
-
-	"github.com/blobgw/blobgw/svcerr"
 )
 
 // DB is the operation layer: each method is one Blob operation's metadata
@@ -61,12 +59,9 @@ func (d *DB) blobView(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.
 }
 
 func withBlob(ctx context.Context, tx Tx, ref BlobRef, cLock, bLock LockMode, fn func(tx Tx, now time.Time, b *Blob) error) error {
-	c, err := tx.Container(ctx, ref.Account, ref.Container, cLock)
+	_, err := containerOf(ctx, tx, ref.Account, ref.Container, cLock)
 	if err != nil {
 		return err
-	}
-	if c == nil {
-		return svcerr.New(svcerr.ContainerNotFound)
 	}
 	b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, bLock)
 	if err != nil {

@@ -2,7 +2,6 @@ package leasedb
 
 import (
 	"context"
-	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -15,22 +14,11 @@ func (d *DB) SetContainerACL(ctx context.Context, account, name, leaseID string,
 	if len(acl) > MaxSignedIdentifiers {
 		return nil, svcerr.Newf(svcerr.InvalidXmlDocument, "A container may hold at most %d signed identifiers.", MaxSignedIdentifiers)
 	}
-	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
-		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, containerResource(c), UpdateWrite); err != nil {
-			return err
-		}
-		etag, err := tx.NextETag(ctx)
-		if err != nil {
-			return err
-		}
-		c.PublicAccess, c.ACL, c.ETag, c.LastModified = access, acl, etag, now
+	return d.setContainer(ctx, account, name, leaseID, cond, func(c *Container) {
+		c.PublicAccess, c.ACL = access, acl
 		if len(c.ACL) == 0 {
 			c.ACL = nil
 		}
-		return tx.UpdateContainer(ctx, c)
 	})
 }
 

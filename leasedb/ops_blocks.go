@@ -161,12 +161,9 @@ type BlockList struct {
 func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string, ifTags *TagExpr) (*BlockList, error) {
 	out := &BlockList{}
 	err := d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		_, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
 		if err != nil {

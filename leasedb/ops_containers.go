@@ -51,6 +51,14 @@ func (d *DB) GetContainer(ctx context.Context, account, name, leaseID string) (*
 
 // SetContainerMetadata replaces the container's metadata (new ETag).
 func (d *DB) SetContainerMetadata(ctx context.Context, account, name, leaseID string, cond Conditions, meta map[string]string) (*Container, error) {
+	return d.setContainer(ctx, account, name, leaseID, cond, func(c *Container) { c.Metadata = meta })
+}
+
+// setContainer is Set Container Metadata and Set Container ACL: a lease
+// id, when given, must match the active lease (a leased container without
+// one is still writable); then the write conditions; set changes the
+// container, which gets a new ETag and Last-Modified.
+func (d *DB) setContainer(ctx context.Context, account, name, leaseID string, cond Conditions, set func(c *Container)) (*Container, error) {
 	return d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
 		if err := CheckReadLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
 			return err
@@ -62,7 +70,8 @@ func (d *DB) SetContainerMetadata(ctx context.Context, account, name, leaseID st
 		if err != nil {
 			return err
 		}
-		c.Metadata, c.ETag, c.LastModified = meta, etag, now
+		set(c)
+		c.ETag, c.LastModified = etag, now
 		return tx.UpdateContainer(ctx, c)
 	})
 }
@@ -70,12 +79,9 @@ func (d *DB) SetContainerMetadata(ctx context.Context, account, name, leaseID st
 func (d *DB) mutateContainer(ctx context.Context, account, name string, fn func(tx Tx, now time.Time, c *Container) error) (*Container, error) {
 	var out *Container
 	err := d.Store.Update(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, account, name, LockExclusive)
+		c, err := containerOf(ctx, tx, account, name, LockExclusive)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		now, err := tx.Now(ctx)
 		if err != nil {
@@ -103,18 +109,7 @@ func (d *DB) DeleteContainer(ctx context.Context, account, name, leaseID string,
 // kept, hidden, for that long (ops_container_restore.go) and nothing is
 // queued for collection; 0 deletes as DeleteContainer.
 func (d *DB) DeleteContainerRetained(ctx context.Context, account, name, leaseID string, cond Conditions, retention time.Duration) error {
-	return d.Store.Update(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, account, name, LockExclusive)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	_, err := d.mutateContainer(ctx, account, name, func(tx Tx, now time.Time, c *Container) error {
 		if _, err := CheckWriteLease(c.Lease, leaseID, ContainerTarget, now); err != nil {
 			return err
 		}
@@ -130,6 +125,7 @@ func (d *DB) DeleteContainerRetained(ctx context.Context, account, name, leaseID
 		}
 		return release(ctx, tx, keys, now.Add(d.Grace))
 	})
+	return err
 }
 
 // ListContainers lists one page; next is "" on the last page.
@@ -150,4 +146,14 @@ func (d *DB) ListContainers(ctx context.Context, account, prefix, marker string,
 		return nil
 	})
 	return out, next, now, err
+}
+
+// containerOf reads a container that must exist: a missing one is 404
+// ContainerNotFound.
+func containerOf(ctx context.Context, tx Tx, account, name string, lock LockMode) (*Container, error) {
+	c, err := tx.Container(ctx, account, name, lock)
+	if err == nil && c == nil {
+		err = svcerr.New(svcerr.ContainerNotFound)
+	}
+	return c, err
 }

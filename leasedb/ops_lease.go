@@ -112,12 +112,9 @@ func (d *DB) GetLease(ctx context.Context, ref BlobRef) (Lease, time.Time, error
 	var l Lease
 	var now time.Time
 	err := d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		c, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		l = c.Lease
 		if ref.Name != "" {

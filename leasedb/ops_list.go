@@ -184,12 +184,9 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 	res := &ListResult{}
 	err = d.Store.View(ctx, func(tx Tx) error {
 		res.Items, res.Next = nil, ""
-		c, err := tx.Container(ctx, account, container, LockNone)
+		_, err := containerOf(ctx, tx, account, container, LockNone)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		if res.Now, err = tx.Now(ctx); err != nil {
 			return err

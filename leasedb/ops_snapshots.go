@@ -29,13 +29,7 @@ func ParseSnapshot(v string) (string, error) {
 func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		if b.IsIncrementalCopy() {
@@ -71,12 +65,9 @@ func (d *DB) GetSnapshot(ctx context.Context, ref BlobRef, snapshot string, cond
 	var out *Blob
 	var now time.Time
 	err := d.Store.View(ctx, func(tx Tx) error {
-		c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+		_, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
 		if err != nil {
 			return err
-		}
-		if c == nil {
-			return svcerr.New(svcerr.ContainerNotFound)
 		}
 		b, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot)
 		if err != nil {
@@ -99,37 +90,57 @@ func (d *DB) GetSnapshot(ctx context.Context, ref BlobRef, snapshot string, cond
 // references them. Snapshots cannot be leased, so no lease id is needed.
 func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, cond Conditions) error {
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		sn, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot)
-		if err != nil {
-			return err
-		}
-		if sn == nil {
+		return d.deleteNameRow(ctx, tx, ref, now, b, cond,
+			func() (*Blob, error) { return tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot) },
+			func() error { return tx.DeleteSnapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot) },
+			func(sn *Blob) (bool, error) {
+				days, err := retention(ctx, tx, ref.Account)
+				if err != nil || days == 0 {
+					return false, err
+				}
+				// Blob soft delete: the snapshot is kept, soft-deleted.
+				return true, d.softDelete(ctx, tx, ref, sn, snapshot, now, days)
+			})
+	})
+}
+
+// deleteNameRow deletes one row of ref's name other than the current blob
+// b (a snapshot or a previous version), which get reads (nil when absent:
+// BlobNotFound) and del removes, if cond holds for it. Its extents are
+// collected unless another row of the name still references them, or
+// unless keep (when not nil) kept the row another way (blob soft delete)
+// and says so.
+func (d *DB) deleteNameRow(ctx context.Context, tx Tx, ref BlobRef, now time.Time, b *Blob, cond Conditions,
+	get func() (*Blob, error), del func() error, keep func(row *Blob) (bool, error)) error {
+	row, err := get()
+	if err != nil {
+		return err
+	}
+	if row == nil {
+		return svcerr.New(svcerr.BlobNotFound)
+	}
+	if err := EvalWrite(cond, blobResource(row), UpdateWrite); err != nil {
+		return err
+	}
+	if err := del(); err != nil {
+		if errors.Is(err, ErrNotFound) {
 			return svcerr.New(svcerr.BlobNotFound)
 		}
-		if err := EvalWrite(cond, blobResource(sn), UpdateWrite); err != nil {
+		return err
+	}
+	if keep != nil {
+		if kept, err := keep(row); err != nil || kept {
 			return err
 		}
-		if err := tx.DeleteSnapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return svcerr.New(svcerr.BlobNotFound)
-			}
-			return err
-		}
-		if days, err := retention(ctx, tx, ref.Account); err != nil {
-			return err
-		} else if days > 0 {
-			// Blob soft delete: the snapshot is kept, soft-deleted.
-			return d.softDelete(ctx, tx, ref, sn, snapshot, now, days)
-		}
-		kept, err := nameRows(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			kept = append(kept, b)
-		}
-		return release(ctx, tx, unreferenced([]*Blob{sn}, kept), now.Add(d.Grace))
-	})
+	}
+	kept, err := nameRows(ctx, tx, ref)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		kept = append(kept, b)
+	}
+	return release(ctx, tx, unreferenced([]*Blob{row}, kept), now.Add(d.Grace))
 }
 
 // nextSnapshotID is a new snapshot id of ref at now. Ids are unique per

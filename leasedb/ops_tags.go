@@ -38,10 +38,7 @@ func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond 
 		if err != nil {
 			return err
 		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		out = b
@@ -53,12 +50,9 @@ func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond 
 // missingBlob is the 404 for a blob that is not there: ContainerNotFound
 // when the container is missing too.
 func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
-	c, err := tx.Container(ctx, ref.Account, ref.Container, LockNone)
+	_, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
 	if err != nil {
 		return err
-	}
-	if c == nil {
-		return svcerr.New(svcerr.ContainerNotFound)
 	}
 	return svcerr.New(svcerr.BlobNotFound)
 }
@@ -72,13 +66,7 @@ func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
 func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tier string) (*Blob, error) {
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if b == nil {
-			return cond.missingBlob()
-		}
-		if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
-			return err
-		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
 		if b.Type != "BlockBlob" {
@@ -151,12 +139,9 @@ func (d *DB) FindBlobsByTags(ctx context.Context, account, container string, whe
 			return false
 		}
 		if container != "" {
-			c, err := tx.Container(ctx, account, container, LockNone)
+			_, err := containerOf(ctx, tx, account, container, LockNone)
 			if err != nil {
 				return err
-			}
-			if c == nil {
-				return svcerr.New(svcerr.ContainerNotFound)
 			}
 		}
 		r, only, ok := where.Lookup()

@@ -2,7 +2,6 @@ package leasedb
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -129,12 +128,17 @@ func nameRows(ctx context.Context, tx Tx, ref BlobRef) ([]*Blob, error) {
 }
 
 // versionOf reads the version versionID of ref: the current blob when it
-// is that version, else the previous version; nil when neither.
+// is that version, else the previous version; 404 BlobNotFound when
+// neither.
 func versionOf(ctx context.Context, tx Tx, ref BlobRef, cur *Blob, versionID string) (*Blob, error) {
 	if cur != nil && cur.VersionID == versionID {
 		return cur, nil
 	}
-	return tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
+	v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
+	if err == nil && v == nil {
+		err = svcerr.New(svcerr.BlobNotFound)
+	}
+	return v, err
 }
 
 // GetVersion reads one version of a blob for Get Blob / Get Blob
@@ -150,9 +154,6 @@ func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		out = v
 		return EvalRead(cond, blobResource(v))
@@ -178,30 +179,9 @@ func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, c
 			// would lose what the policy promises to keep.
 			return svcerr.Newf(svcerr.NotImplemented, "Deleting a blob version while blob soft delete is on (a soft-deleted version) is not implemented by this gateway.")
 		}
-		v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID)
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
-		}
-		if err := EvalWrite(cond, blobResource(v), UpdateWrite); err != nil {
-			return err
-		}
-		if err := tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return svcerr.New(svcerr.BlobNotFound)
-			}
-			return err
-		}
-		kept, err := nameRows(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			kept = append(kept, b)
-		}
-		return release(ctx, tx, unreferenced([]*Blob{v}, kept), now.Add(d.Grace))
+		return d.deleteNameRow(ctx, tx, ref, now, b, cond,
+			func() (*Blob, error) { return tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID) },
+			func() error { return tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID) }, nil)
 	})
 }
 
@@ -216,9 +196,6 @@ func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID 
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		if !v.NonCurrent {
 			if err := CheckReadLease(v.Lease, leaseID, BlobTarget, now); err != nil {
@@ -275,9 +252,6 @@ func (d *DB) GetVersionTags(ctx context.Context, ref BlobRef, versionID string, 
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
-		}
-		if v == nil {
-			return svcerr.New(svcerr.BlobNotFound)
 		}
 		out = v
 		return EvalWrite(cond, blobResource(v), UpdateWrite)

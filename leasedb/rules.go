@@ -100,6 +100,21 @@ func checkUpdate(b *Blob, leaseID string, cond Conditions, now time.Time) (Lease
 	return lease, nil
 }
 
+// checkReadLeaseUpdate is the rule of a write whose lease check is
+// read-style (Snapshot Blob, Set Blob Tier) and of Get Blob Tags: 404
+// BlobNotFound when absent (412 when a condition needs the blob), then a
+// lease id, when given, must match the active lease (none is needed), then
+// the conditions of an update-kind write (a tag read has no 304 either).
+func checkReadLeaseUpdate(b *Blob, leaseID string, cond Conditions, now time.Time) error {
+	if b == nil {
+		return cond.missingBlob()
+	}
+	if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+		return err
+	}
+	return EvalWrite(cond, blobResource(b), UpdateWrite)
+}
+
 // checkAppend is the rule of Append Block (and Append Block From URL) of
 // n bytes: the update rule, then the append blob's own: its type, not
 // sealed, x-ms-blob-condition-appendpos (412 AppendPositionConditionNotMet),

@@ -107,6 +107,34 @@ func TestCheckCommitBlocks(t *testing.T) {
 	}
 }
 
+func TestCheckReadLeaseUpdate(t *testing.T) {
+	tests := []struct {
+		name    string
+		b       *Blob
+		leaseID string
+		cond    Conditions
+		want    svcerr.Code
+	}{
+		{"missing", nil, "", Conditions{}, svcerr.BlobNotFound},
+		{"missing, If-Match", nil, "", ifMatchE1, svcerr.ConditionNotMet},
+		{"missing before lease", nil, idA, Conditions{}, svcerr.BlobNotFound},
+		{"unleased", blockRow, "", Conditions{}, ""},
+		{"unleased, lease id", blockRow, idA, Conditions{}, svcerr.LeaseNotPresentWithBlobOperation},
+		{"leased, no id", leasedRow, "", Conditions{}, ""},
+		{"leased, right id", leasedRow, idA, Conditions{}, ""},
+		{"leased, other id", leasedRow, idB, Conditions{}, svcerr.LeaseIdMismatchWithBlobOperation},
+		{"broken, id", brokenRow, idA, Conditions{}, svcerr.LeaseLost},
+		{"If-Match", blockRow, "", ifMatchE1, ""},
+		{"If-Match other", blockRow, "", ifMatchE2, svcerr.ConditionNotMet},
+		{"lease before conditions", leasedRow, idB, ifMatchE2, svcerr.LeaseIdMismatchWithBlobOperation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkCode(t, checkReadLeaseUpdate(tt.b, tt.leaseID, tt.cond, t0), tt.want)
+		})
+	}
+}
+
 func TestCheckUpdate(t *testing.T) {
 	tests := []struct {
 		name      string

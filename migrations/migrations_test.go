@@ -33,21 +33,7 @@ func TestFiles(t *testing.T) {
 
 // Every table and column of one dialect exists in the other.
 func TestDialectsDeclareTheSameTables(t *testing.T) {
-	re := regexp.MustCompile(`(?i)CREATE TABLE (\w+)`)
-	tables := map[string][2]bool{}
-	for i, d := range []string{Postgres, SQLite} {
-		fs, err := Files(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fs {
-			for _, m := range re.FindAllStringSubmatch(f.SQL, -1) {
-				v := tables[m[1]]
-				v[i] = true
-				tables[m[1]] = v
-			}
-		}
-	}
+	tables := inDialects(t, regexp.MustCompile(`(?i)CREATE TABLE (\w+)`), func(_ File, m []string) string { return m[1] })
 	for name, in := range tables {
 		if name == "etag_seq" { // a SEQUENCE in Postgres, a table in SQLite
 			continue
@@ -62,24 +48,12 @@ func TestDialectsDeclareTheSameTables(t *testing.T) {
 // same versions.
 func TestDialectsAlterAndIndexAlike(t *testing.T) {
 	re := regexp.MustCompile(`(?i)ALTER TABLE (\w+) ADD COLUMN (\w+)|CREATE (?:UNIQUE )?INDEX (\w+) ON (\w+)`)
-	seen := map[string][2]bool{}
-	for i, d := range []string{Postgres, SQLite} {
-		fs, err := Files(d)
-		if err != nil {
-			t.Fatal(err)
+	seen := inDialects(t, re, func(f File, m []string) string {
+		if m[3] != "" {
+			return f.Name + ": index " + m[3] + " on " + m[4]
 		}
-		for _, f := range fs {
-			for _, m := range re.FindAllStringSubmatch(f.SQL, -1) {
-				what := f.Name + ": column " + m[1] + "." + m[2]
-				if m[3] != "" {
-					what = f.Name + ": index " + m[3] + " on " + m[4]
-				}
-				v := seen[what]
-				v[i] = true
-				seen[what] = v
-			}
-		}
-	}
+		return f.Name + ": column " + m[1] + "." + m[2]
+	})
 	if len(seen) == 0 {
 		t.Fatal("no ALTER TABLE or CREATE INDEX found; is the pattern stale?")
 	}
@@ -88,6 +62,28 @@ func TestDialectsAlterAndIndexAlike(t *testing.T) {
 			t.Errorf("%s: in postgres %v, in sqlite %v", what, in[0], in[1])
 		}
 	}
+}
+
+// inDialects finds re in every migration file of both dialects and says,
+// for each name key gives a match, whether Postgres's files ([0]) and
+// SQLite's ([1]) have it.
+func inDialects(t *testing.T, re *regexp.Regexp, key func(f File, m []string) string) map[string][2]bool {
+	t.Helper()
+	seen := map[string][2]bool{}
+	for i, d := range []string{Postgres, SQLite} {
+		fs, err := Files(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			for _, m := range re.FindAllStringSubmatch(f.SQL, -1) {
+				v := seen[key(f, m)]
+				v[i] = true
+				seen[key(f, m)] = v
+			}
+		}
+	}
+	return seen
 }
 
 func TestVersion(t *testing.T) {

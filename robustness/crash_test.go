@@ -239,14 +239,7 @@ func TestCrash(t *testing.T) {
 		crashRun(t, bin, size, nil)
 	})
 	t.Run("s3", func(t *testing.T) {
-		pg, err := pgtest.StartServer()
-		if err != nil {
-			if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-				t.Skipf("%v", err)
-			}
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pg.Stop() })
+		pg := pgtest.PrivateServer(t)
 		dsn := pg.NewDatabase(t)
 		s3cfg := miniotest.NewBucket(t)
 		crashRun(t, bin, size, []string{"--metadata", dsn, "--backend", "s3", "--s3-endpoint", s3cfg.Endpoint,

@@ -74,14 +74,7 @@ func TestDistributedMinIO(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	cluster := miniotest.Distributed(t, 4)
-	pg, err := pgtest.StartServer()
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-			t.Skipf("%v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := pgtest.PrivateServer(t)
 	dsn := pg.NewDatabase(t)
 	s3cfg := cluster.NewBucket(t)
 	common := []string{"--metadata", dsn, "--backend", "s3", "--s3-endpoint", s3cfg.Endpoint, "--s3-bucket", s3cfg.Bucket,

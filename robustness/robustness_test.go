@@ -307,14 +307,7 @@ func runLinearizable(t *testing.T, sc scenario) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	// A private Postgres, since the run restarts it.
-	pg, err := pgtest.StartServer()
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-			t.Skipf("%v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := pgtest.PrivateServer(t)
 	dsn := pg.NewDatabase(t)
 	ctx := context.Background()
 	{

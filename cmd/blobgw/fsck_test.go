@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,8 +21,8 @@ import (
 	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -71,12 +70,7 @@ func newFsckEnv(t *testing.T, kind string) *fsckEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.store.Close() })
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gateway.New(&leasedb.DB{Store: e.store}, e.be, auth.MapAccounts{config.DevAccountName: acct},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{}))
+	srv := httptest.NewServer(gwtest.Gateway(t, e.store, e.be, gateway.Options{}))
 	t.Cleanup(srv.Close)
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {

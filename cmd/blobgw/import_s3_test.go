@@ -21,8 +21,8 @@ import (
 	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
 )
@@ -60,11 +60,7 @@ func newAdoptEnv(t *testing.T) *adoptEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.store.Close() })
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gateway.New(&leasedb.DB{Store: e.store}, e.st, auth.MapAccounts{config.DevAccountName: acct}, e.log, gateway.Options{}))
+	srv := httptest.NewServer(gateway.New(&leasedb.DB{Store: e.store}, e.st, gwtest.DevAccounts(t), e.log, gateway.Options{}))
 	t.Cleanup(srv.Close)
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,14 +23,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/google/uuid"
 )
@@ -66,21 +63,9 @@ func newLeaseEnv(t *testing.T, kind string) *leaseEnv {
 	} else {
 		dsn = filepath.Join(t.TempDir(), "meta.db")
 	}
-	store, err := dbopen.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	be, err := disk.New(filepath.Join(dataDir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := gwtest.OpenStore(t, dsn)
 	db := &leasedb.DB{Store: store}
-	gw := gateway.New(db, be, auth.MapAccounts{config.DevAccountName: acct}, slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	gw := gateway.New(db, gwtest.DiskBackend(t, dataDir), gwtest.DevAccounts(t), gwtest.Discard(), gateway.Options{})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)

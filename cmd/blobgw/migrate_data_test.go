@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"math/rand"
 	"net/http"
@@ -33,13 +32,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/dbopen"
+	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,20 +48,8 @@ type migGateway struct {
 
 func newMigGateway(t testing.TB, wrap func(http.Handler) http.Handler) *migGateway {
 	t.Helper()
-	store, err := dbopen.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h http.Handler = gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct}, slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	store := gwtest.OpenStore(t, filepath.Join(t.TempDir(), "meta.db"))
+	var h http.Handler = gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), gateway.Options{})
 	if wrap != nil {
 		h = wrap(h)
 	}

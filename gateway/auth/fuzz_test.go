@@ -15,22 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
-
-// wantClientError fails t unless err is a *svcerr.Error with a 4xx status:
-// a plain error would reach the client as a 500.
-func wantClientError(t *testing.T, what string, err error) *svcerr.Error {
-	t.Helper()
-	e, ok := svcerr.As(err)
-	if !ok {
-		t.Fatalf("%s: error %v is not a *svcerr.Error", what, err)
-	}
-	if s := e.Status(); s < 400 || s > 499 {
-		t.Fatalf("%s: error %v has status %d, want 4xx", what, err, s)
-	}
-	return e
-}
 
 // fuzzRequest builds a server-side request (RequestURI as on the wire) or
 // nil when path/query cannot be a request line.
@@ -74,7 +60,7 @@ func FuzzSharedKeySign(f *testing.F) {
 			if err == nil {
 				t.Fatalf("query %q does not parse but verified", rawQuery)
 			}
-			wantClientError(t, "VerifySharedKey", err)
+			svcerrtest.ClientError(t, "VerifySharedKey", err)
 			return
 		}
 		h := r.Header
@@ -140,7 +126,7 @@ func FuzzSharedKeySign(f *testing.F) {
 		if err == nil {
 			t.Fatalf("changed %s %q -> %q still verifies", n, old, changed)
 		}
-		wantClientError(t, "VerifySharedKey", err)
+		svcerrtest.ClientError(t, "VerifySharedKey", err)
 	})
 }
 
@@ -202,7 +188,7 @@ func FuzzSharedKeyHeader(f *testing.F) {
 				t.Fatalf("Authorization %q reported as absent", authz)
 			}
 		default:
-			wantClientError(t, "VerifySharedKey", err)
+			svcerrtest.ClientError(t, "VerifySharedKey", err)
 		}
 	})
 }
@@ -243,7 +229,7 @@ func FuzzSAS(f *testing.F) {
 			return StoredPolicy{}, false
 		}
 		if _, err := VerifySAS(req, testAccounts(t), pol); err != nil {
-			wantClientError(t, "VerifySAS", err)
+			svcerrtest.ClientError(t, "VerifySAS", err)
 		}
 
 		// Sign the fuzzed fields as a client would.

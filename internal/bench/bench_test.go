@@ -2,41 +2,24 @@ package bench_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/bench"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/dbopen"
+	"github.com/blobgw/blobgw/internal/gwtest"
 )
 
 // gatewayURL serves a gateway on SQLite and disk for the test and returns
 // its service URL.
 func gatewayURL(t *testing.T) string {
 	t.Helper()
-	store, err := dbopen.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := auth.NewAccount(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct}, slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.Options{})
+	store := gwtest.OpenStore(t, filepath.Join(t.TempDir(), "meta.db"))
+	gw := gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), gateway.Options{})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/" + config.DevAccountName + "/"

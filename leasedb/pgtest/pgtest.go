@@ -117,6 +117,22 @@ func runAs() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// PrivateServer is StartServer for t: a server of its own, which t may
+// stop and restart, stopped when t ends. Without the binaries t is
+// skipped, except in CI (testproc.InCI), where it fails.
+func PrivateServer(t testing.TB) *Server {
+	t.Helper()
+	srv, err := StartServer()
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && !testproc.InCI() {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv
+}
+
 // StartServer runs initdb in a new temporary directory and starts postgres
 // on a free port. The caller must call Stop. It returns an error wrapping
 // ErrNotInstalled when the binaries are missing.

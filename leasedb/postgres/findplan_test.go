@@ -2,12 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/plancase"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
@@ -74,18 +72,8 @@ func TestFindTaggedPlan(t *testing.T) {
 			}
 			t.Logf("%s (generic %v): %d rows read for limit %d", c.What, generic, max(m.planRows, m.statRows), c.Limit)
 		}
-		var got []plancase.FindMatch
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			rows, err := tx.FindTagged(ctx, "acct", c.Container, c.R, c.AC, c.AN, c.Limit)
-			for _, r := range rows {
-				got = append(got, plancase.FindMatch{C: r.Container, Name: r.Name})
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if want := c.Want(); !reflect.DeepEqual(got, want) || len(want) == 0 {
-			t.Errorf("%s: FindTagged = %v, want %v", c.What, got, want)
+		if err := c.Check(ctx, s); err != nil {
+			t.Errorf("%s: %v", c.What, err)
 		}
 	}
 }

@@ -40,23 +40,55 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
 	}
+	var (
+		b   *leasedb.Blob
+		ok  bool
+		now time.Time
+	)
+	err := retryRead(ctx, func() (err error) {
+		b, ok, now, err = s.readBlob(ctx, account, container, name)
+		return err
+	})
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: read blob %s/%s/%s: %w", account, container, name, err)
+	}
+	return b, ok, now, nil
+}
+
+// retryRead runs read, a one-statement read on the pool, again when it
+// failed before reaching the server (as View retries a BEGIN that did
+// not). A failure that ends the attempts is marked as the store being
+// unavailable where it is (markUnavailable); a wait cut short by ctx is
+// "retry: " and ctx's error.
+func retryRead(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
-		b, ok, now, err := s.readBlob(ctx, account, container, name)
+		err := read()
 		if err == nil {
-			return b, ok, now, nil
+			return nil
 		}
 		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return nil, false, time.Time{}, markUnavailable(ctx,
-				fmt.Errorf("leasedb/postgres: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err)))
+			return markUnavailable(ctx, sqlq.CtxErr(ctx, err))
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
-			return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
+			return fmt.Errorf("retry: %w", err)
 		}
 	}
 }
 
 func (s *Store) readBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
-	rows, err := s.pool.Query(ctx, readBlobSQL, account, container, name)
+	b, ok, now, err := queryOneBlob(ctx, s.pool, readBlobSQL, account, container, name)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+}
+
+// queryOneBlob runs q, a sqlq.OneBlob statement whose extra column is the
+// clock, on the pool or in a transaction.
+func queryOneBlob(ctx context.Context, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, q, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+	rows, err := db.Query(ctx, q, account, container, name)
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
@@ -67,10 +99,7 @@ func (s *Store) readBlob(ctx context.Context, account, container, name string) (
 		return nil, false, time.Time{}, err
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, time.Time{}, err
-	}
-	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+	return b, ok, now, rows.Err()
 }
 
 // LockBlob implements leasedb.BlobLocker: the row FOR UPDATE, the
@@ -83,20 +112,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	if t.readOnly {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: read-only transaction", account, container, name)
 	}
-	b, ok, now, err := func() (*leasedb.Blob, bool, time.Time, error) {
-		rows, err := t.tx.Query(ctx, lockBlobSQL, account, container, name)
-		if err != nil {
-			return nil, false, time.Time{}, err
-		}
-		defer rows.Close()
-		var now time.Time
-		b, ok, err := sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now)
-		if err != nil {
-			return nil, false, time.Time{}, err
-		}
-		rows.Close()
-		return b, ok, now, rows.Err()
-	}()
+	b, ok, now, err := queryOneBlob(ctx, t.tx, lockBlobSQL, account, container, name)
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
@@ -119,19 +135,18 @@ func (s *Store) ReadContainer(ctx context.Context, account, name string) (*lease
 	if err := checkText(account, name); err != nil {
 		return nil, time.Time{}, err
 	}
-	for attempt := 1; ; attempt++ {
-		c, now, err := s.readContainer(ctx, account, name)
-		if err == nil {
-			return c, now, nil
-		}
-		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return nil, time.Time{}, markUnavailable(ctx,
-				fmt.Errorf("leasedb/postgres: read container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err)))
-		}
-		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
-			return nil, time.Time{}, fmt.Errorf("leasedb/postgres: retry: %w", err)
-		}
+	var (
+		c   *leasedb.Container
+		now time.Time
+	)
+	err := retryRead(ctx, func() (err error) {
+		c, now, err = s.readContainer(ctx, account, name)
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("leasedb/postgres: read container %s/%s: %w", account, name, err)
 	}
+	return c, now, nil
 }
 
 func (s *Store) readContainer(ctx context.Context, account, name string) (*leasedb.Container, time.Time, error) {

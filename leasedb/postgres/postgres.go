@@ -16,7 +16,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -480,13 +479,9 @@ func (t *tx) lockClause(mode leasedb.LockMode) string {
 
 const containerCols = sqlq.ContainerCols
 
-// The statements the two dialects share, in Postgres's placeholders.
-var (
-	insertContainerSQL = sqlq.InsertContainer(dialect.Placeholder)
-	updateContainerSQL = sqlq.UpdateContainer(dialect.Placeholder)
-	putBlobSQL         = sqlq.PutBlob(dialect.Placeholder)
-	putSnapshotSQL     = sqlq.PutSnapshot(dialect.Placeholder)
-)
+// putBlobSQL is Tx.PutBlob's statement (sqlq.PutBlob), which both
+// dialects share.
+var putBlobSQL = sqlq.PutBlob(dialect.Placeholder)
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
 // FOR UPDATE.
@@ -512,42 +507,14 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	return cs[0], nil
 }
 
-// InsertContainer implements leasedb.Tx. ON CONFLICT DO NOTHING reports an
-// existing name without aborting the transaction.
+// InsertContainer implements leasedb.Tx (sqlq.Tx).
 func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
-	if err := checkText(c.Account, c.Name); err != nil {
-		return err
-	}
-	vals, err := sqlq.ContainerValues(c, ts)
-	if err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, insertContainerSQL, vals...)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, sqlq.CtxErr(ctx, err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: insert container %s/%s: %w", c.Account, c.Name, leasedb.ErrExists)
-	}
-	return nil
+	return t.shared().InsertContainer(ctx, c)
 }
 
+// UpdateContainer implements leasedb.Tx (sqlq.Tx).
 func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
-	if err := checkText(c.Account, c.Name); err != nil {
-		return err
-	}
-	vals, err := sqlq.ContainerValues(c, ts)
-	if err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, updateContainerSQL, vals...)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, sqlq.CtxErr(ctx, err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: update container %s/%s: %w", c.Account, c.Name, leasedb.ErrNotFound)
-	}
-	return nil
+	return t.shared().UpdateContainer(ctx, c)
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -646,28 +613,12 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	return keys.Keys, nil
 }
 
-// ListContainers implements leasedb.Tx. limit <= 0 means no limit.
+// ListContainers implements leasedb.Tx (sqlq.Tx).
 func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*leasedb.Container, error) {
-	if err := checkText(account, prefix, after); err != nil {
-		return nil, err
-	}
-	cond, args := sqlq.NameRange(dialect.Placeholder, 2, prefix, after, limit)
-	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND `+cond,
-		append([]any{account}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, sqlq.CtxErr(ctx, err))
-	}
-	cs, err := scanContainers(rows)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list containers %s: %w", account, sqlq.CtxErr(ctx, err))
-	}
-	return cs, nil
+	return t.shared().ListContainers(ctx, account, prefix, after, limit)
 }
 
-const (
-	blobCols     = sqlq.BlobCols
-	snapshotCols = sqlq.SnapshotCols
-)
+const blobCols = sqlq.BlobCols
 
 // Blob implements leasedb.Tx. With LockExclusive it first takes
 // pg_advisory_xact_lock on a hash of the name (held until the transaction
@@ -762,165 +713,39 @@ func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) er
 	return nil
 }
 
-// ListBlobs implements leasedb.Tx. limit <= 0 means no limit.
+// ListBlobs implements leasedb.Tx (sqlq.Tx).
 func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
-	if err := checkText(account, container, prefix, after); err != nil {
-		return nil, err
-	}
-	cond, args := sqlq.NameRange(dialect.Placeholder, 3, prefix, after, limit)
-	rows, err := t.tx.Query(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = $1 AND container = $2 AND `+cond,
-		append([]any{account, container}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	bs, err := scanBlobs(rows, false)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list blobs %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	return bs, nil
+	return t.shared().ListBlobs(ctx, account, container, prefix, after, limit)
 }
 
-// FindTagged implements leasedb.Tx with sqlq.FindTagged's query.
+// FindTagged implements leasedb.Tx (sqlq.Tx).
 func (t *tx) FindTagged(ctx context.Context, account, container string, r leasedb.TagRange, afterContainer, afterName string, limit int) ([]leasedb.TaggedBlob, error) {
-	if err := checkText(account, container, r.Key, r.Lo, r.Hi, afterContainer, afterName); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: limit %d", account, container, limit)
-	}
-	q, args := sqlq.FindTagged(dialect.Placeholder, account, container, r, afterContainer, afterName, limit)
-	rows, err := t.tx.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	defer rows.Close()
-	var out []leasedb.TaggedBlob
-	for rows.Next() {
-		var b leasedb.TaggedBlob
-		var tags sql.NullString
-		if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
-			return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, err)
-		}
-		if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: find tagged %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	return out, nil
+	return t.shared().FindTagged(ctx, account, container, r, afterContainer, afterName, limit)
 }
 
-// ListEntries implements leasedb.Tx: one query whose parts are each an
-// ordered range scan of a primary key bounded by limit, merged and cut to
-// limit. Staged names come from a recursive walk that asks the blocks key
-// for the next name after the last one (one index probe per name, not one
-// row per block); those with a blob row are dropped, so a committed blob
-// with staged blocks is listed once. Taking the first limit of each part is
-// enough: an entry among the first limit of the merge is among the first
-// limit of its own part.
+// ListEntries implements leasedb.Tx (sqlq.Tx).
 func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
-	if err := checkText(account, container, prefix, after, afterSnapshot); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: limit %d", account, container, limit)
-	}
-	q, args := sqlq.ListEntries(dialect.Placeholder, account, container, prefix, after, afterSnapshot, limit, inc)
-	rows, err := t.tx.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	out, err := scanItems(rows)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list entries %s/%s: %w", account, container, sqlq.CtxErr(ctx, err))
-	}
-	return out, nil
+	return t.shared().ListEntries(ctx, account, container, prefix, after, afterSnapshot, limit, inc)
 }
 
-// PutSnapshot implements leasedb.Tx. ON CONFLICT DO NOTHING reports an
-// existing snapshot id without aborting the transaction; a missing
-// container is ErrNotFound (the transaction is then aborted; see Update).
-// Callers serialize on the name through Blob with LockExclusive.
+// PutSnapshot implements leasedb.Tx (sqlq.Tx).
 func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
-	if err := checkText(b.Account, b.Container, b.Name, b.Snapshot); err != nil {
-		return err
-	}
-	if b.Snapshot == "" {
-		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
-	}
-	vals, err := sqlq.BlobValues(b, ts)
-	if err != nil {
-		return err
-	}
-	vals = append(vals, b.Snapshot)
-	tag, err := t.tx.Exec(ctx, putSnapshotSQL, vals...)
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
-			return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
-		}
-		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, sqlq.CtxErr(ctx, err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
-	}
-	return nil
+	return t.shared().PutSnapshot(ctx, b)
 }
 
-// Snapshot implements leasedb.Tx.
+// Snapshot implements leasedb.Tx (sqlq.Tx).
 func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot string) (*leasedb.Blob, error) {
-	if err := checkText(account, container, blob, snapshot); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
-		WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`, account, container, blob, snapshot)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
-	}
-	bs, err := scanBlobs(rows, true)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
-	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return t.shared().Snapshot(ctx, account, container, blob, snapshot)
 }
 
-// Snapshots implements leasedb.Tx: ordered by snapshot id (COLLATE "C",
-// byte order); nil when there are none.
+// Snapshots implements leasedb.Tx (sqlq.Tx).
 func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
-	if err := checkText(account, container, blob); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, `SELECT `+snapshotCols+` FROM snapshots
-		WHERE account = $1 AND container = $2 AND name = $3 ORDER BY snapshot`, account, container, blob)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	bs, err := scanBlobs(rows, true)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: snapshots %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	return bs, nil
+	return t.shared().Snapshots(ctx, account, container, blob)
 }
 
-// DeleteSnapshot implements leasedb.Tx.
+// DeleteSnapshot implements leasedb.Tx (sqlq.Tx).
 func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error {
-	if err := checkText(account, container, blob, snapshot); err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, `DELETE FROM snapshots WHERE account = $1 AND container = $2 AND name = $3 AND snapshot = $4`,
-		account, container, blob, snapshot)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, sqlq.CtxErr(ctx, err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
-	}
-	return nil
+	return t.shared().DeleteSnapshot(ctx, account, container, blob, snapshot)
 }
 
 // StageBlock implements leasedb.Tx. It first takes the blob name's
@@ -966,56 +791,19 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// Blocks implements leasedb.Tx: oldest first, then by block id (COLLATE
-// "C", byte order); nil when there are none.
+// Blocks implements leasedb.Tx (sqlq.Tx).
 func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
-	if err := checkText(account, container, blob); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, `SELECT block_id, key, size, staged_at FROM blocks
-		WHERE account = $1 AND container = $2 AND blob = $3
-		ORDER BY staged_at, block_id`, account, container, blob)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	var (
-		out []leasedb.Block
-		b   leasedb.Block
-	)
-	_, err = pgx.ForEachRow(rows, []any{&b.ID, &b.Key, &b.Size, &b.StagedAt}, func() error {
-		b.StagedAt = b.StagedAt.UTC()
-		out = append(out, b)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	return out, nil
+	return t.shared().Blocks(ctx, account, container, blob)
 }
 
-// BlockStats implements leasedb.Tx.
+// BlockStats implements leasedb.Tx (sqlq.Tx).
 func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
-	if err := checkText(account, container, blob); err != nil {
-		return 0, 0, err
-	}
-	err = t.tx.QueryRow(ctx, `SELECT count(*), coalesce(max(length(block_id)), 0) FROM blocks
-		WHERE account = $1 AND container = $2 AND blob = $3`, account, container, blob).Scan(&count, &idLen)
-	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/postgres: block stats %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	return count, idLen, nil
+	return t.shared().BlockStats(ctx, account, container, blob)
 }
 
-// DeleteBlocks implements leasedb.Tx; deleting no blocks is not an error.
+// DeleteBlocks implements leasedb.Tx (sqlq.Tx).
 func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) error {
-	if err := checkText(account, container, blob); err != nil {
-		return err
-	}
-	if _, err := t.tx.Exec(ctx, `DELETE FROM blocks WHERE account = $1 AND container = $2 AND blob = $3`,
-		account, container, blob); err != nil {
-		return fmt.Errorf("leasedb/postgres: delete blocks %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	return nil
+	return t.shared().DeleteBlocks(ctx, account, container, blob)
 }
 
 // leasedPred selects rows holding a lease. It must stay textually identical
@@ -1044,31 +832,11 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		cw += " AND name = $" + n
 		bw += " AND container = $" + n
 	}
-	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
-	rows, err := t.tx.Query(ctx, `
-		SELECT account, name, ''::text COLLATE "C", 0, `+leaseCols+` FROM containers WHERE `+cw+`
+	return t.shared().LeaseRows(ctx, `
+		SELECT account, name, ''::text COLLATE "C", 0, `+sqlq.LeaseCols+` FROM containers WHERE `+cw+`
 		UNION ALL
-		SELECT account, container, name, 1, `+leaseCols+` FROM blobs WHERE `+bw+`
+		SELECT account, container, name, 1, `+sqlq.LeaseCols+` FROM blobs WHERE `+bw+`
 		ORDER BY 1, 2, 4, 3`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
-	}
-	var (
-		out             []leasedb.LeaseRow
-		r               leasedb.LeaseRow
-		kind            int
-		exp, brk, since pgtype.Timestamptz
-	)
-	_, err = pgx.ForEachRow(rows, []any{&r.Account, &r.Container, &r.Blob, &kind,
-		&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since}, func() error {
-		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromTS(exp), fromTS(brk), fromTS(since)
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: list leases: %w", sqlq.CtxErr(ctx, err))
-	}
-	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.
@@ -1221,20 +989,9 @@ func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRe
 	return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: its record keeps vanishing", key)
 }
 
-// MoveAdoptedKey implements leasedb.Tx.
+// MoveAdoptedKey implements leasedb.Tx (sqlq.Tx).
 func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) error {
-	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, `UPDATE adopted_keys SET account = $2, container = $3, name = $4 WHERE key = $1`,
-		key, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, sqlq.CtxErr(ctx, err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: move adopted key %s: %w", key, leasedb.ErrNotFound)
-	}
-	return nil
+	return t.shared().MoveAdoptedKey(ctx, key, ref)
 }
 
 // ---- keys shared by several blob names (migration 0008) ----

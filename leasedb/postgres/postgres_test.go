@@ -143,16 +143,7 @@ func TestRetryBounded(t *testing.T) {
 
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
-	latest, err := migrations.Latest(migrations.Postgres)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := pgtest.Start(t)
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dsn, latest := emptyStore(t)
 	if v, err := s.SchemaVersion(ctx); err != nil || v != 0 {
 		t.Fatalf("SchemaVersion of an empty database = %d, %v; want 0", v, err)
 	}
@@ -225,16 +216,7 @@ func TestOpenBadDSN(t *testing.T) {
 // its rows intact, and the new columns and tables work on it.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	latest, err := migrations.Latest(migrations.Postgres)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := pgtest.Start(t)
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dsn, latest := emptyStore(t)
 	storetest.MigrateFromVersion1(t, s, latest, func(t *testing.T, lm time.Time) {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
@@ -289,4 +271,20 @@ func TestTagIndexBackfill(t *testing.T) {
 			t.Fatalf("Migrate: %d, %v", to, err)
 		}
 	})
+}
+
+// emptyStore opens a store on a fresh, empty database (dsn, closed when t
+// ends) and returns it with the newest schema version.
+func emptyStore(t *testing.T) (s *postgres.Store, dsn string, latest int) {
+	latest, err := migrations.Latest(migrations.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn = pgtest.Start(t)
+	s, err = postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dsn, latest
 }

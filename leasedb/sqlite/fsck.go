@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
 // rowRefsSQL is every key a row references, with the row's name: blob,
@@ -45,34 +43,17 @@ SELECT q.key, MAX(r.ref) FROM gc_queue AS q JOIN (` + rowRefsSQL + `
 // ReferencedKeys implements leasedb.Store. It runs once (no retry on
 // SQLITE_BUSY): fn may already have seen keys when a statement fails.
 func (s *Store) ReferencedKeys(ctx context.Context, fn func(key, ref string) error) error {
-	return s.keyRefs(ctx, "referenced keys", referencedKeysSQL, fn)
+	return s.keyRefs(ctx, referencedKeysSQL, fn)
 }
 
 // QueuedReferencedKeys implements leasedb.Store like ReferencedKeys.
 func (s *Store) QueuedReferencedKeys(ctx context.Context, fn func(key, ref string) error) error {
-	return s.keyRefs(ctx, "queued referenced keys", queuedReferencedSQL, fn)
+	return s.keyRefs(ctx, queuedReferencedSQL, fn)
 }
 
 // keyRefs runs q, a query of (key, ref) rows, and calls fn for each row.
-func (s *Store) keyRefs(ctx context.Context, what, q string, fn func(key, ref string) error) error {
+func (s *Store) keyRefs(ctx context.Context, q string, fn func(key, ref string) error) error {
 	return s.run(ctx, true, func(ltx leasedb.Tx) error {
-		rows, err := ltx.(*tx).tx.QueryContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("leasedb/sqlite: %s: %w", what, sqlq.CtxErr(ctx, err))
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var key, ref string
-			if err := rows.Scan(&key, &ref); err != nil {
-				return fmt.Errorf("leasedb/sqlite: %s: %w", what, err)
-			}
-			if err := fn(key, ref); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("leasedb/sqlite: %s: %w", what, sqlq.CtxErr(ctx, err))
-		}
-		return nil
+		return ltx.(*tx).ReferencedKeys(ctx, q, fn)
 	})
 }

@@ -25,14 +25,7 @@ func BenchmarkCommitUnderUploads(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
 			dir := b.TempDir()
-			s, err := Open(ctx, filepath.Join(dir, "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, _, err := s.MigrateTo(ctx, 0); err != nil {
-				b.Fatal(err)
-			}
+			s := migratedStore(b, filepath.Join(dir, "bench.db"))
 			if mode == "full" {
 				if _, err := s.w.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
 					b.Fatal(err)

@@ -124,14 +124,7 @@ func TestGroupSyncError(t *testing.T) {
 // a write connection that does not sync inside COMMIT.
 func TestUpdateSyncsWAL(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, _, err := s.MigrateTo(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
 	var mode int
 	if err := s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode); err != nil || mode != 1 {
 		t.Fatalf("write connection synchronous = %d (%v), want 1 (NORMAL)", mode, err)
@@ -156,17 +149,10 @@ func TestUpdateSyncsWAL(t *testing.T) {
 // so a caller keeps the bytes the row may point at.
 func TestUpdateSyncFailureMayHaveCommitted(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, _, err := s.MigrateTo(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
 	boom := errors.New("sync WAL: too many open files")
 	s.wal = newGroupSync(func() error { return boom })
-	err = s.Update(ctx, func(tx leasedb.Tx) error {
+	err := s.Update(ctx, func(tx leasedb.Tx) error {
 		return tx.AddIntent(ctx, "k/synced-or-not", time.Now().Add(time.Hour))
 	})
 	if !errors.Is(err, boom) || !leasedb.MayHaveCommitted(err) || !errors.Is(err, leasedb.ErrUnavailable) {
@@ -185,4 +171,20 @@ func TestUpdateSyncFailureMayHaveCommitted(t *testing.T) {
 	if !errors.Is(err, refused) || leasedb.MayHaveCommitted(err) {
 		t.Fatalf("refused Update: %v", err)
 	}
+}
+
+// migratedStore opens a Store on a new file at path with the newest
+// schema, closed when tb ends.
+func migratedStore(tb testing.TB, path string) *Store {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if _, _, err := s.MigrateTo(ctx, 0); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

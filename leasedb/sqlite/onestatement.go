@@ -58,6 +58,8 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	return b, exists, now, err
 }
 
+var containerExistsSQL = sqlq.ContainerExists(dialect.Placeholder)
+
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	putDeletedBlobSQL    = sqlq.PutDeletedBlob(plain)
+	putDeletedBlobSQL    = sqlq.PutDeletedBlob(dialect.Placeholder)
 	deletedBlobsSQL      = sqlq.DeletedBlobsOf(dialect.Placeholder)
 	removeDeletedBlobSQL = sqlq.RemoveDeletedBlob(dialect.Placeholder)
 	expiredBlobsSQL      = sqlq.ExpiredBlobs(dialect.Placeholder)

@@ -205,7 +205,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) erro
 			_ = sqlTx.Rollback()
 		}
 	}()
-	t := &tx{tx: sqlTx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
+	t := &tx{Tx: sqlq.Tx[sql.NullInt64]{D: &driver, Q: querier{sqlTx}}, tx: sqlTx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	if err := fn(t); err != nil {
 		done = true
 		_ = sqlTx.Rollback()
@@ -410,6 +410,7 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 // tx is one transaction. It is not safe for concurrent use and must not be
 // used after the function it was passed to returns.
 type tx struct {
+	sqlq.Tx[sql.NullInt64] // the Tx methods both drivers share
 	// offset is the Store's clockOffset when the transaction began.
 	offset   time.Duration
 	tx       *sql.Tx
@@ -438,19 +439,10 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 
 const containerCols = sqlq.ContainerCols
 
-// The statements the two dialects share, in SQLite's placeholders: plain
-// "?" where the parameters are bound in order, numbered ones (dialect)
-// where they are not.
-var (
-	insertContainerSQL = sqlq.InsertContainer(plain)
-	updateContainerSQL = sqlq.UpdateContainer(dialect.Placeholder)
-	putBlobSQL         = sqlq.PutBlob(plain)
-	putSnapshotSQL     = sqlq.PutSnapshot(plain)
-)
-
-// plain is SQLite's "?" placeholder, for statements that bind their
-// parameters in order.
-func plain(int) string { return "?" }
+// putBlobSQL is Tx.PutBlob's statement (sqlq.PutBlob), which both
+// dialects share; its parameters are bound in order, so SQLite's plain "?"
+// placeholders serve.
+var putBlobSQL = sqlq.PutBlob(func(int) string { return "?" })
 
 // Container implements leasedb.Tx. The write transaction already excludes
 // every other writer, so the lock modes need no statement of their own.
@@ -470,46 +462,6 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 		return nil, nil
 	}
 	return cs[0], nil
-}
-
-func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
-	if err := checkText(c.Account, c.Name); err != nil {
-		return err
-	}
-	vals, err := sqlq.ContainerValues(c, micros)
-	if err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, insertContainerSQL, vals...)
-	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, err)
-	} else if n == 0 {
-		return fmt.Errorf("leasedb/sqlite: insert container %s/%s: %w", c.Account, c.Name, leasedb.ErrExists)
-	}
-	return nil
-}
-
-func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
-	if err := checkText(c.Account, c.Name); err != nil {
-		return err
-	}
-	vals, err := sqlq.ContainerValues(c, micros)
-	if err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, updateContainerSQL, vals...)
-	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, err)
-	} else if n == 0 {
-		return fmt.Errorf("leasedb/sqlite: update container %s/%s: %w", c.Account, c.Name, leasedb.ErrNotFound)
-	}
-	return nil
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -576,28 +528,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	return keys.Keys, nil
 }
 
-// ListContainers implements leasedb.Tx. limit <= 0 means no limit.
-func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*leasedb.Container, error) {
-	if err := checkText(account, prefix, after); err != nil {
-		return nil, err
-	}
-	cond, args := sqlq.NameRange(plain, 1, prefix, after, limit)
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+containerCols+` FROM containers WHERE account = ? AND `+cond,
-		append([]any{account}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list containers %s: %w", account, err)
-	}
-	cs, err := scanContainers(rows)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list containers %s: %w", account, err)
-	}
-	return cs, nil
-}
-
-const (
-	blobCols     = sqlq.BlobCols
-	snapshotCols = sqlq.SnapshotCols
-)
+const blobCols = sqlq.BlobCols
 
 // Blob implements leasedb.Tx; see Container for the lock modes.
 func (t *tx) Blob(ctx context.Context, account, container, name string, lock leasedb.LockMode) (*leasedb.Blob, error) {
@@ -654,168 +585,6 @@ func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) er
 	return nil
 }
 
-// ListBlobs implements leasedb.Tx. limit <= 0 means no limit.
-func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
-	if err := checkText(account, container, prefix, after); err != nil {
-		return nil, err
-	}
-	cond, args := sqlq.NameRange(plain, 1, prefix, after, limit)
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND `+cond,
-		append([]any{account, container}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
-	}
-	bs, err := scanBlobs(rows, false)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list blobs %s/%s: %w", account, container, err)
-	}
-	return bs, nil
-}
-
-// FindTagged implements leasedb.Tx with sqlq.FindTagged's query.
-func (t *tx) FindTagged(ctx context.Context, account, container string, r leasedb.TagRange, afterContainer, afterName string, limit int) ([]leasedb.TaggedBlob, error) {
-	if err := checkText(account, container, r.Key, r.Lo, r.Hi, afterContainer, afterName); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: limit %d", account, container, limit)
-	}
-	q, args := sqlq.FindTagged(plain, account, container, r, afterContainer, afterName, limit)
-	rows, err := t.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: %w", account, container, err)
-	}
-	defer rows.Close()
-	var out []leasedb.TaggedBlob
-	for rows.Next() {
-		var b leasedb.TaggedBlob
-		var tags sql.NullString
-		if err := rows.Scan(&b.Container, &b.Name, &tags); err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: %w", account, container, err)
-		}
-		if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: find tagged %s/%s: %w", account, container, err)
-	}
-	return out, nil
-}
-
-// ListEntries implements leasedb.Tx: one query whose parts are each an
-// ordered range scan of a primary key bounded by limit, merged and cut to
-// limit. Staged names come from a recursive walk that asks the blocks key
-// for the next name after the last one (one index probe per name, not one
-// row per block); those with a blob row are dropped, so a committed blob
-// with staged blocks is listed once. Taking the first limit of each part is
-// enough: an entry among the first limit of the merge is among the first
-// limit of its own part.
-func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
-	if err := checkText(account, container, prefix, after, afterSnapshot); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: limit %d", account, container, limit)
-	}
-	q, args := sqlq.ListEntries(plain, account, container, prefix, after, afterSnapshot, limit, inc)
-	rows, err := t.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
-	}
-	out, err := scanItems(rows)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list entries %s/%s: %w", account, container, err)
-	}
-	return out, nil
-}
-
-// PutSnapshot implements leasedb.Tx. A missing container is ErrNotFound,
-// an existing snapshot id of the name ErrExists.
-func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
-	if err := checkText(b.Account, b.Container, b.Name, b.Snapshot); err != nil {
-		return err
-	}
-	if b.Snapshot == "" {
-		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s: empty snapshot id", b.Account, b.Container, b.Name)
-	}
-	vals, err := sqlq.BlobValues(b, micros)
-	if err != nil {
-		return err
-	}
-	vals = append(vals, b.Snapshot)
-	res, err := t.tx.ExecContext(ctx, putSnapshotSQL, vals...)
-	if err != nil {
-		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
-			return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: container: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrNotFound)
-		}
-		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, err)
-	} else if n == 0 {
-		return fmt.Errorf("leasedb/sqlite: put snapshot %s/%s/%s@%s: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
-	}
-	return nil
-}
-
-// Snapshot implements leasedb.Tx.
-func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot string) (*leasedb.Blob, error) {
-	if err := checkText(account, container, blob, snapshot); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotCols+` FROM snapshots
-		WHERE account = ? AND container = ? AND name = ? AND snapshot = ?`, account, container, blob, snapshot)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
-	}
-	bs, err := scanBlobs(rows, true)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: get snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
-	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
-}
-
-// Snapshots implements leasedb.Tx: ordered by snapshot id (byte order);
-// nil when there are none.
-func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
-	if err := checkText(account, container, blob); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotCols+` FROM snapshots
-		WHERE account = ? AND container = ? AND name = ? ORDER BY snapshot`, account, container, blob)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: snapshots %s/%s/%s: %w", account, container, blob, err)
-	}
-	bs, err := scanBlobs(rows, true)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: snapshots %s/%s/%s: %w", account, container, blob, err)
-	}
-	return bs, nil
-}
-
-// DeleteSnapshot implements leasedb.Tx.
-func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error {
-	if err := checkText(account, container, blob, snapshot); err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM snapshots WHERE account = ? AND container = ? AND name = ? AND snapshot = ?`,
-		account, container, blob, snapshot)
-	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, err)
-	} else if n == 0 {
-		return fmt.Errorf("leasedb/sqlite: delete snapshot %s/%s/%s@%s: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
-	}
-	return nil
-}
-
 // StageBlock implements leasedb.Tx. The write transaction excludes every
 // other writer, so reading the replaced key and upserting need no lock of
 // their own. A missing container is ErrNotFound.
@@ -841,62 +610,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 		return "", fmt.Errorf("leasedb/sqlite: stage block %s/%s/%s %s: %w", account, container, blob, b.ID, err)
 	}
 	return old, nil
-}
-
-// BlockStats implements leasedb.Tx.
-func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
-	if err := checkText(account, container, blob); err != nil {
-		return 0, 0, err
-	}
-	err = t.tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(length(block_id)), 0) FROM blocks
-		WHERE account = ? AND container = ? AND blob = ?`, account, container, blob).Scan(&count, &idLen)
-	if err != nil {
-		return 0, 0, fmt.Errorf("leasedb/sqlite: block stats %s/%s/%s: %w", account, container, blob, err)
-	}
-	return count, idLen, nil
-}
-
-// Blocks implements leasedb.Tx: oldest first, then by block id (byte
-// order); nil when there are none.
-func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
-	if err := checkText(account, container, blob); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT block_id, key, size, staged_at FROM blocks
-		WHERE account = ? AND container = ? AND blob = ?
-		ORDER BY staged_at, block_id`, account, container, blob)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
-	}
-	defer rows.Close()
-	var out []leasedb.Block
-	for rows.Next() {
-		var (
-			b  leasedb.Block
-			at int64
-		)
-		if err := rows.Scan(&b.ID, &b.Key, &b.Size, &at); err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
-		}
-		b.StagedAt = time.UnixMicro(at).UTC()
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: blocks %s/%s/%s: %w", account, container, blob, err)
-	}
-	return out, nil
-}
-
-// DeleteBlocks implements leasedb.Tx; deleting no blocks is not an error.
-func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) error {
-	if err := checkText(account, container, blob); err != nil {
-		return err
-	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM blocks WHERE account = ? AND container = ? AND blob = ?`,
-		account, container, blob); err != nil {
-		return fmt.Errorf("leasedb/sqlite: delete blocks %s/%s/%s: %w", account, container, blob, err)
-	}
-	return nil
 }
 
 // leasedPred selects rows holding a lease. It must stay textually identical
@@ -926,34 +639,11 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		bw += " AND container = ?"
 		cargs, bargs = append(cargs, f.Container), append(bargs, f.Container)
 	}
-	const leaseCols = `lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
-	rows, err := t.tx.QueryContext(ctx, `
-		SELECT account, name, '', 0, `+leaseCols+` FROM containers INDEXED BY containers_leased WHERE `+cw+`
+	return t.LeaseRows(ctx, `
+		SELECT account, name, '', 0, `+sqlq.LeaseCols+` FROM containers INDEXED BY containers_leased WHERE `+cw+`
 		UNION ALL
-		SELECT account, container, name, 1, `+leaseCols+` FROM blobs INDEXED BY blobs_leased WHERE `+bw+`
+		SELECT account, container, name, 1, `+sqlq.LeaseCols+` FROM blobs INDEXED BY blobs_leased WHERE `+bw+`
 		ORDER BY 1, 2, 4, 3`, append(cargs, bargs...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []leasedb.LeaseRow
-	for rows.Next() {
-		var (
-			r               leasedb.LeaseRow
-			kind            int
-			exp, brk, since sql.NullInt64
-		)
-		if err := rows.Scan(&r.Account, &r.Container, &r.Blob, &kind,
-			&r.Lease.ID, &r.Lease.State, &r.Lease.Duration, &exp, &brk, &since); err != nil {
-			return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-		}
-		r.Lease.Expires, r.Lease.BreakAt, r.Lease.Since = fromMicros(exp), fromMicros(brk), fromMicros(since)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("leasedb/sqlite: list leases: %w", err)
-	}
-	return out, nil
 }
 
 // AddIntent implements leasedb.Tx; ErrExists when key is already queued.
@@ -1098,24 +788,6 @@ func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRe
 		return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/sqlite: claim adopted key %s: holder: %w", key, err)
 	}
 	return h, false, nil
-}
-
-// MoveAdoptedKey implements leasedb.Tx.
-func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) error {
-	if err := checkText(key, ref.Account, ref.Container, ref.Name); err != nil {
-		return err
-	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE adopted_keys SET account = ?, container = ?, name = ? WHERE key = ?`,
-		ref.Account, ref.Container, ref.Name, key)
-	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, err)
-	} else if n == 0 {
-		return fmt.Errorf("leasedb/sqlite: move adopted key %s: %w", key, leasedb.ErrNotFound)
-	}
-	return nil
 }
 
 // ---- keys shared by several blob names (migration 0008) ----

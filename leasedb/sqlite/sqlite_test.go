@@ -139,16 +139,7 @@ func TestCrossProcess(t *testing.T) {
 
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
-	latest, err := migrations.Latest(migrations.SQLite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path, latest := emptyStore(t)
 	if v, err := s.SchemaVersion(ctx); err != nil || v != 0 {
 		t.Fatalf("SchemaVersion of an empty database = %d, %v; want 0", v, err)
 	}
@@ -305,16 +296,7 @@ func TestWriteLockTakenAtBegin(t *testing.T) {
 // its rows intact, and the new columns and tables work on it.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	latest, err := migrations.Latest(migrations.SQLite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path, latest := emptyStore(t)
 	storetest.MigrateFromVersion1(t, s, latest, func(t *testing.T, lm time.Time) {
 		db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
 		if err != nil {
@@ -371,4 +353,20 @@ func TestTagIndexBackfill(t *testing.T) {
 			t.Fatalf("Migrate: %d, %v", to, err)
 		}
 	})
+}
+
+// emptyStore opens a store on a new, empty file (path, closed when t ends)
+// and returns it with the newest schema version.
+func emptyStore(t *testing.T) (s *sqlite.Store, path string, latest int) {
+	latest, err := migrations.Latest(migrations.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "meta.db")
+	s, err = sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path, latest
 }

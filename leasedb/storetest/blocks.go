@@ -331,12 +331,7 @@ func testContainerDeleteBlocks(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
-	var keys []string
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "c1")
-		return err
-	})
+	keys := deleteContainer(t, s, "c1")
 	want := append(fullBlob("c1", "x").Keys(), "blk/x/a", "blk/u/a", "blk/u/b")
 	if !reflect.DeepEqual(sortedCopy(keys), sortedCopy(want)) {
 		t.Errorf("DeleteContainer keys:\n got %q\nwant %q", keys, want)
@@ -348,11 +343,7 @@ func testContainerDeleteBlocks(t *testing.T, s leasedb.Store) {
 	mustInsertContainer(t, s, "c1")
 	checkBlocks(t, "blocks of a re-created container", nil, getBlocks(t, s, "c1", "uncommitted"))
 	// A container holding only staged blocks.
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "c2")
-		return err
-	})
+	keys = deleteContainer(t, s, "c2")
 	if !reflect.DeepEqual(keys, []string{"blk/c2/x"}) {
 		t.Errorf("DeleteContainer of a container with only blocks: keys %q", keys)
 	}

@@ -103,12 +103,7 @@ func testContainerDelete(t *testing.T, s leasedb.Store) {
 		}
 		return tx.PutBlob(ctx, fullBlob("c2", "x"))
 	})
-	var keys []string
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "c1")
-		return err
-	})
+	keys := deleteContainer(t, s, "c1")
 	var want []string
 	for _, n := range []string{"x", "y", "z"} {
 		want = append(want, fullBlob("c1", n).Keys()...)

@@ -251,3 +251,34 @@ func concurrently(n int, fn func(g int) error) []error {
 	}
 	return out
 }
+
+// deleteContainer runs Tx.DeleteContainer of acct's container name in its
+// own Update and returns the keys it freed.
+func deleteContainer(t *testing.T, s leasedb.Store, name string) []string {
+	t.Helper()
+	var keys []string
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		var err error
+		keys, err = tx.DeleteContainer(ctx, acct, name)
+		return err
+	})
+	return keys
+}
+
+// fillNeighbour gives container c2 a blob, a snapshot (snap1) and a
+// staged block under each of names (the block under the name and suffix):
+// entries of another container before, between and after those listed.
+func fillNeighbour(ctx context.Context, tx leasedb.Tx, names []string, suffix string) error {
+	for _, n := range names {
+		if err := tx.PutBlob(ctx, fullBlob("c2", n)); err != nil {
+			return err
+		}
+		if err := tx.PutSnapshot(ctx, fullSnapshot("c2", n, snap1)); err != nil {
+			return err
+		}
+		if _, err := tx.StageBlock(ctx, acct, "c2", n+suffix, leasedb.Block{ID: "YQ==", Key: "k/c2/" + n, Size: 1, StagedAt: base}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -82,18 +82,7 @@ func testListDelimited(t *testing.T, s leasedb.Store) {
 				return err
 			}
 		}
-		for _, n := range []string{"0/x", "a/a", "b/x/0", "zz/1"} {
-			if err := tx.PutBlob(ctx, fullBlob("c2", n)); err != nil {
-				return err
-			}
-			if err := tx.PutSnapshot(ctx, fullSnapshot("c2", n, snap1)); err != nil {
-				return err
-			}
-			if _, err := tx.StageBlock(ctx, acct, "c2", n+"/s", leasedb.Block{ID: "YQ==", Key: "k/c2/" + n, Size: 1, StagedAt: base}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fillNeighbour(ctx, tx, []string{"0/x", "a/a", "b/x/0", "zz/1"}, "/s")
 	})
 	isStaged := map[string]bool{}
 	for _, n := range staged {

@@ -74,18 +74,7 @@ func testListEntries(t *testing.T, s leasedb.Store) {
 		}
 		// The neighbour container has entries of its own before, between
 		// and after ours.
-		for _, n := range []string{"0", "a1", "b/x0", "zz"} {
-			if err := tx.PutBlob(ctx, fullBlob("c2", n)); err != nil {
-				return err
-			}
-			if err := tx.PutSnapshot(ctx, fullSnapshot("c2", n, snap1)); err != nil {
-				return err
-			}
-			if _, err := tx.StageBlock(ctx, acct, "c2", n+"s", leasedb.Block{ID: "YQ==", Key: "k/c2/" + n, Size: 1, StagedAt: base}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fillNeighbour(ctx, tx, []string{"0", "a1", "b/x0", "zz"}, "s")
 	})
 	all := []listEntry{
 		{name: "a", snap: snap1}, {name: "a", snap: snap2}, {name: "a"},

@@ -49,29 +49,7 @@ func testContainerList(t *testing.T, s leasedb.Store) {
 
 	// Pages of every size, each continuing after the last name.
 	for _, size := range []int{1, 2, 3, 7, len(want), len(want) + 1} {
-		var got []string
-		after := ""
-		for pages := 0; ; pages++ {
-			if pages > len(want)+1 {
-				t.Fatalf("page size %d: paging does not end", size)
-			}
-			var page []*leasedb.Container
-			view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-				var err error
-				page, err = tx.ListContainers(ctx, acct, "", after, size)
-				return err
-			})
-			if len(page) > size {
-				t.Fatalf("page size %d: got %d rows", size, len(page))
-			}
-			for _, c := range page {
-				got = append(got, c.Name)
-			}
-			if len(page) < size {
-				break
-			}
-			after = page[len(page)-1].Name
-		}
+		got := containerPages(t, s, "", "", size, len(want)+1)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("page size %d:\n got %q\nwant %q", size, got, want)
 		}
@@ -100,23 +78,7 @@ func testContainerListPrefix(t *testing.T, s leasedb.Store) {
 			}
 		}
 		for _, size := range []int{1000, 2} {
-			var got []string
-			after := tc.after
-			for {
-				var page []*leasedb.Container
-				view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-					var err error
-					page, err = tx.ListContainers(ctx, acct, tc.prefix, after, size)
-					return err
-				})
-				for _, c := range page {
-					got = append(got, c.Name)
-				}
-				if len(page) < size {
-					break
-				}
-				after = page[len(page)-1].Name
-			}
+			got := containerPages(t, s, tc.prefix, tc.after, size, len(names)+1)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("prefix %q after %q (page %d):\n got %q\nwant %q", tc.prefix, tc.after, size, got, want)
 			}
@@ -195,4 +157,34 @@ func testBlobList(t *testing.T, s leasedb.Store) {
 		checkBlob(t, fullBlob("c", "dir/a"), bs[0])
 		return nil
 	})
+}
+
+// containerPages lists acct's containers under prefix after after, size
+// to a page, each page continuing after the last name, and returns the
+// names. It fails t on a page over size and on paging that has not ended
+// after maxPages pages.
+func containerPages(t *testing.T, s leasedb.Store, prefix, after string, size, maxPages int) []string {
+	t.Helper()
+	var got []string
+	for pages := 0; ; pages++ {
+		if pages > maxPages {
+			t.Fatalf("page size %d: paging does not end", size)
+		}
+		var page []*leasedb.Container
+		view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+			var err error
+			page, err = tx.ListContainers(ctx, acct, prefix, after, size)
+			return err
+		})
+		if len(page) > size {
+			t.Fatalf("page size %d: got %d rows", size, len(page))
+		}
+		for _, c := range page {
+			got = append(got, c.Name)
+		}
+		if len(page) < size {
+			return got
+		}
+		after = page[len(page)-1].Name
+	}
 }

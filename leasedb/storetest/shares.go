@@ -66,12 +66,7 @@ func testShareRelease(t *testing.T, s leasedb.Store) {
 		sn.Snapshot = "2024-05-17T06:41:12.3456780Z"
 		return tx.PutSnapshot(ctx, sn)
 	})
-	var keys []string
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "shares")
-		return err
-	})
+	keys := deleteContainer(t, s, "shares")
 	if got, want := sortedCopy(keys), sortedCopy([]string{"shared/k", "shared/k", "own/one", "own/two"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("DeleteContainer keys %q, want %q", got, want)
 	}

@@ -355,12 +355,7 @@ func testContainerDeleteSnapshots(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
-	var keys []string
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "c1")
-		return err
-	})
+	keys := deleteContainer(t, s, "c1")
 	// Each key once per name referencing it: k/3 belongs to x (a snapshot
 	// and a staged block) and to gone.
 	want := []string{"k/0", "k/1", "k/2", "k/3", "k/3", "g/1", "blk/x"}
@@ -381,11 +376,7 @@ func testContainerDeleteSnapshots(t *testing.T, s leasedb.Store) {
 		t.Errorf("re-created container has an old snapshot")
 	}
 	// A container holding only snapshots.
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		var err error
-		keys, err = tx.DeleteContainer(ctx, acct, "c2")
-		return err
-	})
+	keys = deleteContainer(t, s, "c2")
 	if !reflect.DeepEqual(keys, []string{"c2/1"}) {
 		t.Errorf("DeleteContainer of a container with only snapshots: keys %q", keys)
 	}

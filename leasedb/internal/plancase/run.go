@@ -3,6 +3,7 @@ package plancase
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -73,4 +74,23 @@ func (w Worst) Lines(what string) []string {
 		out[i] = fmt.Sprintf("%s: at most %.2f×limit %s", fam, w[fam], what)
 	}
 	return out
+}
+
+// Check runs c through s (Tx.FindTagged in a View, account Account) and
+// reports how the result differs from Want, which must not be empty.
+func (c FindCase) Check(ctx context.Context, s leasedb.Store) error {
+	var got []FindMatch
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		rows, err := tx.FindTagged(ctx, Account, c.Container, c.R, c.AC, c.AN, c.Limit)
+		for _, r := range rows {
+			got = append(got, FindMatch{C: r.Container, Name: r.Name})
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if want := c.Want(); !reflect.DeepEqual(got, want) || len(want) == 0 {
+		return fmt.Errorf("FindTagged = %v, want %v", got, want)
+	}
+	return nil
 }
