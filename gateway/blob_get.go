@@ -65,7 +65,7 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	if r.Method == http.MethodHead {
 		h.Set("Content-Length", strconv.FormatInt(b.Size, 10))
 		if b.Props.ContentMD5 != nil {
-			h.Set("Content-MD5", b64(b.Props.ContentMD5))
+			h.Set("Content-Md5", b64(b.Props.ContentMD5))
 		}
 		w.WriteHeader(http.StatusOK)
 		return nil
@@ -86,11 +86,11 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		status = http.StatusPartialContent
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
 		if b.Props.ContentMD5 != nil {
-			h.Set("x-ms-blob-content-md5", b64(b.Props.ContentMD5))
+			h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
 		}
 		setSumHeaders(h, rangeSums)
 	} else if b.Props.ContentMD5 != nil {
-		h.Set("Content-MD5", b64(b.Props.ContentMD5))
+		h.Set("Content-Md5", b64(b.Props.ContentMD5))
 	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	sent := false
@@ -102,8 +102,8 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		// The first extent could not be opened: nothing is sent yet, so
 		// the client gets an error answer (logged with the request id
 		// as every 5xx), not a cut connection.
-		h.Del("Content-MD5")
-		h.Del("x-ms-blob-content-md5")
+		h.Del("Content-Md5")
+		h.Del("X-Ms-Blob-Content-Md5")
 		return fmt.Errorf("read %s: %w", req.ref(), err)
 	}
 	if err != nil {
@@ -125,7 +125,7 @@ const maxRangeDigest = 4 << 20
 // most 4 MiB; nothing is buffered). Either needs a Range of at most 4 MiB,
 // and not both at once (400 InvalidHeaderValue).
 func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64, ranged bool) (sums, error) {
-	md5v, crcv := r.Header.Get("x-ms-range-get-content-md5"), r.Header.Get("x-ms-range-get-content-crc64")
+	md5v, crcv := r.Header.Get("X-Ms-Range-Get-Content-Md5"), r.Header.Get("X-Ms-Range-Get-Content-Crc64")
 	wantMD5, wantCRC := strings.EqualFold(md5v, "true"), strings.EqualFold(crcv, "true")
 	if !wantMD5 && !wantCRC {
 		return sums{}, nil
@@ -214,7 +214,7 @@ func writeZeros(w io.Writer, n int64, buf []byte) error {
 // start at or past the end of the blob, or a suffix of 0 bytes or of an
 // empty blob, is 416 InvalidRange.
 func parseRange(h http.Header, size int64) (start, end int64, ranged bool, err error) {
-	v := h.Get("x-ms-range")
+	v := h.Get("X-Ms-Range")
 	if v == "" {
 		v = h.Get("Range")
 	}
