@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blobgw/blobgw/gateway/auth"
@@ -152,7 +153,22 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 // anything was sent.
 func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.Extent, start, end int64, ready func()) error {
 	var off int64
-	buf := make([]byte, 256<<10)
+	// The copy buffer is taken from a pool, and only when a copy needs
+	// one: a disk extent to the socket goes by sendfile (io.WriterTo,
+	// io.ReaderFrom), and a fresh 256 KiB per Get Blob was most of a small
+	// read's allocation.
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			streamBufPool.Put(bp)
+		}
+	}()
+	buffer := func() []byte {
+		if bp == nil {
+			bp = streamBufPool.Get().(*[]byte)
+		}
+		return *bp
+	}
 	started := func() {
 		if ready != nil {
 			ready()
@@ -169,7 +185,7 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		to := min(end, eEnd) - eStart
 		if e.Key == "" {
 			started()
-			if err := writeZeros(w, to-from, buf); err != nil {
+			if err := writeZeros(w, to-from, buffer()); err != nil {
 				return fmt.Errorf("copy zeros: %w", err)
 			}
 			continue
@@ -179,6 +195,12 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 			return fmt.Errorf("open extent %s: %w", e.Key, err)
 		}
 		started()
+		var buf []byte // nil: io.CopyBuffer's WriteTo or ReadFrom copies
+		_, wt := rc.(io.WriterTo)
+		_, rf := w.(io.ReaderFrom)
+		if !wt && !rf {
+			buf = buffer()
+		}
 		n, err := io.CopyBuffer(w, rc, buf)
 		rc.Close()
 		if err != nil {
@@ -191,6 +213,9 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 	started() // an empty range opens nothing
 	return nil
 }
+
+// streamBufPool holds streamExtents' 256 KiB copy buffers.
+var streamBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // writeZeros writes n zero bytes through buf (zeroed here: bounded memory
 // whatever the size of a page blob's hole).
