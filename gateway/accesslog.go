@@ -49,7 +49,7 @@ func (s *Server) finish(w *statusWriter, r *http.Request, req *request, in *coun
 		status = http.StatusOK
 	}
 	d := time.Since(req.start)
-	code := w.Header().Get("x-ms-error-code")
+	code := w.Header().Get("X-Ms-Error-Code")
 	op := req.opName()
 	s.metrics.observeRequest(op, status, code, d, in.n, w.n)
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
@@ -74,7 +74,7 @@ func (s *Server) finish(w *statusWriter, r *http.Request, req *request, in *coun
 }
 
 func clientRequestID(r *http.Request) string {
-	if id := r.Header.Get("x-ms-client-request-id"); len(id) <= 1024 {
+	if id := r.Header.Get("X-Ms-Client-Request-Id"); len(id) <= 1024 {
 		return id
 	}
 	return ""
@@ -97,10 +97,48 @@ var (
 )
 
 // Redact masks SAS signatures, Shared Key signatures and account keys in s.
+// Every access log attribute passes through it: an ASCII string with
+// neither "sig" nor "key" in any case (what every pattern needs) is
+// returned without running the expressions. Non-ASCII text always runs
+// them: (?i) also folds U+017F (ſ) to s and U+212A (Kelvin) to k.
 func Redact(s string) string {
+	if !mayHoldCredential(s) {
+		return s
+	}
+	return redactAll(s)
+}
+
+// redactAll runs every expression.
+func redactAll(s string) string {
 	s = sigRE.ReplaceAllString(s, "${1}REDACTED")
 	s = sharedKeyRE.ReplaceAllString(s, "${1}REDACTED")
 	return accountKeyRE.ReplaceAllString(s, "${1}REDACTED")
+}
+
+func mayHoldCredential(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	return containsFoldASCII(s, "sig") || containsFoldASCII(s, "key")
+}
+
+// containsFoldASCII reports whether s contains sub (lowercase ASCII
+// letters) in any case, without allocating.
+func containsFoldASCII(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for ; j < len(sub); j++ {
+			if s[i+j]|0x20 != sub[j] {
+				break
+			}
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactHandler is a slog.Handler that applies Redact to messages and
@@ -120,10 +158,14 @@ func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return 
 
 func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 	out := slog.NewRecord(rec.Time, rec.Level, Redact(rec.Message), rec.PC)
+	// All attributes in one AddAttrs: one by one, the record's overflow
+	// slice grows several times for the access line's 14.
+	as := make([]slog.Attr, 0, rec.NumAttrs())
 	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(a))
+		as = append(as, redactAttr(a))
 		return true
 	})
+	out.AddAttrs(as...)
 	return h.h.Handle(ctx, out)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blobgw/blobgw/gateway/auth"
@@ -70,7 +71,7 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	if r.Method == http.MethodHead {
 		h.Set("Content-Length", strconv.FormatInt(b.Size, 10))
 		if b.Props.ContentMD5 != nil {
-			h.Set("Content-MD5", b64(b.Props.ContentMD5))
+			h.Set("Content-Md5", b64(b.Props.ContentMD5))
 		}
 		w.WriteHeader(http.StatusOK)
 		return nil
@@ -91,11 +92,11 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		status = http.StatusPartialContent
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
 		if b.Props.ContentMD5 != nil {
-			h.Set("x-ms-blob-content-md5", b64(b.Props.ContentMD5))
+			h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
 		}
 		setSumHeaders(h, rangeSums)
 	} else if b.Props.ContentMD5 != nil {
-		h.Set("Content-MD5", b64(b.Props.ContentMD5))
+		h.Set("Content-Md5", b64(b.Props.ContentMD5))
 	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	sent := false
@@ -107,8 +108,8 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		// The first extent could not be opened: nothing is sent yet, so
 		// the client gets an error answer (logged with the request id
 		// as every 5xx), not a cut connection.
-		h.Del("Content-MD5")
-		h.Del("x-ms-blob-content-md5")
+		h.Del("Content-Md5")
+		h.Del("X-Ms-Blob-Content-Md5")
 		return fmt.Errorf("read %s: %w", req.ref(), err)
 	}
 	if err != nil {
@@ -130,7 +131,7 @@ const maxRangeDigest = 4 << 20
 // most 4 MiB; nothing is buffered). Either needs a Range of at most 4 MiB,
 // and not both at once (400 InvalidHeaderValue).
 func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64, ranged bool) (sums, error) {
-	md5v, crcv := r.Header.Get("x-ms-range-get-content-md5"), r.Header.Get("x-ms-range-get-content-crc64")
+	md5v, crcv := r.Header.Get("X-Ms-Range-Get-Content-Md5"), r.Header.Get("X-Ms-Range-Get-Content-Crc64")
 	wantMD5, wantCRC := strings.EqualFold(md5v, "true"), strings.EqualFold(crcv, "true")
 	if !wantMD5 && !wantCRC {
 		return sums{}, nil
@@ -157,7 +158,22 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 // anything was sent.
 func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.Extent, start, end int64, ready func()) error {
 	var off int64
-	buf := make([]byte, 256<<10)
+	// The copy buffer is taken from a pool, and only when a copy needs
+	// one: a disk extent to the socket goes by sendfile (io.WriterTo,
+	// io.ReaderFrom), and a fresh 256 KiB per Get Blob was most of a small
+	// read's allocation.
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			streamBufPool.Put(bp)
+		}
+	}()
+	buffer := func() []byte {
+		if bp == nil {
+			bp = streamBufPool.Get().(*[]byte)
+		}
+		return *bp
+	}
 	started := func() {
 		if ready != nil {
 			ready()
@@ -174,7 +190,7 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		to := min(end, eEnd) - eStart
 		if e.Key == "" {
 			started()
-			if err := writeZeros(w, to-from, buf); err != nil {
+			if err := writeZeros(w, to-from, buffer()); err != nil {
 				return fmt.Errorf("copy zeros: %w", err)
 			}
 			continue
@@ -184,6 +200,12 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 			return fmt.Errorf("open extent %s: %w", e.Key, err)
 		}
 		started()
+		var buf []byte // nil: io.CopyBuffer's WriteTo or ReadFrom copies
+		_, wt := rc.(io.WriterTo)
+		_, rf := w.(io.ReaderFrom)
+		if !wt && !rf {
+			buf = buffer()
+		}
 		n, err := io.CopyBuffer(w, rc, buf)
 		rc.Close()
 		if err != nil {
@@ -196,6 +218,9 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 	started() // an empty range opens nothing
 	return nil
 }
+
+// streamBufPool holds streamExtents' 256 KiB copy buffers.
+var streamBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // writeZeros writes n zero bytes through buf (zeroed here: bounded memory
 // whatever the size of a page blob's hole).
@@ -219,7 +244,7 @@ func writeZeros(w io.Writer, n int64, buf []byte) error {
 // start at or past the end of the blob, or a suffix of 0 bytes or of an
 // empty blob, is 416 InvalidRange.
 func parseRange(h http.Header, size int64) (start, end int64, ranged bool, err error) {
-	v := h.Get("x-ms-range")
+	v := h.Get("X-Ms-Range")
 	if v == "" {
 		v = h.Get("Range")
 	}

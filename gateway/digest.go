@@ -26,20 +26,20 @@ type sums struct {
 // transactionalSums reads the digests a request body must match.
 func transactionalSums(h http.Header) (sums, error) {
 	var want sums
-	if h.Get("Content-MD5") != "" && h.Get("x-ms-content-crc64") != "" {
+	if h.Get("Content-Md5") != "" && h.Get("X-Ms-Content-Crc64") != "" {
 		// One transactional digest per request: Azure refuses both.
-		e := svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", h.Get("x-ms-content-crc64"))
+		e := svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", h.Get("X-Ms-Content-Crc64"))
 		e.Message = "Both x-ms-content-crc64 header and Content-MD5 header are present."
 		return want, e
 	}
-	if v := h.Get("Content-MD5"); v != "" {
+	if v := h.Get("Content-Md5"); v != "" {
 		b, err := decodeMD5(v)
 		if err != nil {
 			return want, svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
 		}
 		want.md5 = b
 	}
-	if v := h.Get("x-ms-content-crc64"); v != "" {
+	if v := h.Get("X-Ms-Content-Crc64"); v != "" {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(b) != 8 {
 			return want, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", v)
@@ -102,9 +102,9 @@ func (d *digester) sums() sums {
 // setSumHeaders answers with the digests computed for the request body.
 func setSumHeaders(h http.Header, got sums) {
 	if got.md5 != nil {
-		h.Set("Content-MD5", b64(got.md5))
+		h.Set("Content-Md5", b64(got.md5))
 	}
 	if got.crc64 != nil {
-		h.Set("x-ms-content-crc64", b64(got.crc64))
+		h.Set("X-Ms-Content-Crc64", b64(got.crc64))
 	}
 }

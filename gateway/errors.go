@@ -21,7 +21,7 @@ import (
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request, err error) {
 	h := w.Header()
 	if leasedb.IsNotModified(err) {
-		h.Set("x-ms-error-code", string(svcerr.ConditionNotMet))
+		h.Set("X-Ms-Error-Code", string(svcerr.ConditionNotMet))
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -41,7 +41,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, req *request
 	} else if e.Status() >= 500 {
 		s.log.Warn("server error", "request_id", req.id, "code", e.Code, "err", err)
 	}
-	h.Set("x-ms-error-code", string(e.Code))
+	h.Set("X-Ms-Error-Code", string(e.Code))
 	if r.Method == http.MethodHead {
 		w.WriteHeader(e.Status())
 		return

@@ -30,6 +30,10 @@ import (
 // more. A header block longer than this is not found (names are lowercased).
 const headerRecordMax = 64 << 10
 
+// headerRecordReuseMax is the largest record buffer a connection keeps
+// between requests (giveBack).
+const headerRecordReuseMax = 8 << 10
+
 // maxHeaderCandidates bounds the request lines tried per request: a body tail
 // full of copies of the request line costs that many block parses at most.
 const maxHeaderCandidates = 16
@@ -122,6 +126,23 @@ func (c *recordingConn) take(on bool) []byte {
 	return b
 }
 
+// giveBack returns a record take handed over, once it is read, so that
+// the connection's next request records into the same buffer instead of
+// growing a new one. Bytes recorded meanwhile (a request without a body
+// records on) keep their own buffer. A buffer grown past
+// headerRecordReuseMax (a discarded body's tail was recorded) is let go: an
+// idle connection holds at most that much.
+func (c *recordingConn) giveBack(b []byte) {
+	if cap(b) > headerRecordReuseMax {
+		return
+	}
+	c.mu.Lock()
+	if c.buf == nil {
+		c.buf = b[:0]
+	}
+	c.mu.Unlock()
+}
+
 // resume records again: the next request's header is what comes next.
 func (c *recordingConn) resume() {
 	c.mu.Lock()
@@ -161,10 +182,12 @@ func rawHeaderNames(r *http.Request) (map[string]string, func()) {
 	if hasBody {
 		resume = c.resume
 	}
-	if !hasMetaHeader(r.Header) {
-		return nil, resume
+	var names map[string]string
+	if hasMetaHeader(r.Header) {
+		names = findMetaNames(rec, r) // copies what it keeps
 	}
-	return findMetaNames(rec, r), resume
+	c.giveBack(rec)
+	return names, resume
 }
 
 func hasMetaHeader(h http.Header) bool {

@@ -94,7 +94,7 @@ func parseBlobProps(h http.Header, fallback bool) (leasedb.Props, error) {
 		ContentDisposition: get("x-ms-blob-content-disposition", ""),
 		CacheControl:       get("x-ms-blob-cache-control", "Cache-Control"),
 	}
-	if v := h.Get("x-ms-blob-content-md5"); v != "" {
+	if v := h.Get("X-Ms-Blob-Content-Md5"); v != "" {
 		md5, err := decodeMD5(v)
 		if err != nil {
 			return p, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-content-md5", v)
@@ -115,7 +115,7 @@ func decodeMD5(v string) ([]byte, error) {
 func httpTime(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
 func setETagLM(h http.Header, etag string, lm time.Time) {
-	h.Set("ETag", etag)
+	h.Set("Etag", etag)
 	h.Set("Last-Modified", httpTime(lm))
 }
 
@@ -123,8 +123,8 @@ func setETagLM(h http.Header, etag string, lm time.Time) {
 // Properties.
 func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	setETagLM(h, b.ETag, b.LastModified)
-	h.Set("x-ms-creation-time", httpTime(b.Created))
-	h.Set("x-ms-blob-type", b.Type)
+	h.Set("X-Ms-Creation-Time", httpTime(b.Created))
+	h.Set("X-Ms-Blob-Type", b.Type)
 	ct := b.Props.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
@@ -141,30 +141,30 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 		}
 	}
 	status, state, duration := b.Lease.Headers(now)
-	h.Set("x-ms-lease-status", status)
-	h.Set("x-ms-lease-state", state)
+	h.Set("X-Ms-Lease-Status", status)
+	h.Set("X-Ms-Lease-State", state)
 	if duration != "" {
-		h.Set("x-ms-lease-duration", duration)
+		h.Set("X-Ms-Lease-Duration", duration)
 	}
-	h.Set("x-ms-server-encrypted", "true")
+	h.Set("X-Ms-Server-Encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")
 	if b.Type == "AppendBlob" {
-		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.BlockCount))
-		h.Set("x-ms-blob-sealed", strconv.FormatBool(b.Sealed))
+		h.Set("X-Ms-Blob-Committed-Block-Count", strconv.Itoa(b.BlockCount))
+		h.Set("X-Ms-Blob-Sealed", strconv.FormatBool(b.Sealed))
 	}
 	if b.Type == "PageBlob" {
-		h.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
+		h.Set("X-Ms-Blob-Sequence-Number", strconv.FormatInt(b.SequenceNumber, 10))
 	}
 	if c := b.Copy; c != nil {
-		h.Set("x-ms-copy-id", c.ID)
-		h.Set("x-ms-copy-source", c.Source)
-		h.Set("x-ms-copy-status", c.Status)
-		h.Set("x-ms-copy-progress", c.Progress)
-		h.Set("x-ms-copy-completion-time", httpTime(c.Completed))
+		h.Set("X-Ms-Copy-Id", c.ID)
+		h.Set("X-Ms-Copy-Source", c.Source)
+		h.Set("X-Ms-Copy-Status", c.Status)
+		h.Set("X-Ms-Copy-Progress", c.Progress)
+		h.Set("X-Ms-Copy-Completion-Time", httpTime(c.Completed))
 		if c.Incremental {
 			// Incremental Copy Blob's destination and its snapshots.
-			h.Set("x-ms-incremental-copy", "true")
-			h.Set("x-ms-copy-destination-snapshot", c.DestinationSnapshot)
+			h.Set("X-Ms-Incremental-Copy", "true")
+			h.Set("X-Ms-Copy-Destination-Snapshot", c.DestinationSnapshot)
 		}
 	}
 	writeTierTagHeaders(h, b)
@@ -172,8 +172,8 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	if b.VersionID != "" && b.Snapshot == "" {
 		// Get Blob / Get Blob Properties of a version: which one, and
 		// whether it is the current blob.
-		h.Set("x-ms-version-id", b.VersionID)
-		h.Set("x-ms-is-current-version", strconv.FormatBool(!b.NonCurrent))
+		h.Set("X-Ms-Version-Id", b.VersionID)
+		h.Set("X-Ms-Is-Current-Version", strconv.FormatBool(!b.NonCurrent))
 	}
 }
 
@@ -182,30 +182,30 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 // versioning on) with its id; without versioning the header is absent.
 func setVersionID(h http.Header, b *leasedb.Blob) {
 	if b.VersionID != "" {
-		h.Set("x-ms-version-id", b.VersionID)
+		h.Set("X-Ms-Version-Id", b.VersionID)
 	}
 }
 
 func writeContainerHeaders(h http.Header, c *leasedb.Container, now time.Time) {
 	setETagLM(h, c.ETag, c.LastModified)
 	status, state, duration := c.Lease.Headers(now)
-	h.Set("x-ms-lease-status", status)
-	h.Set("x-ms-lease-state", state)
+	h.Set("X-Ms-Lease-Status", status)
+	h.Set("X-Ms-Lease-State", state)
 	if duration != "" {
-		h.Set("x-ms-lease-duration", duration)
+		h.Set("X-Ms-Lease-Duration", duration)
 	}
 	if c.PublicAccess != "" {
-		h.Set("x-ms-blob-public-access", c.PublicAccess)
+		h.Set("X-Ms-Blob-Public-Access", c.PublicAccess)
 	}
-	h.Set("x-ms-has-immutability-policy", "false")
-	h.Set("x-ms-has-legal-hold", "false")
-	h.Set("x-ms-default-encryption-scope", "$account-encryption-key")
-	h.Set("x-ms-deny-encryption-scope-override", "false")
+	h.Set("X-Ms-Has-Immutability-Policy", "false")
+	h.Set("X-Ms-Has-Legal-Hold", "false")
+	h.Set("X-Ms-Default-Encryption-Scope", "$account-encryption-key")
+	h.Set("X-Ms-Deny-Encryption-Scope-Override", "false")
 	writeMetadata(h, c.Metadata)
 }
 
 func parsePublicAccess(h http.Header) (string, error) {
-	v := h.Get("x-ms-blob-public-access")
+	v := h.Get("X-Ms-Blob-Public-Access")
 	switch v {
 	case "", "blob", "container":
 		return v, nil

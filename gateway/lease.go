@@ -35,9 +35,9 @@ func writeLeaseResult(w http.ResponseWriter, a leasedb.LeaseAction, res leasedb.
 	h := w.Header()
 	switch a {
 	case leasedb.LeaseAcquire, leasedb.LeaseRenew, leasedb.LeaseChange:
-		h.Set("x-ms-lease-id", res.ID)
+		h.Set("X-Ms-Lease-Id", res.ID)
 	case leasedb.LeaseBreak:
-		h.Set("x-ms-lease-time", strconv.Itoa(res.BreakTime))
+		h.Set("X-Ms-Lease-Time", strconv.Itoa(res.BreakTime))
 	}
 	w.WriteHeader(leaseStatus(a))
 }
@@ -109,7 +109,7 @@ func containerLeaseText(err error) error {
 func parsePutLease(r *http.Request, leaseID string) (leasedb.PutLease, error) {
 	var pl leasedb.PutLease
 	h := r.Header
-	action := h.Get("x-ms-lease-action")
+	action := h.Get("X-Ms-Lease-Action")
 	switch action {
 	case "":
 		return pl, nil

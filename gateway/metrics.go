@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,37 @@ type metrics struct {
 
 	collected     prometheus.Counter
 	collectorPass *prometheus.CounterVec
+
+	// The children of the vectors above that every request touches,
+	// looked up once per label set instead of hashing the label values
+	// on each request: per operation (opMetrics), per operation and status
+	// (requests), per backend call (backendLatency) and per transaction
+	// kind. Nothing ever deletes a child, so a cached one stays the one
+	// the registry exports.
+	byOp        sync.Map // operation name → *opMetrics
+	byOpStatus  sync.Map // opStatus → prometheus.Counter (requests)
+	byBackendOp sync.Map // backend op → prometheus.Observer (backendLatency)
+	byTxKind    sync.Map // transaction kind → *txMetrics
+}
+
+// opMetrics are an operation's children of the per-operation vectors.
+type opMetrics struct {
+	latency           prometheus.Observer
+	bytesIn, bytesOut prometheus.Counter
+}
+
+type opStatus struct {
+	op     string
+	status int
+}
+
+// txMetrics are a transaction kind's children.
+// Retries and outages are rare: their children are looked up when they
+// happen, so their series appear only then, as before.
+type txMetrics struct {
+	kind     string
+	m        *metrics
+	duration prometheus.Observer
 }
 
 func newMetrics() *metrics {
@@ -85,15 +117,44 @@ func newMetrics() *metrics {
 	return m
 }
 
+// forOp returns op's children of the per-operation vectors.
+func (m *metrics) forOp(op string) *opMetrics {
+	if v, ok := m.byOp.Load(op); ok {
+		return v.(*opMetrics)
+	}
+	v, _ := m.byOp.LoadOrStore(op, &opMetrics{latency: m.latency.WithLabelValues(op),
+		bytesIn: m.bytesIn.WithLabelValues(op), bytesOut: m.bytesOut.WithLabelValues(op)})
+	return v.(*opMetrics)
+}
+
+// forTx returns kind's transaction metrics. A child is created when it is
+// first used, as WithLabelValues on each use would: a series appears in
+// the scrape once it has something to count.
+func (m *metrics) forTx(kind string) *txMetrics {
+	if v, ok := m.byTxKind.Load(kind); ok {
+		return v.(*txMetrics)
+	}
+	v, _ := m.byTxKind.LoadOrStore(kind, &txMetrics{kind: kind, m: m, duration: m.txDuration.WithLabelValues(kind)})
+	return v.(*txMetrics)
+}
+
+func (t *txMetrics) retry(n int32) { t.m.txRetries.WithLabelValues(t.kind).Add(float64(n)) }
+func (t *txMetrics) unavailable()  { t.m.txErrors.WithLabelValues(t.kind).Inc() }
+
 func (m *metrics) observeRequest(op string, status int, code string, d time.Duration, in, out int64) {
-	st := strconv.Itoa(status)
-	m.requests.WithLabelValues(op, st).Inc()
-	m.latency.WithLabelValues(op).Observe(d.Seconds())
-	m.bytesIn.WithLabelValues(op).Add(float64(in))
-	m.bytesOut.WithLabelValues(op).Add(float64(out))
+	key := opStatus{op, status}
+	req, ok := m.byOpStatus.Load(key)
+	if !ok {
+		req, _ = m.byOpStatus.LoadOrStore(key, m.requests.WithLabelValues(op, strconv.Itoa(status)))
+	}
+	req.(prometheus.Counter).Inc()
+	om := m.forOp(op)
+	om.latency.Observe(d.Seconds())
+	om.bytesIn.Add(float64(in))
+	om.bytesOut.Add(float64(out))
 	switch status {
 	case 304, 409, 412:
-		m.preconditions.WithLabelValues(op, st, code).Inc()
+		m.preconditions.WithLabelValues(op, strconv.Itoa(status), code).Inc()
 	case 503:
 		m.unavailable.WithLabelValues(op).Inc()
 	}
@@ -104,7 +165,11 @@ func (m *metrics) observeRequest(op string, status int, code string, d time.Dura
 
 // observeBackend is the backends.Observer of the Server's backend.
 func (m *metrics) observeBackend(op string, d time.Duration, err error) {
-	m.backendLatency.WithLabelValues(op).Observe(d.Seconds())
+	lat, ok := m.byBackendOp.Load(op)
+	if !ok {
+		lat, _ = m.byBackendOp.LoadOrStore(op, m.backendLatency.WithLabelValues(op))
+	}
+	lat.(prometheus.Observer).Observe(d.Seconds())
 	if err != nil && !errors.Is(err, backends.ErrNotFound) && !errors.Is(err, context.Canceled) {
 		m.backendErrors.WithLabelValues(op).Inc()
 	}
@@ -139,12 +204,13 @@ func (o observedStore) run(ctx context.Context, kind string, fn func(leasedb.Tx)
 		runs.Add(1)
 		return fn(t)
 	})
-	o.m.txDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	t := o.m.forTx(kind)
+	t.duration.Observe(time.Since(start).Seconds())
 	if n := runs.Load(); n > 1 {
-		o.m.txRetries.WithLabelValues(kind).Add(float64(n - 1))
+		t.retry(n - 1)
 	}
 	if errors.Is(err, leasedb.ErrUnavailable) {
-		o.m.txErrors.WithLabelValues(kind).Inc()
+		t.unavailable()
 	}
 	return err
 }

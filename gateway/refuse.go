@@ -109,9 +109,19 @@ var refusedHeaders = []headerRefusal{
 
 // refuseHeaders answers 400 UnsupportedHeader, naming the first refused
 // header (in table order, so the answer is the same every time).
+// refusedHeaderKeys are refusedHeaders' names in http.Header's canonical
+// form, so that looking each up on every request canonicalizes nothing.
+var refusedHeaderKeys = func() []string {
+	keys := make([]string, len(refusedHeaders))
+	for i, rh := range refusedHeaders {
+		keys[i] = http.CanonicalHeaderKey(rh.name)
+	}
+	return keys
+}()
+
 func refuseHeaders(h http.Header) error {
-	for _, rh := range refusedHeaders {
-		for _, v := range h.Values(rh.name) {
+	for i, rh := range refusedHeaders {
+		for _, v := range h[refusedHeaderKeys[i]] {
 			if v == "" || rh.harmless != nil && rh.harmless(v) {
 				continue
 			}

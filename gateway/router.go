@@ -115,12 +115,14 @@ const (
 
 // headerIs asks for a request header: present (value "") or equal, in
 // any case, to value.
+// headerIs names a header in http.Header's canonical spelling, so that
+// resolving an operation canonicalizes nothing.
 type headerIs struct{ name, value string }
 
 var (
-	hCopySource = headerIs{"x-ms-copy-source", ""}
-	hBlobType   = headerIs{"x-ms-blob-type", ""}
-	hLeaseBreak = headerIs{"x-ms-lease-action", "break"}
+	hCopySource = headerIs{"X-Ms-Copy-Source", ""}
+	hBlobType   = headerIs{"X-Ms-Blob-Type", ""}
+	hLeaseBreak = headerIs{"X-Ms-Lease-Action", "break"}
 )
 
 // operations are tried in order; the first that matches is the request's

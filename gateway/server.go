@@ -183,17 +183,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.metaNames, resumeRecording = rawHeaderNames(r)
 	defer resumeRecording()
 	h := w.Header()
-	h.Set("x-ms-request-id", req.id)
+	h.Set("X-Ms-Request-Id", req.id)
 	h.Set("Server", "blobgw")
-	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	req.version = r.Header.Get("x-ms-version")
+	h.Set("Date", dateHeader(time.Now()))
+	req.version = r.Header.Get("X-Ms-Version")
 	if req.version == "" {
-		h.Set("x-ms-version", DefaultVersion)
+		h.Set("X-Ms-Version", DefaultVersion)
 	} else {
-		h.Set("x-ms-version", req.version)
+		h.Set("X-Ms-Version", req.version)
 	}
-	if id := r.Header.Get("x-ms-client-request-id"); id != "" && len(id) <= 1024 {
-		h.Set("x-ms-client-request-id", id)
+	if id := r.Header.Get("X-Ms-Client-Request-Id"); id != "" && len(id) <= 1024 {
+		h.Set("X-Ms-Client-Request-Id", id)
 	}
 	if w = s.corsHook(w, r, req); w == nil {
 		return // a CORS preflight, answered (cors.go)
@@ -212,7 +212,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The access line (accesslog.go) has the rest; the URI only at
 		// debug level, its SAS signature masked.
-		s.log.Debug("request uri", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI))
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request uri", "request_id", req.id, "method", r.Method, "uri", redactURI(r.RequestURI))
+		}
 	}()
 	if err := s.serve(rw, r, req); err != nil {
 		s.writeError(rw, r, req, err)
@@ -254,7 +256,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	// A structured-message body (x-ms-structured-body: the SDKs' segmented
 	// CRC64 framing) is not the blob's bytes: storing it would store the
 	// framing. Refuse it rather than corrupt the blob.
-	if v := r.Header.Get("x-ms-structured-body"); v != "" && r.Method == http.MethodPut {
+	if v := r.Header.Get("X-Ms-Structured-Body"); v != "" && r.Method == http.MethodPut {
 		return svcerr.Header(svcerr.UnsupportedHeader, "x-ms-structured-body", v)
 	}
 	if isUpload(r, req) {
@@ -343,6 +345,26 @@ func checkContainerName(n string) error {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	return nil
+}
+
+// lastDate is the Date header of the current second, formatted once a
+// second instead of once a request.
+var lastDate atomic.Pointer[formattedDate]
+
+type formattedDate struct {
+	sec int64
+	s   string
+}
+
+// dateHeader is now in http.TimeFormat (whole seconds, as the format has).
+func dateHeader(now time.Time) string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &formattedDate{sec: sec, s: now.UTC().Format(http.TimeFormat)}
+	lastDate.Store(d)
+	return d.s
 }
 
 // newKey returns a fresh backend key. 128 random bits: never reused.

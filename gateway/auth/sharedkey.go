@@ -6,11 +6,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -90,9 +93,56 @@ func Sign(key []byte, stringToSign string) string {
 }
 
 func mac(key []byte, stringToSign string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(stringToSign))
-	return h.Sum(nil)
+	m := macSum(key, stringToSign)
+	return m[:]
+}
+
+// macState is the scratch of one HMAC-SHA256 (RFC 2104), pooled: every
+// request verifies at least one, and crypto/hmac.New allocates two
+// digests, its pads and the sum each time.
+type macState struct {
+	inner, outer hash.Hash
+	pad          [sha256.BlockSize]byte
+	buf          [512]byte // stages the string being hashed
+	sum          [sha256.Size]byte
+}
+
+var macPool = sync.Pool{New: func() any { return &macState{inner: sha256.New(), outer: sha256.New()} }}
+
+// macSum is HMAC-SHA256(key, msg), what hmac.New(sha256.New, key) gives.
+func macSum(key []byte, msg string) [sha256.Size]byte {
+	st := macPool.Get().(*macState)
+	defer macPool.Put(st)
+	k := key
+	if len(k) > sha256.BlockSize {
+		st.outer.Reset()
+		st.outer.Write(k)
+		k = st.outer.Sum(st.sum[:0])
+	}
+	for i := range st.pad {
+		var b byte
+		if i < len(k) {
+			b = k[i]
+		}
+		st.pad[i] = b ^ 0x36 // ipad
+	}
+	st.inner.Reset()
+	st.inner.Write(st.pad[:])
+	for len(msg) > 0 {
+		n := copy(st.buf[:], msg)
+		st.inner.Write(st.buf[:n])
+		msg = msg[n:]
+	}
+	inner := st.inner.Sum(st.sum[:0])
+	for i := range st.pad {
+		st.pad[i] ^= 0x36 ^ 0x5c // ipad to opad
+	}
+	st.outer.Reset()
+	st.outer.Write(st.pad[:])
+	st.outer.Write(inner)
+	var out [sha256.Size]byte
+	copy(out[:], st.outer.Sum(st.sum[:0]))
+	return out
 }
 
 // canon selects one spelling of the canonical request. The zero value is
@@ -134,6 +184,7 @@ func buildStringToSign(r *http.Request, account string, q url.Values, c canon) s
 		date = ""
 	}
 	var b strings.Builder
+	b.Grow(512) // a typical string-to-sign, so it is built in one allocation
 	for _, part := range [...]string{
 		strings.ToUpper(r.Method),
 		h.Get("Content-Encoding"),
@@ -203,6 +254,98 @@ func rawPath(r *http.Request) string {
 // "name:value\n", lowercase names, repeated values joined by ',', values
 // trimmed, names in byte order (or the SDK's order when c.sdk).
 func writeCanonicalizedHeaders(b *strings.Builder, h http.Header, c canon) {
+	if c.sdk {
+		writeCanonicalizedHeadersSorted(b, h, c)
+		return
+	}
+	// The primary form, without a lowercased copy of each name or a map of
+	// merged values: names sorted by their lowercase form (ties, spellings
+	// of one name, in byte order, the order their values are merged in),
+	// lowercased as they are written. Same output as
+	// writeCanonicalizedHeadersSorted.
+	var arr [32]string
+	raw := arr[:0]
+	for k := range h {
+		if len(k) >= 5 && strings.EqualFold(k[:5], "x-ms-") {
+			if !isASCII(k) {
+				// strings.ToLower folds more than ASCII.
+				writeCanonicalizedHeadersSorted(b, h, c)
+				return
+			}
+			raw = append(raw, k)
+		}
+	}
+	if len(raw) == 0 {
+		b.WriteByte('\n')
+		return
+	}
+	slices.SortFunc(raw, func(x, y string) int {
+		if c := compareLower(x, y); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	})
+	for i, k := range raw {
+		same := i > 0 && compareLower(raw[i-1], k) == 0
+		if same {
+			b.WriteByte(',')
+		} else {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			writeLower(b, k)
+			b.WriteByte(':')
+		}
+		for j, v := range h[k] {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strings.TrimSpace(v))
+		}
+	}
+	b.WriteByte('\n')
+}
+
+// compareLower compares the ASCII-lowercased forms of x and y (what
+// strings.ToLower gives for header names, which are ASCII tokens).
+func compareLower(x, y string) int {
+	for i := 0; i < len(x) && i < len(y); i++ {
+		a, b := lowerASCII(x[i]), lowerASCII(y[i])
+		if a != b {
+			if a < b {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(x) - len(y)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func writeLower(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(lowerASCII(s[i]))
+	}
+}
+
+// writeCanonicalizedHeadersSorted is part 13 through lowercased copies and
+// a map of merged values: the SDK's ordering (c.sdk) needs them.
+func writeCanonicalizedHeadersSorted(b *strings.Builder, h http.Header, c canon) {
 	// Go's server canonicalizes header names, but requests built by hand may
 	// carry the same name in several spellings: visit them in a fixed order
 	// so that merged values are deterministic.
@@ -371,7 +514,7 @@ func matches(keys [][]byte, sts string, sig []byte) bool {
 		if len(k) == 0 {
 			continue
 		}
-		if hmac.Equal(mac(k, sts), sig) {
+		if m := macSum(k, sts); hmac.Equal(m[:], sig) {
 			ok = true
 		}
 	}
@@ -411,12 +554,11 @@ func checkDate(r *http.Request, now time.Time) error {
 	if err != nil {
 		return authFailed(fmt.Sprintf("The %s header value '%s' is not a valid HTTP date.", header, v))
 	}
-	serverTime := now.UTC().Format(http.TimeFormat)
 	switch {
 	case now.Sub(t) > MaxClockSkew:
-		return authFailed(fmt.Sprintf("Request date header too old: '%s' (server time '%s'; allowed skew 15 minutes).", v, serverTime))
+		return authFailed(fmt.Sprintf("Request date header too old: '%s' (server time '%s'; allowed skew 15 minutes).", v, now.UTC().Format(http.TimeFormat)))
 	case t.Sub(now) > MaxClockSkew:
-		return authFailed(fmt.Sprintf("Request date header too far in the future: '%s' (server time '%s'; allowed skew 15 minutes).", v, serverTime))
+		return authFailed(fmt.Sprintf("Request date header too far in the future: '%s' (server time '%s'; allowed skew 15 minutes).", v, now.UTC().Format(http.TimeFormat)))
 	}
 	return nil
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/internal/bench"
+	"github.com/blobgw/blobgw/internal/config"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+)
+
+// BenchmarkGatewayCPU measures the gateway's own CPU time per small
+// operation (utime+stime of the `blobgw serve` process from /proc, over
+// the operations of the timed phase): put-small, put-small-ifmatch,
+// get-small and lease-cycle, on SQLite + disk and on Postgres + disk
+// (Postgres's CPU is reported beside it, not in it). With
+// BLOBGW_BENCH_BEFORE naming another blobgw binary (say one built from
+// main), that binary runs beside this one on stores of its own and the
+// two are driven in alternating order in the same run, so a shared
+// machine's load falls on both alike:
+//
+//	git stash; go build -o /tmp/blobgw-before ./cmd/blobgw; git stash pop
+//	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
+//
+// Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
+// BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2).
+func BenchmarkGatewayCPU(b *testing.B) {
+	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
+	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
+	rounds := int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+	ctx := context.Background()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "blobgw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	bins := map[string]string{"after": bin}
+	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
+		bins["before"] = before
+	}
+	pg, err := pgtest.StartServerArgs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pg.Stop() })
+
+	pids := map[string]int{}
+	var sets []bench.Set
+	ep := func(u string) []bench.Endpoint {
+		return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
+	}
+	for _, which := range []string{"before", "after"} {
+		bin, ok := bins[which]
+		if !ok {
+			continue
+		}
+		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"), "--metrics-listen", "off")
+		name := "sqlite-" + which
+		pids[name] = pid
+		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metrics-listen", "off", "--metadata", pg.NewDatabase(b))
+		name = "postgres-" + which
+		pids[name] = pid
+		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+	}
+	hook := func(set, workload string) func(*bench.Result) {
+		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
+		return func(r *bench.Result) {
+			if r.Ops == 0 {
+				return
+			}
+			ops := float64(r.Ops)
+			r.Extra = map[string]float64{"server-cpu-us/op": (cpuOf(pids[set]) - gw0).Seconds() * 1e6 / ops}
+			if set[:8] == "postgres" {
+				r.Extra["db-cpu-us/op"] = (treeCPU(pg.Pid()) - db0).Seconds() * 1e6 / ops
+			}
+		}
+	}
+	cfg := bench.Config{Clients: clients, Duration: duration, Rounds: rounds, Progress: os.Stderr, Hook: hook}
+	rep, err := bench.Run(ctx, cfg, []string{"put-small", "put-small-ifmatch", "get-small", "lease-cycle"}, sets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\n== gateway CPU per operation, %d clients, %s per phase, %d rounds\n", clients, duration, rounds)
+	rep.WriteTable(os.Stdout)
+	for _, r := range rep.Results {
+		if n := r.ErrorCount(); n > 0 {
+			b.Errorf("%s on %s: %d errors %v", r.Workload, r.Set, n, r.Errors)
+		}
+		if v, ok := r.Extra["server-cpu-us/op"]; ok {
+			b.ReportMetric(v, r.Workload+"-"+r.Set+"-us/op")
+		}
+	}
+}
