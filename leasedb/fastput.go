@@ -1,0 +1,144 @@
+package leasedb
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// The few-statement Put Blob. The generic commit of a Put Blob is a
+// sequence of Tx calls, each a statement (on Postgres a round trip): the
+// container, the name lock, the row, the clock and settings, the other
+// rows of the name, the intent, an ETag, the shared keys, the collection
+// queue, the staged blocks, the row again. A store whose transaction
+// offers BlobWriteLocker does the same in two statements: one that locks
+// and reads everything the rule and the bookkeeping need, and one that
+// writes everything and commits. Go still decides (checkPutBlob,
+// unchanged) between the two, and the outcome equals the generic
+// sequence's (storetest compares the rows and the collection queue the
+// two paths leave).
+
+// BlobWriteLocker is an optional Tx interface for the writes that replace
+// a whole blob.
+type BlobWriteLocker interface {
+	// LockForReplace takes, in one statement, what Tx.Container with
+	// LockShare and Tx.Blob with LockExclusive take (the name's lock even
+	// when the row is absent, the container's shared lock, the row's
+	// lock) and reads, after the locks were granted, the clock (Tx.Now
+	// returns it from then on), the account's settings, a new ETag and
+	// what the bookkeeping of a replace needs to know of the name.
+	LockForReplace(ctx context.Context, ref BlobRef) (ReplaceState, error)
+	// CommitReplace writes w in one statement and commits the
+	// transaction with it: the caller must make no other call on the
+	// transaction and return nil from the Update function at once. When
+	// fewer of w.Intents were taken than named, nothing is written and
+	// the error matches ErrIntentLost. A failure whose outcome is unknown
+	// carries ErrCommitUnknown, as a failed COMMIT of Update does.
+	CommitReplace(ctx context.Context, w ReplaceWrite) error
+}
+
+// ErrIntentLost is CommitReplace's error when an intent of the new
+// extents was gone (the collector claimed it): nothing was written.
+var ErrIntentLost = errors.New("leasedb: upload intent lost")
+
+// ReplaceState is what LockForReplace read under the locks.
+type ReplaceState struct {
+	Blob            *Blob // the current row, nil when absent
+	ContainerExists bool
+	Now             time.Time
+	Settings        AccountSettings
+	ETag            string
+	// NameRows: the name has snapshots or previous versions (read only
+	// when Blob is not nil): their rows may share Blob's extents.
+	NameRows bool
+	// SharedKeys: some key of Blob is referenced by another name too
+	// (Tx.ShareKeys), so releasing it needs Tx.ReleaseKeys.
+	SharedKeys bool
+}
+
+// ReplaceWrite is what CommitReplace writes, all or nothing: the intents
+// of the new extents taken, the row stored (inserted or replaced), Free
+// queued for collection at FreeDue, and every staged block of the name
+// dropped and its object queued for collection at StagedDue.
+type ReplaceWrite struct {
+	Row       *Blob
+	Intents   []string
+	Free      []string
+	FreeDue   time.Time
+	StagedDue time.Time
+}
+
+// PlainWrites reports whether a write in the account is plain: no setting
+// makes an overwrite keep anything of the blob it replaces (a version).
+// Only then may a write take the few-statement path; every new setting
+// that changes what a write does must be considered here (and make it
+// false when it applies), else writes would silently skip it.
+func (s AccountSettings) PlainWrites() bool {
+	return !s.Versioning
+}
+
+// putBlobFewStatements is PutBlob's commit through BlobWriteLocker. It
+// returns handled false when the transaction does not offer it; a request
+// the fast path does not cover (a copy sharing its source's extents, an
+// account whose writes are not plain, a blob that is a version) goes the
+// generic way in the same transaction, from the locked state (generic).
+func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
+	generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, out *Blob, res LeaseResult, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok || req.Copy.SharedExtents {
+		return false, nil, LeaseResult{}, nil
+	}
+	st, err := l.LockForReplace(ctx, req.Ref)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	// A blob row never outlives its container (foreign key).
+	if !st.ContainerExists {
+		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
+	}
+	old, now := st.Blob, st.Now
+	// keepVersion has nothing to do only when writes are plain and the
+	// replaced blob is not a version.
+	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
+		return true, nil, LeaseResult{}, generic(tx, now, old)
+	}
+	lease, err := checkPutBlob(old, req, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	lease, res, err = applyPutLease(lease, req.PutLease, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	b := putBlobRow(req, lease, st.ETag, now, old)
+	w := ReplaceWrite{Row: b, FreeDue: now.Add(d.Grace), StagedDue: now}
+	for _, e := range req.Extents {
+		w.Intents = append(w.Intents, e.Key)
+	}
+	if old != nil {
+		var snaps []*Blob
+		if st.NameRows {
+			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		keys := unreferenced([]*Blob{old}, append(snaps, b))
+		if st.SharedKeys {
+			// Another name references some of them: Tx.ReleaseKeys
+			// decides which are free.
+			if keys, err = tx.ReleaseKeys(ctx, keys); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		w.Free = keys
+	}
+	if err := l.CommitReplace(ctx, w); err != nil {
+		if errors.Is(err, ErrIntentLost) {
+			err = errIntentLost()
+		}
+		return true, nil, LeaseResult{}, err
+	}
+	return true, b, res, nil
+}
