@@ -37,7 +37,7 @@ import (
 // read is one statement outside any transaction (its own snapshot), so its
 // ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
-	"Put Blob If-Match":        {18, 17, 2},
+	"Put Blob If-Match":        {4, 3, 1},
 	"Lease Blob acquire":       {4, 4, 1},
 	"Get Blob":                 {1, 1, 0},
 	"Get Blob Properties":      {1, 1, 0},
