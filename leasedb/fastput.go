@@ -60,14 +60,16 @@ type ReplaceState struct {
 
 // ReplaceWrite is what CommitReplace writes, all or nothing: the intents
 // of the new extents taken, the row stored (inserted or replaced), Free
-// queued for collection at FreeDue, and every staged block of the name
-// dropped and its object queued for collection at StagedDue.
+// queued for collection at FreeDue, and with DropStaged every staged
+// block of the name dropped and its object queued for collection at
+// StagedDue.
 type ReplaceWrite struct {
-	Row       *Blob
-	Intents   []string
-	Free      []string
-	FreeDue   time.Time
-	StagedDue time.Time
+	Row        *Blob
+	Intents    []string
+	Free       []string
+	FreeDue    time.Time
+	DropStaged bool
+	StagedDue  time.Time
 }
 
 // PlainWrites reports whether a write in the account is plain: no setting
@@ -113,7 +115,8 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 		return true, nil, LeaseResult{}, err
 	}
 	b := putBlobRow(req, lease, st.ETag, now, old)
-	w := ReplaceWrite{Row: b, FreeDue: now.Add(d.Grace), StagedDue: now}
+	// Put Blob discards every uncommitted block of the name.
+	w := ReplaceWrite{Row: b, FreeDue: now.Add(d.Grace), DropStaged: true, StagedDue: now}
 	for _, e := range req.Extents {
 		w.Intents = append(w.Intents, e.Key)
 	}
@@ -141,4 +144,42 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 		return true, nil, LeaseResult{}, err
 	}
 	return true, b, res, nil
+}
+
+// writeExistingFewStatements is writeExisting (with a new ETag: Set Blob
+// Properties, Set Blob Metadata) through BlobWriteLocker: the locks, the
+// row, the clock and the ETag in one statement, the row and COMMIT in the
+// other. It returns handled false when the transaction does not offer it.
+// Where fn may write more than the row (keepVersion of Set Blob Metadata
+// when the account's writes are not plain or the blob is a version), the
+// row is stored the Tx way and Update commits.
+func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID string, cond Conditions,
+	fn func(tx Tx, now time.Time, b *Blob) error) (handled bool, out *Blob, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok {
+		return false, nil, nil
+	}
+	st, err := l.LockForReplace(ctx, ref)
+	if err != nil {
+		return true, nil, err
+	}
+	if !st.ContainerExists {
+		return true, nil, svcerr.New(svcerr.ContainerNotFound)
+	}
+	b, now := st.Blob, st.Now
+	lease, err := checkUpdate(b, leaseID, cond, now)
+	if err != nil {
+		return true, nil, err
+	}
+	// Decided before fn, which may change the row's version id.
+	plain := st.Settings.PlainWrites() && b.VersionID == ""
+	if err := fn(tx, now, b); err != nil {
+		return true, nil, err
+	}
+	b.Lease = lease
+	b.ETag, b.LastModified = st.ETag, now
+	if !plain {
+		return true, b, tx.PutBlob(ctx, b)
+	}
+	return true, b, l.CommitReplace(ctx, ReplaceWrite{Row: b})
 }

@@ -288,7 +288,7 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 // gets a new ETag and Last-Modified.
 func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(tx Tx, now time.Time, b *Blob) error) (*Blob, error) {
 	var out *Blob
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	generic := func(tx Tx, now time.Time, b *Blob) error {
 		lease, err := checkUpdate(b, leaseID, cond, now)
 		if err != nil {
 			return err
@@ -308,6 +308,17 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 		}
 		out = b
 		return nil
+	}
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		if newETag {
+			if handled, b, err := writeExistingFewStatements(ctx, tx, ref, leaseID, cond, fn); handled {
+				if err == nil {
+					out = b
+				}
+				return err
+			}
+		}
+		return withBlob(ctx, tx, ref, LockShare, LockExclusive, generic)
 	})
 	return out, err
 }

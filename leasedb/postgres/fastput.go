@@ -126,7 +126,8 @@ const (
 // commitReplaceSQL is CommitReplace's statement ($1..$29 the row's
 // values; $30 the intents, $31 the free keys, $32 their due time, $33 the
 // staged blocks' due time, $34 the ETag LockForReplace read or NULL, $35
-// whether the name had no snapshots or versions then). Its data-modifying
+// whether the name had no snapshots or versions then, $36 whether the
+// staged blocks are dropped). Its data-modifying
 // CTEs all run on the snapshot taken when it starts (under the locks):
 // chk sees the name as it is before the write, taken the intents it
 // deleted. The final SELECT fails the statement, so nothing of it stays,
@@ -139,7 +140,7 @@ var commitReplaceSQL = `WITH chk AS MATERIALIZED (SELECT
 	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[])) AS ok),
 taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent AND claimed_at IS NULL RETURNING key),
 up AS (` + putBlobSQL + ` RETURNING 1),
-staged AS (DELETE FROM blocks WHERE account = $1 AND container = $2 AND blob = $3 RETURNING key),
+staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 	SELECT DISTINCT ON (k) k, due, FALSE FROM (
 		SELECT k, $32::timestamptz AS due FROM unnest($31::text[]) AS k
@@ -178,7 +179,7 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	}
 	intents := append([]string{}, w.Intents...)
 	free := append([]string{}, w.Free...)
-	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows)
+	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged)
 	batch := &pgx.Batch{}
 	batch.Queue(commitReplaceSQL, args...)
 	batch.Queue(`COMMIT`)

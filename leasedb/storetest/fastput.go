@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -30,7 +31,8 @@ func (g genericOnly) View(ctx context.Context, fn func(leasedb.Tx) error) error 
 // testPutBlobPaths runs one sequence of Put Blobs (new blobs, overwrites
 // dropping staged blocks, over a snapshot, over previous versions with
 // versioning on and then off, over keys shared with a copy, refusals of a
-// condition and of a lost intent) once through the store as it is (its
+// condition and of a lost intent), then of Set Blob Metadata and Set Blob
+// Properties (likewise) once through the store as it is (its
 // few-statement Put Blob where its Tx offers leasedb.BlobWriteLocker) and
 // once through the generic Tx sequence, each in an account of its own, and
 // compares what each left: the outcomes, the blob, snapshot, version and
@@ -114,6 +116,25 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 		put("over shared", "b1", "k7", true, leasedb.Conditions{})
 		put("over last sharer", "b3", "k8", true, leasedb.Conditions{})
 
+		// Set Blob Metadata and Set Blob Properties (writeExisting).
+		setMeta := func(step, name string, cond leasedb.Conditions) {
+			_, err := db.SetBlobMetadata(ctx, ref(name), "", cond, map[string]string{"set": step})
+			outcome(step, err)
+		}
+		setMeta("set metadata", "b1", leasedb.Conditions{})
+		_, err = db.SetBlobProperties(ctx, ref("b1"), "", leasedb.Conditions{}, leasedb.Props{ContentType: "x/set"})
+		outcome("set properties", err)
+		setMeta("set metadata if-match fails", "b1", leasedb.Conditions{IfMatch: []string{"0x1"}})
+		_, err = db.SetBlobProperties(ctx, ref("absent"), "", leasedb.Conditions{}, leasedb.Props{})
+		outcome("set properties of an absent blob", err)
+		put("unversioned", "b4", "k9", true, leasedb.Conditions{})
+		outcome("versioning on again", db.SetVersioning(ctx, account, true))
+		setMeta("set metadata versioned", "b2", leasedb.Conditions{})
+		setMeta("set metadata, first version", "b4", leasedb.Conditions{})
+		outcome("versioning off again", db.SetVersioning(ctx, account, false))
+		setMeta("set metadata of a version", "b2", leasedb.Conditions{})
+		setMeta("set metadata over versions", "b2", leasedb.Conditions{})
+
 		norm := func(b *leasedb.Blob, kind string) string {
 			c := *b
 			c.ETag, c.Created, c.LastModified = "", time.Time{}, time.Time{}
@@ -184,6 +205,12 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 	want := []string{"new: ok", "over staged: ok", "snapshot: ok", "over snapshot: ok",
 		"if-match fails: " + string(svcerr.ConditionNotMet), "intent lost: " + string(svcerr.OperationTimedOut),
 		"if-none-match: " + string(svcerr.BlobAlreadyExists)}
+	for _, w := range []string{"set metadata if-match fails: " + string(svcerr.ConditionNotMet),
+		"set properties of an absent blob: " + string(svcerr.BlobNotFound), "set metadata of a version: ok"} {
+		if !slices.Contains(generic.outcomes, w) {
+			t.Errorf("outcomes %v, want %q among them", generic.outcomes, w)
+		}
+	}
 	for i, w := range want {
 		if i >= len(generic.outcomes) || generic.outcomes[i] != w {
 			t.Errorf("outcome %d: %v, want %q", i, generic.outcomes, w)
