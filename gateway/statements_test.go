@@ -40,7 +40,7 @@ import (
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
 	"Put Blob If-Match":        {4, 3, 1},
 	"Lease Blob acquire":       {4, 4, 1},
-	"Put Block List":           {11, 10, 1},
+	"Put Block List":           {5, 4, 1},
 	"Set Blob Metadata":        {4, 3, 1},
 	"Set Blob Properties":      {4, 3, 1},
 	"Get Blob":                 {1, 1, 0},

@@ -18,7 +18,8 @@ import (
 // writes everything and commits. Go still decides (checkPutBlob,
 // unchanged) between the two, and the outcome equals the generic
 // sequence's (storetest compares the rows and the collection queue the
-// two paths leave).
+// two paths leave). Put Block List, Set Blob Metadata and Set Blob
+// Properties take the same two statements.
 
 // BlobWriteLocker is an optional Tx interface for the writes that replace
 // a whole blob.
@@ -28,7 +29,11 @@ type BlobWriteLocker interface {
 	// when the row is absent, the container's shared lock, the row's
 	// lock) and reads, after the locks were granted, the clock (Tx.Now
 	// returns it from then on), the account's settings, a new ETag and
-	// what the bookkeeping of a replace needs to know of the name.
+	// what the bookkeeping of a replace needs to know of the name. Where
+	// what it reads may predate the locks (one statement's snapshot,
+	// taken before a wait on them), CommitReplace checks under the locks
+	// that none of it changed, and has Update run the transaction again
+	// when something did.
 	LockForReplace(ctx context.Context, ref BlobRef) (ReplaceState, error)
 	// CommitReplace writes w in one statement and commits the
 	// transaction with it: the caller must make no other call on the
@@ -61,8 +66,8 @@ type ReplaceState struct {
 // ReplaceWrite is what CommitReplace writes, all or nothing: the intents
 // of the new extents taken, the row stored (inserted or replaced), Free
 // queued for collection at FreeDue, and with DropStaged every staged
-// block of the name dropped and its object queued for collection at
-// StagedDue.
+// block of the name dropped and its object, unless the row references it
+// (Put Block List), queued for collection at StagedDue.
 type ReplaceWrite struct {
 	Row        *Blob
 	Intents    []string
@@ -182,4 +187,67 @@ func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID
 		return true, b, tx.PutBlob(ctx, b)
 	}
 	return true, b, l.CommitReplace(ctx, ReplaceWrite{Row: b})
+}
+
+// commitBlocksFewStatements is CommitBlocks's commit through
+// BlobWriteLocker, as putBlobFewStatements is PutBlob's: the staged
+// blocks are read in a statement of their own (after the locks), so Put
+// Block List costs one statement more than Put Blob.
+func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBlocksRequest,
+	generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, out *Blob, res LeaseResult, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok {
+		return false, nil, LeaseResult{}, nil
+	}
+	st, err := l.LockForReplace(ctx, req.Ref)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	if !st.ContainerExists {
+		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
+	}
+	old, now := st.Blob, st.Now
+	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
+		return true, nil, LeaseResult{}, generic(tx, now, old)
+	}
+	lease, err := checkCommitBlocks(old, req, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	lease, res, err = applyPutLease(lease, req.PutLease, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	extents, err := resolveBlocks(req.Blocks, staged, old)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	_, dropOld := blocksLeft(extents, staged, old)
+	var free []string
+	if len(dropOld) > 0 {
+		var snaps []*Blob
+		if st.NameRows {
+			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		// Snapshots keep the extents they share with the old version.
+		free = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
+		if st.SharedKeys {
+			if free, err = tx.ReleaseKeys(ctx, free); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+	}
+	b := newRow(req.Ref, "BlockBlob", req.BlobContent, extents, lease, st.ETag, now, old)
+	b.BlockCount = len(extents)
+	w := ReplaceWrite{Row: b, Free: free, FreeDue: now.Add(d.Grace), DropStaged: true, StagedDue: now}
+	if err := l.CommitReplace(ctx, w); err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	return true, b, res, nil
 }

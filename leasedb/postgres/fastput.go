@@ -127,7 +127,8 @@ const (
 // values; $30 the intents, $31 the free keys, $32 their due time, $33 the
 // staged blocks' due time, $34 the ETag LockForReplace read or NULL, $35
 // whether the name had no snapshots or versions then, $36 whether the
-// staged blocks are dropped). Its data-modifying
+// staged blocks are dropped, $37 the row's keys: a staged block the row
+// references is not collected). Its data-modifying
 // CTEs all run on the snapshot taken when it starts (under the locks):
 // chk sees the name as it is before the write, taken the intents it
 // deleted. The final SELECT fails the statement, so nothing of it stays,
@@ -144,7 +145,7 @@ staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 	SELECT DISTINCT ON (k) k, due, FALSE FROM (
 		SELECT k, $32::timestamptz AS due FROM unnest($31::text[]) AS k
-		UNION ALL SELECT key, $33::timestamptz FROM staged) AS g
+		UNION ALL SELECT key, $33::timestamptz FROM staged WHERE key <> ALL($37::text[])) AS g
 	ORDER BY k, due
 	ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE)
 SELECT CASE WHEN NOT chk.ok THEN ('` + markStale + ` ' || t.n)::int
@@ -179,7 +180,8 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	}
 	intents := append([]string{}, w.Intents...)
 	free := append([]string{}, w.Free...)
-	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged)
+	keys := b.Keys()
+	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged, keys)
 	batch := &pgx.Batch{}
 	batch.Queue(commitReplaceSQL, args...)
 	batch.Queue(`COMMIT`)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"slices"
@@ -31,8 +32,8 @@ func (g genericOnly) View(ctx context.Context, fn func(leasedb.Tx) error) error 
 // testPutBlobPaths runs one sequence of Put Blobs (new blobs, overwrites
 // dropping staged blocks, over a snapshot, over previous versions with
 // versioning on and then off, over keys shared with a copy, refusals of a
-// condition and of a lost intent), then of Set Blob Metadata and Set Blob
-// Properties (likewise) once through the store as it is (its
+// condition and of a lost intent), then of Set Blob Metadata, Set Blob
+// Properties and Put Block List (likewise) once through the store as it is (its
 // few-statement Put Blob where its Tx offers leasedb.BlobWriteLocker) and
 // once through the generic Tx sequence, each in an account of its own, and
 // compares what each left: the outcomes, the blob, snapshot, version and
@@ -135,6 +136,40 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 		setMeta("set metadata of a version", "b2", leasedb.Conditions{})
 		setMeta("set metadata over versions", "b2", leasedb.Conditions{})
 
+		// Put Block List (CommitBlocks).
+		stage := func(name, id, key string) string {
+			bid := base64.StdEncoding.EncodeToString([]byte(id))
+			update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+				_, err := tx.StageBlock(ctx, account, "c", name, leasedb.Block{ID: bid, Key: k(key), Size: 2})
+				return err
+			})
+			return bid
+		}
+		commit := func(step, name string, cond leasedb.Conditions, ids ...string) {
+			var refs []leasedb.BlockRef
+			for _, id := range ids {
+				refs = append(refs, leasedb.BlockRef{Kind: leasedb.BlockLatest, ID: id})
+			}
+			_, _, err := db.CommitBlocks(ctx, leasedb.CommitBlocksRequest{Ref: ref(name), Blocks: refs, Cond: cond,
+				BlobContent: leasedb.BlobContent{Metadata: map[string]string{"step": step}}})
+			outcome(step, err)
+		}
+		a := stage("b5", "a", "blk-a")
+		stage("b5", "b", "blk-b")
+		commit("block list new", "b5", leasedb.Conditions{}, a)
+		c := stage("b5", "c", "blk-c")
+		_, err = db.CreateSnapshot(ctx, ref("b5"), "", leasedb.Conditions{}, nil)
+		outcome("snapshot b5", err)
+		commit("block list over a snapshot", "b5", leasedb.Conditions{}, c, a)
+		commit("block list keeps a committed block", "b5", leasedb.Conditions{}, c)
+		commit("block list if-match fails", "b5", leasedb.Conditions{IfMatch: []string{"0x1"}}, c)
+		commit("block list unknown block", "b5", leasedb.Conditions{}, "bm9uZQ==")
+		commit("block list over a copy", "b3", leasedb.Conditions{}, stage("b3", "d", "blk-d"))
+		outcome("versioning on for blocks", db.SetVersioning(ctx, account, true))
+		commit("block list versioned", "b2", leasedb.Conditions{}, stage("b2", "e", "blk-e"))
+		outcome("versioning off for blocks", db.SetVersioning(ctx, account, false))
+		commit("block list over a version", "b2", leasedb.Conditions{}, stage("b2", "f", "blk-f"))
+
 		norm := func(b *leasedb.Blob, kind string) string {
 			c := *b
 			c.ETag, c.Created, c.LastModified = "", time.Time{}, time.Time{}
@@ -206,6 +241,8 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 		"if-match fails: " + string(svcerr.ConditionNotMet), "intent lost: " + string(svcerr.OperationTimedOut),
 		"if-none-match: " + string(svcerr.BlobAlreadyExists)}
 	for _, w := range []string{"set metadata if-match fails: " + string(svcerr.ConditionNotMet),
+		"block list new: ok", "block list over a snapshot: ok", "block list keeps a committed block: ok",
+		"block list if-match fails: " + string(svcerr.ConditionNotMet), "block list unknown block: " + string(svcerr.InvalidBlockList),
 		"set properties of an absent blob: " + string(svcerr.BlobNotFound), "set metadata of a version: ok"} {
 		if !slices.Contains(generic.outcomes, w) {
 			t.Errorf("outcomes %v, want %q among them", generic.outcomes, w)
