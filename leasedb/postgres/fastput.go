@@ -185,7 +185,11 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	batch := &pgx.Batch{}
 	batch.Queue(commitReplaceSQL, args...)
 	batch.Queue(`COMMIT`)
-	br := t.tx.SendBatch(ctx, batch)
+	// Detached from ctx as run's COMMIT is: a caller that goes away
+	// must not cancel the batch half-way and leave its outcome unknown.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	br := t.tx.SendBatch(cctx, batch)
 	var n int
 	werr := br.QueryRow().Scan(&n)
 	var tag pgconn.CommandTag
@@ -209,7 +213,7 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		case errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr):
 			// The server refused the write (COMMIT, after it in the
 			// batch, was skipped), or nothing reached it.
-			return fmt.Errorf("%s: %w", what, sqlq.CtxErr(ctx, werr))
+			return fmt.Errorf("%s: %w", what, sqlq.CtxErr(cctx, werr))
 		}
 		// The connection failed with the batch (COMMIT in it) sent.
 		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
