@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/blobgw/blobgw/internal/failpoint"
@@ -77,9 +78,30 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		}
 	}
 
-	// Fast pre-check: a request that will certainly fail does so before
-	// any byte is read.
-	if err := s.db.Precheck(ctx, preq); err != nil {
+	// Pre-check (its own read transaction): a request that will certainly
+	// fail does so before any byte is read. It pays only where it saves
+	// reading a large body or the client waits for our word before it
+	// sends one (Expect: 100-continue); a small body is read first and the
+	// commit decides. Where it was skipped and the request fails before
+	// the commit, it runs then (late), so the answer is what it would have
+	// been: its refusals come before those of the body.
+	early := precheckFirst(r, size)
+	if early {
+		if err := s.db.Precheck(ctx, preq); err != nil {
+			return err
+		}
+	}
+	late := func(err error) error {
+		if !early {
+			// Only a refusal of the request counts: a failure of the
+			// pre-check itself (the client gone, the database down)
+			// leaves the body's error to answer.
+			if perr := s.db.Precheck(ctx, preq); perr != nil {
+				if _, ok := svcerr.As(perr); ok {
+					return perr
+				}
+			}
+		}
 		return err
 	}
 
@@ -87,19 +109,20 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if size > 0 {
 		ext, digests, err := s.stage(ctx, r.Body, size, true, want.crc64 != nil)
 		if err != nil {
-			return err
+			return late(err)
 		}
 		got = digests
 		preq.Extents = []leasedb.Extent{ext}
 		if err := want.mismatch(got); err != nil {
 			s.discard(ext.Key)
-			return err
+			preq.Extents = nil
+			return late(err)
 		}
 	} else {
 		d := newDigester(true, want.crc64 != nil)
 		got = d.sums()
 		if err := want.mismatch(got); err != nil {
-			return err
+			return late(err)
 		}
 	}
 	sum := got.md5
@@ -111,7 +134,8 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 			for _, e := range preq.Extents {
 				s.discard(e.Key)
 			}
-			return svcerr.New(svcerr.Md5Mismatch)
+			preq.Extents = nil
+			return late(svcerr.New(svcerr.Md5Mismatch))
 		}
 		preq.Props.ContentMD5 = sum
 	}
@@ -139,6 +163,28 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	}
 	w.WriteHeader(http.StatusCreated)
 	return nil
+}
+
+// precheckBodyMin is the body size above which Put Blob runs its
+// pre-check before it reads the body: reading and staging up to 1 MiB that
+// a refusal would discard costs about what the pre-check's own
+// transaction costs every request, so below it the commit alone decides.
+const precheckBodyMin = 1 << 20
+
+// precheckFirst reports whether a Put Blob of size bytes runs its
+// pre-check before reading the body: a body over precheckBodyMin, or a
+// client that sent Expect: 100-continue (it waits for our word before it
+// sends the body, and a refusal then spares it sending the body at all).
+func precheckFirst(r *http.Request, size int64) bool {
+	if size > precheckBodyMin {
+		return true
+	}
+	for _, v := range r.Header.Values("Expect") {
+		if strings.Contains(strings.ToLower(v), "100-continue") {
+			return true
+		}
+	}
+	return false
 }
 
 // stage takes a new key whose upload intent is recorded (keyPool) and

@@ -588,3 +588,47 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		b.checkNoLeak(t)
 	})
 }
+
+// TestSoftDeletedRowsSurvivePlainOverwrite: a soft-deleted snapshot that
+// shares the current blob's bytes keeps them when the policy was turned
+// off since and the blob is overwritten by a plain write (on Postgres the
+// few-statement Put Blob, which must count soft-deleted rows among the
+// name's rows); Undelete Blob after the policy is back restores it whole.
+func TestSoftDeletedRowsSurvivePlainOverwrite(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		if _, err := b.client.CreateContainer(ctx, "plain", nil); err != nil {
+			t.Fatal(err)
+		}
+		cc := b.client.ServiceClient().NewContainerClient("plain")
+		v1, v2 := randBytes(100_000, 11), randBytes(5_000, 12)
+		if _, err := b.client.UploadBuffer(ctx, "plain", "x", v1, nil); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := cc.NewBlobClient("x").CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := cc.NewBlobClient("x").WithSnapshot(*snap.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.setRetention(t, 3)
+		if _, err := sc.Delete(ctx, nil); err != nil { // soft-deleted, sharing x's bytes
+			t.Fatal(err)
+		}
+		b.setRetention(t, 0)
+		if _, err := b.client.UploadBuffer(ctx, "plain", "x", v2, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.setRetention(t, 3)
+		if _, err := cc.NewBlobClient("x").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, downloadClient(t, sc), v1, "undeleted snapshot after a plain overwrite")
+		checkBytes(t, download(t, b.client, "plain", "x"), v2, "blob")
+		b.checkNoLeak(t)
+	})
+}

@@ -148,7 +148,10 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		return nil, LeaseResult{}, err
 	}
 	rule := func(old *Blob, now time.Time) (Lease, error) { return checkPutBlob(old, req, now) }
-	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
+	fast := func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (bool, *Blob, LeaseResult, error) {
+		return putBlobFewStatements(ctx, tx, d, req, generic)
+	}
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, fast, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
 		var snaps []*Blob
 		var err error
 		if old != nil || req.Copy.SharedExtents {
@@ -175,17 +178,7 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 		if err != nil {
 			return nil, err
 		}
-		b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
-		b.BlockCount = req.Copy.BlockCount
-		b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
-		if req.Type == "PageBlob" {
-			b.Size, b.SequenceNumber = req.PageSize, req.SequenceNumber
-		}
-		if req.Copy.Info != nil {
-			ci := *req.Copy.Info
-			ci.Completed = now
-			b.Copy = &ci
-		}
+		b := putBlobRow(req, lease, etag, now, old)
 		if req.Copy.Incremental {
 			if err := snapshotIncremental(ctx, tx, req.Ref, now, b); err != nil {
 				return nil, err
@@ -206,16 +199,40 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 	})
 }
 
+// putBlobRow is the row PutBlob commits (newRow with what a copy and a
+// page blob add).
+func putBlobRow(req PutBlobRequest, lease Lease, etag string, now time.Time, old *Blob) *Blob {
+	b := newRow(req.Ref, req.Type, req.BlobContent, req.Extents, lease, etag, now, old)
+	b.BlockCount = req.Copy.BlockCount
+	b.Sealed = req.Copy.Sealed && req.Type == "AppendBlob"
+	if req.Type == "PageBlob" {
+		b.Size, b.SequenceNumber = req.PageSize, req.SequenceNumber
+	}
+	if req.Copy.Info != nil {
+		ci := *req.Copy.Info
+		ci.Completed = now
+		b.Copy = &ci
+	}
+	return b
+}
+
+// fastReplace is a write kind's few-statement commit (fastput.go), tried
+// first in replaceBlob's transaction: handled false when the store's
+// transaction does not offer it; it may run generic, the locked part of
+// the generic sequence, in the same transaction.
+type fastReplace func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, b *Blob, res LeaseResult, err error)
+
 // replaceBlob is the shared shape of the writes that replace the whole
 // blob (PutBlob, CommitBlocks), in one transaction under the blob lock:
 // the write kind's rule, then the put-and-release action on the lease the
 // rule left, then commit, which does the write kind's bookkeeping and
-// returns the new row (holding that lease) for replaceBlob to store.
+// returns the new row (holding that lease) for replaceBlob to store. fast
+// (nil: none) is tried first.
 func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, now time.Time) (Lease, error), pl PutLease,
-	commit func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)) (*Blob, LeaseResult, error) {
+	fast fastReplace, commit func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)) (*Blob, LeaseResult, error) {
 	var out *Blob
 	var leaseRes LeaseResult
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, old *Blob) error {
+	generic := func(tx Tx, now time.Time, old *Blob) error {
 		lease, err := rule(old, now)
 		if err != nil {
 			return err
@@ -245,6 +262,18 @@ func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, 
 		}
 		out, leaseRes = b, res
 		return nil
+	}
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		if fast != nil {
+			handled, b, res, err := fast(tx, generic)
+			if handled {
+				if err == nil && b != nil {
+					out, leaseRes = b, res
+				}
+				return err
+			}
+		}
+		return withBlob(ctx, tx, ref, LockShare, LockExclusive, generic)
 	})
 	return out, leaseRes, err
 }
@@ -270,7 +299,7 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 // gets a new ETag and Last-Modified.
 func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(tx Tx, now time.Time, b *Blob) error) (*Blob, error) {
 	var out *Blob
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	generic := func(tx Tx, now time.Time, b *Blob) error {
 		lease, err := checkUpdate(b, leaseID, cond, now)
 		if err != nil {
 			return err
@@ -290,6 +319,17 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 		}
 		out = b
 		return nil
+	}
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		if newETag {
+			if handled, b, err := writeExistingFewStatements(ctx, tx, ref, leaseID, cond, fn); handled {
+				if err == nil {
+					out = b
+				}
+				return err
+			}
+		}
+		return withBlob(ctx, tx, ref, LockShare, LockExclusive, generic)
 	})
 	return out, err
 }

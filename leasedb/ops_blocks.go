@@ -111,7 +111,10 @@ func (d *DB) CommitBlocks(ctx context.Context, req CommitBlocksRequest) (*Blob, 
 		return nil, LeaseResult{}, svcerr.New(svcerr.BlockListTooLong)
 	}
 	rule := func(old *Blob, now time.Time) (Lease, error) { return checkCommitBlocks(old, req, now) }
-	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
+	fast := func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (bool, *Blob, LeaseResult, error) {
+		return commitBlocksFewStatements(ctx, tx, d, req, generic)
+	}
+	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, fast, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
 		staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
 		if err != nil {
 			return nil, err

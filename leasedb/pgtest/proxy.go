@@ -99,8 +99,9 @@ func (q Query) InTx(sub string) bool {
 	return false
 }
 
-// SetCut installs fn, asked for every simple-protocol query; nil passes
-// everything.
+// SetCut installs fn, asked for every simple-protocol query and for every
+// extended-protocol COMMIT (one sent in a pipeline after the statements it
+// commits, leasedb/postgres CommitReplace); nil passes everything.
 func (p *Proxy) SetCut(fn func(q Query) Cut) {
 	p.mu.Lock()
 	p.cut = fn
@@ -224,6 +225,7 @@ func (p *Proxy) session(client, server net.Conn) {
 	}
 	prepared := map[string]string{} // statement name → text
 	var txn []string
+	untilSync := false // a pipeline is cut after the reply to its Sync
 	for {
 		typ, msg, err := readMessage(client, true)
 		if err != nil {
@@ -239,6 +241,19 @@ func (p *Proxy) session(client, server net.Conn) {
 			_, rest := cstring(msg[5:])
 			stmt, _ := cstring(rest)
 			txn = append(txn, prepared[stmt])
+			// The statements before it in the pipeline were forwarded
+			// (and run); cut before it, the transaction dies with the
+			// connection; cut after the reply, it committed.
+			if q := prepared[stmt]; (Query{SQL: q}).IsCommit() {
+				p.mu.Lock()
+				if p.cut != nil {
+					c = p.cut(Query{SQL: q, Tx: append([]string(nil), txn...)})
+				}
+				if c != Pass {
+					p.cuts++
+				}
+				p.mu.Unlock()
+			}
 		case 'Q':
 			q := string(bytes.TrimRight(msg[5:], "\x00"))
 			if f := strings.Fields(strings.ToLower(q)); len(f) > 0 && (f[0] == "begin" || f[0] == "start") {
@@ -265,7 +280,13 @@ func (p *Proxy) session(client, server net.Conn) {
 		if _, err := server.Write(msg); err != nil {
 			break
 		}
-		if c == CutAfterReply {
+		// A simple query is answered in full after it; a pipeline only
+		// once its Sync went too.
+		if c == CutAfterReply && typ == 'B' {
+			untilSync = true
+			continue
+		}
+		if c == CutAfterReply || (untilSync && typ == 'S') {
 			<-done
 			return
 		}

@@ -143,25 +143,44 @@ func (e *errBegin) Error() string { return "leasedb/postgres: begin: " + e.err.E
 func (e *errBegin) Unwrap() error { return e.err }
 
 func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
-	ptx, err := s.pool.BeginTx(ctx, opts)
+	// The connection is held here, not by the pgx transaction, so that a
+	// transaction that committed inside fn (CommitReplace sends its write
+	// and COMMIT in one batch) still gives it back; the pool closes a
+	// connection given back inside a transaction.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return &errBegin{sqlq.CtxErr(ctx, err)}
 	}
+	defer conn.Release()
+	ptx, err := conn.BeginTx(ctx, opts)
+	if err != nil {
+		return &errBegin{sqlq.CtxErr(ctx, err)}
+	}
+	t := &tx{tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	done := false
 	defer func() {
-		if !done { // fn panicked
+		if !done && !t.committed { // fn panicked
 			rollback(ctx, ptx)
 		}
 	}()
-	t := &tx{tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	if err := fn(t); err != nil {
 		done = true
+		if t.committed {
+			// fn failed after its transaction committed: the caller must
+			// not take the write for undone.
+			return fmt.Errorf("leasedb/postgres: after commit: %w: %w", leasedb.ErrCommitUnknown, err)
+		}
 		rollback(ctx, ptx)
 		return err
 	}
 	done = true
 	if readOnly {
 		rollback(ctx, ptx)
+		return nil
+	}
+	if t.committed {
+		// Crash tests: committed, the caller not told.
+		failpoint.Inject("after-commit")
 		return nil
 	}
 	// COMMIT runs detached from ctx: a caller that goes away while it is
@@ -256,6 +275,9 @@ func serverReadOnly(err error) bool {
 func retryable(err error) bool {
 	if leasedb.MayHaveCommitted(err) {
 		return false // running fn again could apply it twice
+	}
+	if errors.Is(err, errStale) {
+		return true // CommitReplace wrote nothing; the next run reads afresh
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -431,6 +453,10 @@ type tx struct {
 	// both (keepVersion) pays one round trip for them.
 	account  string
 	settings *leasedb.AccountSettings
+	// replacing is what LockForReplace locked, for CommitReplace;
+	// committed is set once CommitReplace committed the transaction.
+	replacing *replacing
+	committed bool
 }
 
 // Now returns clock_timestamp(), read at the first call (normally after

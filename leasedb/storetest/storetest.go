@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"ContainerDelete", testContainerDelete},
 		{"BlobPutGet", testBlobPutGet},
 		{"BlobOverwrite", testBlobOverwrite},
+		{"PutBlobPaths", testPutBlobPaths},
 		{"BlobDelete", testBlobDelete},
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},

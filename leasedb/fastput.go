@@ -1,0 +1,255 @@
+package leasedb
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// The few-statement Put Blob. The generic commit of a Put Blob is a
+// sequence of Tx calls, each a statement (on Postgres a round trip): the
+// container, the name lock, the row, the clock and settings, the other
+// rows of the name, the intent, an ETag, the shared keys, the collection
+// queue, the staged blocks, the row again. A store whose transaction
+// offers BlobWriteLocker does the same in two statements: one that locks
+// and reads everything the rule and the bookkeeping need, and one that
+// writes everything and commits. Go still decides (checkPutBlob,
+// unchanged) between the two, and the outcome equals the generic
+// sequence's (storetest compares the rows and the collection queue the
+// two paths leave). Put Block List, Set Blob Metadata and Set Blob
+// Properties take the same two statements.
+
+// BlobWriteLocker is an optional Tx interface for the writes that replace
+// a whole blob.
+type BlobWriteLocker interface {
+	// LockForReplace takes, in one statement, what Tx.Container with
+	// LockShare and Tx.Blob with LockExclusive take (the name's lock even
+	// when the row is absent, the container's shared lock, the row's
+	// lock) and reads, after the locks were granted, the clock (Tx.Now
+	// returns it from then on), the account's settings, a new ETag and
+	// what the bookkeeping of a replace needs to know of the name. Where
+	// what it reads may predate the locks (one statement's snapshot,
+	// taken before a wait on them), CommitReplace checks under the locks
+	// that none of it changed, and has Update run the transaction again
+	// when something did.
+	LockForReplace(ctx context.Context, ref BlobRef) (ReplaceState, error)
+	// CommitReplace writes w in one statement and commits the
+	// transaction with it: the caller must make no other call on the
+	// transaction and return nil from the Update function at once. When
+	// fewer of w.Intents were taken than named, nothing is written and
+	// the error matches ErrIntentLost. A failure whose outcome is unknown
+	// carries ErrCommitUnknown, as a failed COMMIT of Update does.
+	CommitReplace(ctx context.Context, w ReplaceWrite) error
+}
+
+// ErrIntentLost is CommitReplace's error when an intent of the new
+// extents was gone (the collector claimed it): nothing was written.
+var ErrIntentLost = errors.New("leasedb: upload intent lost")
+
+// ReplaceState is what LockForReplace read under the locks.
+type ReplaceState struct {
+	Blob            *Blob // the current row, nil when absent
+	ContainerExists bool
+	Now             time.Time
+	Settings        AccountSettings
+	ETag            string
+	// NameRows: the name has snapshots, previous versions or soft-deleted
+	// rows (read only when Blob is not nil): their rows may share Blob's
+	// extents.
+	NameRows bool
+	// SharedKeys: some key of Blob is referenced by another name too
+	// (Tx.ShareKeys), so releasing it needs Tx.ReleaseKeys.
+	SharedKeys bool
+}
+
+// ReplaceWrite is what CommitReplace writes, all or nothing: the intents
+// of the new extents taken, the row stored (inserted or replaced), Free
+// queued for collection at FreeDue, and with DropStaged every staged
+// block of the name dropped and its object, unless the row references it
+// (Put Block List), queued for collection at StagedDue.
+type ReplaceWrite struct {
+	Row        *Blob
+	Intents    []string
+	Free       []string
+	FreeDue    time.Time
+	DropStaged bool
+	StagedDue  time.Time
+}
+
+// PlainWrites reports whether a write in the account is plain: no setting
+// makes an overwrite keep anything of the blob it replaces (a version, or
+// blob soft delete's soft-deleted snapshot).
+// Only then may a write take the few-statement path; every new setting
+// that changes what a write does must be considered here (and make it
+// false when it applies), else writes would silently skip it.
+func (s AccountSettings) PlainWrites() bool {
+	return !s.Versioning && s.DeleteRetentionDays == 0
+}
+
+// putBlobFewStatements is PutBlob's commit through BlobWriteLocker. It
+// returns handled false when the transaction does not offer it; a request
+// the fast path does not cover (a copy sharing its source's extents, an
+// account whose writes are not plain, a blob that is a version) goes the
+// generic way in the same transaction, from the locked state (generic).
+func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
+	generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, out *Blob, res LeaseResult, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok || req.Copy.SharedExtents {
+		return false, nil, LeaseResult{}, nil
+	}
+	st, err := l.LockForReplace(ctx, req.Ref)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	// A blob row never outlives its container (foreign key).
+	if !st.ContainerExists {
+		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
+	}
+	old, now := st.Blob, st.Now
+	// keepVersion has nothing to do only when writes are plain and the
+	// replaced blob is not a version.
+	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
+		return true, nil, LeaseResult{}, generic(tx, now, old)
+	}
+	lease, err := checkPutBlob(old, req, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	lease, res, err = applyPutLease(lease, req.PutLease, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	b := putBlobRow(req, lease, st.ETag, now, old)
+	// Put Blob discards every uncommitted block of the name.
+	w := ReplaceWrite{Row: b, FreeDue: now.Add(d.Grace), DropStaged: true, StagedDue: now}
+	for _, e := range req.Extents {
+		w.Intents = append(w.Intents, e.Key)
+	}
+	if old != nil {
+		var snaps []*Blob
+		if st.NameRows {
+			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		keys := unreferenced([]*Blob{old}, append(snaps, b))
+		if st.SharedKeys {
+			// Another name references some of them: Tx.ReleaseKeys
+			// decides which are free.
+			if keys, err = tx.ReleaseKeys(ctx, keys); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		w.Free = keys
+	}
+	if err := l.CommitReplace(ctx, w); err != nil {
+		if errors.Is(err, ErrIntentLost) {
+			err = errIntentLost()
+		}
+		return true, nil, LeaseResult{}, err
+	}
+	return true, b, res, nil
+}
+
+// writeExistingFewStatements is writeExisting (with a new ETag: Set Blob
+// Properties, Set Blob Metadata) through BlobWriteLocker: the locks, the
+// row, the clock and the ETag in one statement, the row and COMMIT in the
+// other. It returns handled false when the transaction does not offer it.
+// Where fn may write more than the row (keepVersion of Set Blob Metadata
+// when the account's writes are not plain or the blob is a version), the
+// row is stored the Tx way and Update commits.
+func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID string, cond Conditions,
+	fn func(tx Tx, now time.Time, b *Blob) error) (handled bool, out *Blob, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok {
+		return false, nil, nil
+	}
+	st, err := l.LockForReplace(ctx, ref)
+	if err != nil {
+		return true, nil, err
+	}
+	if !st.ContainerExists {
+		return true, nil, svcerr.New(svcerr.ContainerNotFound)
+	}
+	b, now := st.Blob, st.Now
+	lease, err := checkUpdate(b, leaseID, cond, now)
+	if err != nil {
+		return true, nil, err
+	}
+	// Decided before fn, which may change the row's version id.
+	plain := st.Settings.PlainWrites() && b.VersionID == ""
+	if err := fn(tx, now, b); err != nil {
+		return true, nil, err
+	}
+	b.Lease = lease
+	b.ETag, b.LastModified = st.ETag, now
+	if !plain {
+		return true, b, tx.PutBlob(ctx, b)
+	}
+	return true, b, l.CommitReplace(ctx, ReplaceWrite{Row: b})
+}
+
+// commitBlocksFewStatements is CommitBlocks's commit through
+// BlobWriteLocker, as putBlobFewStatements is PutBlob's: the staged
+// blocks are read in a statement of their own (after the locks), so Put
+// Block List costs one statement more than Put Blob.
+func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBlocksRequest,
+	generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, out *Blob, res LeaseResult, err error) {
+	l, ok := tx.(BlobWriteLocker)
+	if !ok {
+		return false, nil, LeaseResult{}, nil
+	}
+	st, err := l.LockForReplace(ctx, req.Ref)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	if !st.ContainerExists {
+		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
+	}
+	old, now := st.Blob, st.Now
+	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
+		return true, nil, LeaseResult{}, generic(tx, now, old)
+	}
+	lease, err := checkCommitBlocks(old, req, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	lease, res, err = applyPutLease(lease, req.PutLease, now)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	staged, err := tx.Blocks(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	extents, err := resolveBlocks(req.Blocks, staged, old)
+	if err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	_, dropOld := blocksLeft(extents, staged, old)
+	var free []string
+	if len(dropOld) > 0 {
+		var snaps []*Blob
+		if st.NameRows {
+			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+		// Snapshots keep the extents they share with the old version.
+		free = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
+		if st.SharedKeys {
+			if free, err = tx.ReleaseKeys(ctx, free); err != nil {
+				return true, nil, LeaseResult{}, err
+			}
+		}
+	}
+	b := newRow(req.Ref, "BlockBlob", req.BlobContent, extents, lease, st.ETag, now, old)
+	b.BlockCount = len(extents)
+	w := ReplaceWrite{Row: b, Free: free, FreeDue: now.Add(d.Grace), DropStaged: true, StagedDue: now}
+	if err := l.CommitReplace(ctx, w); err != nil {
+		return true, nil, LeaseResult{}, err
+	}
+	return true, b, res, nil
+}

@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+var _ leasedb.BlobWriteLocker = (*tx)(nil)
+
+// lockForReplaceSQL is LockForReplace's statement. Each LATERAL subquery
+// refers to the one before it, which makes Postgres run them in order, one
+// after the other (OFFSET 0 keeps each a subquery of its own): the
+// container FOR SHARE (as Tx.Container with LockShare: a Delete Container
+// waits for the commit), then the name's advisory lock (only when the
+// container exists; held whether or not the row is, so that two creators
+// of an absent name are serialized), then the row FOR UPDATE. The clock,
+// the settings, the ETag and what the bookkeeping needs of the name are
+// read in the outer list, after every lock was granted.
+//
+// The statement's snapshot was taken before a wait on the advisory lock:
+// a row that the previous holder inserted, or a snapshot, version or
+// share of the name it added, is not visible to it (a row it changed is:
+// FOR UPDATE re-reads it). CommitReplace's statement, with a snapshot
+// taken under the lock, checks that none appeared and has the transaction
+// retried if one did.
+var lockForReplaceSQL = func() string {
+	cols := strings.Fields(strings.ReplaceAll(blobCols, ",", " "))
+	for i, c := range cols {
+		cols[i] = "b." + c
+	}
+	return `SELECT ` + strings.Join(cols, ", ") + `, b.name IS NOT NULL, c.ok IS NOT NULL,
+	clock_timestamp(),
+	COALESCE((SELECT versioning FROM account_settings WHERE account = $1), 0),
+	COALESCE((SELECT delete_retention_days FROM account_settings WHERE account = $1), 0),
+	nextval('etag_seq'),
+	b.name IS NOT NULL AND (EXISTS (SELECT 1 FROM snapshots WHERE account = $1 AND container = $2 AND name = $3)
+		OR EXISTS (SELECT 1 FROM versions WHERE account = $1 AND container = $2 AND name = $3)
+		OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3)),
+	b.name IS NOT NULL AND EXISTS (SELECT 1 FROM extent_shares
+		WHERE key IN (SELECT e->>'k' FROM json_array_elements(b.extents::json) AS e))
+FROM (SELECT 1 AS one_) AS one_
+LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 OFFSET 0 FOR SHARE) AS c ON TRUE
+LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock($4)::text AS l WHERE c.ok OFFSET 0) AS lk ON TRUE
+LEFT JOIN LATERAL (SELECT ` + blobCols + ` FROM blobs
+	WHERE account = $1 AND container = $2 AND name = $3 AND lk.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE`
+}()
+
+// LockForReplace implements leasedb.BlobWriteLocker.
+func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.ReplaceState, error) {
+	var st leasedb.ReplaceState
+	if err := checkText(ref.Account, ref.Container, ref.Name); err != nil {
+		return st, err
+	}
+	if t.readOnly {
+		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: read-only transaction", ref)
+	}
+	var (
+		now                  time.Time
+		versioning, days     int
+		etag                 int64
+		nameRows, sharedKeys bool
+	)
+	err := func() error {
+		rows, err := t.tx.Query(ctx, lockForReplaceSQL, ref.Account, ref.Container, ref.Name,
+			nameLockKey(ref.Account, ref.Container, ref.Name))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		st.Blob, st.ContainerExists, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now, &versioning, &days, &etag, &nameRows, &sharedKeys)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}()
+	if err != nil {
+		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
+	}
+	if t.now.IsZero() {
+		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+	}
+	// What the generic Tx calls read from here on in this transaction
+	// (Now, AccountSettings) is what this statement read.
+	if t.account == "" {
+		t.account = ref.Account
+	}
+	settings := leasedb.AccountSettings{Versioning: versioning != 0, DeleteRetentionDays: days}
+	if t.account == ref.Account {
+		t.settings = &settings
+	}
+	st.Now = t.now
+	st.Settings = settings
+	st.ETag = fmt.Sprintf(`"0x%X"`, etagBase+etag)
+	st.NameRows, st.SharedKeys = nameRows, sharedKeys
+	if st.Blob != nil {
+		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: !nameRows}
+	} else {
+		t.replacing = &replacing{ref: ref}
+	}
+	return st, nil
+}
+
+// replacing is what CommitReplace checks again under the lock: the row's
+// ETag as LockForReplace read it (none: absent) and whether the name had
+// no other rows.
+type replacing struct {
+	ref        leasedb.BlobRef
+	etag       string
+	noNameRows bool
+}
+
+// Markers of the errors commitReplaceSQL raises (a failing cast to int,
+// which aborts the statement and so the transaction).
+const (
+	markStale      = "blobgw-stale-read"
+	markIntentLost = "blobgw-intent-lost"
+)
+
+// commitReplaceSQL is CommitReplace's statement ($1..$29 the row's
+// values; $30 the intents, $31 the free keys, $32 their due time, $33 the
+// staged blocks' due time, $34 the ETag LockForReplace read or NULL, $35
+// whether the name had no snapshots, versions or soft-deleted rows then, $36 whether the
+// staged blocks are dropped, $37 the row's keys: a staged block the row
+// references is not collected). Its data-modifying
+// CTEs all run on the snapshot taken when it starts (under the locks):
+// chk sees the name as it is before the write, taken the intents it
+// deleted. The final SELECT fails the statement, so nothing of it stays,
+// when chk finds that a row LockForReplace could not see appeared (the
+// transaction is retried) or when an intent was gone.
+var commitReplaceSQL = `WITH chk AS MATERIALIZED (SELECT
+	(SELECT etag FROM blobs WHERE account = $1 AND container = $2 AND name = $3) IS NOT DISTINCT FROM $34::text
+	AND NOT ($35::bool AND (EXISTS (SELECT 1 FROM snapshots WHERE account = $1 AND container = $2 AND name = $3)
+		OR EXISTS (SELECT 1 FROM versions WHERE account = $1 AND container = $2 AND name = $3)
+		OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3)))
+	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[])) AS ok),
+taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent AND claimed_at IS NULL RETURNING key),
+up AS (` + putBlobSQL + ` RETURNING 1),
+staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
+gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
+	SELECT DISTINCT ON (k) k, due, FALSE FROM (
+		SELECT k, $32::timestamptz AS due FROM unnest($31::text[]) AS k
+		UNION ALL SELECT key, $33::timestamptz FROM staged WHERE key <> ALL($37::text[])) AS g
+	ORDER BY k, due
+	ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE)
+SELECT CASE WHEN NOT chk.ok THEN ('` + markStale + ` ' || t.n)::int
+	WHEN t.n <> cardinality($30::text[]) THEN ('` + markIntentLost + ` ' || t.n)::int
+	ELSE t.n END
+FROM chk, (SELECT count(*)::int AS n FROM taken) AS t`
+
+// errStale is CommitReplace's error when a row of the name appeared that
+// LockForReplace's snapshot could not see: Update runs the transaction
+// again (retryable).
+var errStale = errors.New("leasedb/postgres: the name changed while its lock was awaited")
+
+// CommitReplace implements leasedb.BlobWriteLocker: the write and COMMIT
+// in one round trip (a pgx batch). The transaction is then over; run
+// sends no COMMIT of its own (tx.committed).
+func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
+	b := w.Row
+	rp := t.replacing
+	if rp == nil || rp.ref != (leasedb.BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}) {
+		return fmt.Errorf("leasedb/postgres: commit replace %s/%s/%s: LockForReplace did not lock it", b.Account, b.Container, b.Name)
+	}
+	if err := checkText(append(append([]string{b.Account, b.Container, b.Name}, w.Intents...), w.Free...)...); err != nil {
+		return err
+	}
+	vals, err := sqlq.BlobValues(b, ts)
+	if err != nil {
+		return err
+	}
+	var oldETag any
+	if rp.etag != "" {
+		oldETag = rp.etag
+	}
+	intents := append([]string{}, w.Intents...)
+	free := append([]string{}, w.Free...)
+	keys := b.Keys()
+	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged, keys)
+	batch := &pgx.Batch{}
+	batch.Queue(commitReplaceSQL, args...)
+	batch.Queue(`COMMIT`)
+	// Detached from ctx as run's COMMIT is: a caller that goes away
+	// must not cancel the batch half-way and leave its outcome unknown.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	br := t.tx.SendBatch(cctx, batch)
+	var n int
+	werr := br.QueryRow().Scan(&n)
+	var tag pgconn.CommandTag
+	var cerr error
+	if werr == nil {
+		tag, cerr = br.Exec()
+	}
+	if err := br.Close(); werr == nil && cerr == nil && err != nil {
+		cerr = err
+	}
+	what := fmt.Sprintf("leasedb/postgres: commit replace %s/%s/%s", b.Account, b.Container, b.Name)
+	if werr != nil {
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markStale):
+			return fmt.Errorf("%s: %w", what, errStale)
+		case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markIntentLost):
+			return fmt.Errorf("%s: %w", what, leasedb.ErrIntentLost)
+		case errors.As(werr, &pgErr) && pgErr.Code == codeForeignKeyViolation:
+			return fmt.Errorf("%s: container: %w", what, leasedb.ErrNotFound)
+		case errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr):
+			// The server refused the write (COMMIT, after it in the
+			// batch, was skipped), or nothing reached it.
+			return fmt.Errorf("%s: %w", what, sqlq.CtxErr(cctx, werr))
+		}
+		// The connection failed with the batch (COMMIT in it) sent.
+		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
+	}
+	if cerr != nil {
+		if commitRefused(cerr) {
+			return fmt.Errorf("%s: commit: %w", what, cerr)
+		}
+		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
+	}
+	if tag.String() == "ROLLBACK" {
+		return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
+	}
+	t.committed = true
+	return nil
+}

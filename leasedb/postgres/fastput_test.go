@@ -1,0 +1,164 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// TestPutBlobAwaitsNameLock: the few-statement Put Blob reads the name in
+// the statement that waits for the name's lock, on a snapshot taken
+// before the wait. What the lock's holder added meanwhile (the blob row of
+// an absent name, a snapshot sharing the row's extents) must still decide
+// the put, as it does in the Tx sequence, where the reads come after the
+// lock: If-None-Match: * finds the new row, an overwrite collects the row
+// it replaced, and a key a new snapshot references is not collected.
+func TestPutBlobAwaitsNameLock(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	db := &leasedb.DB{Store: s}
+	watcher, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(ctx)
+	update := func(fn func(tx leasedb.Tx, now time.Time) error) {
+		t.Helper()
+		if err := s.Update(ctx, func(tx leasedb.Tx) error {
+			now, err := tx.Now(ctx)
+			if err != nil {
+				return err
+			}
+			return fn(tx, now)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	row := func(name, key string, now time.Time) *leasedb.Blob {
+		return &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
+			Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}}
+	}
+	// race holds the name's lock (as the Tx sequence takes it), waits
+	// until put waits for it, then does change and commits; it returns
+	// put's error.
+	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
+		t.Helper()
+		locked, proceed := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			held <- s.Update(ctx, func(tx leasedb.Tx) error {
+				if _, err := tx.Container(ctx, "a", "c", leasedb.LockShare); err != nil {
+					return err
+				}
+				if _, err := tx.Blob(ctx, "a", "c", name, leasedb.LockExclusive); err != nil {
+					return err
+				}
+				now, err := tx.Now(ctx)
+				if err != nil {
+					return err
+				}
+				close(locked)
+				<-proceed
+				return change(tx, now)
+			})
+		}()
+		<-locked
+		done := make(chan error, 1)
+		go func() { done <- put() }()
+		for {
+			var n int
+			if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		close(proceed)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		return <-done
+	}
+	putBlob := func(name, key string, cond leasedb.Conditions) func() error {
+		update(func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
+		return func() error {
+			_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+				Type: "BlockBlob", Extents: []leasedb.Extent{{Key: key, Size: 1}}, Cond: cond})
+			return err
+		}
+	}
+	current := func(name string) *leasedb.Blob {
+		t.Helper()
+		var b *leasedb.Blob
+		if err := s.View(ctx, func(tx leasedb.Tx) error {
+			var err error
+			b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	queued := func(key string) bool {
+		t.Helper()
+		keys, err := s.CollectionKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(keys, key)
+	}
+
+	t.Run("if-none-match finds the row created meanwhile", func(t *testing.T) {
+		err := race("created", func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, row("created", "holder-1", now)) },
+			putBlob("created", "put-1", leasedb.Conditions{IfNoneMatch: []string{"*"}}))
+		if !svcerr.HasCode(err, svcerr.BlobAlreadyExists) {
+			t.Fatalf("Put Blob with If-None-Match: * over a row created while it waited: %v, want BlobAlreadyExists", err)
+		}
+		if b := current("created"); b == nil || b.Extents[0].Key != "holder-1" {
+			t.Fatalf("the row is %+v, want the holder's", b)
+		}
+	})
+	t.Run("an overwrite collects the row created meanwhile", func(t *testing.T) {
+		if err := race("created2", func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, row("created2", "holder-2", now)) },
+			putBlob("created2", "put-2", leasedb.Conditions{})); err != nil {
+			t.Fatal(err)
+		}
+		if b := current("created2"); b == nil || b.Extents[0].Key != "put-2" {
+			t.Fatalf("the row is %+v, want the put's", b)
+		}
+		if !queued("holder-2") {
+			t.Fatal("the key of the row the put replaced was not queued for collection")
+		}
+	})
+	t.Run("a snapshot taken meanwhile keeps its key", func(t *testing.T) {
+		update(func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, row("snapped", "base-3", now)) })
+		if err := race("snapped", func(tx leasedb.Tx, now time.Time) error {
+			sn := row("snapped", "base-3", now)
+			sn.Snapshot = now.UTC().Format(leasedb.SnapshotFormat)
+			return tx.PutSnapshot(ctx, sn)
+		}, putBlob("snapped", "put-3", leasedb.Conditions{})); err != nil {
+			t.Fatal(err)
+		}
+		if queued("base-3") {
+			t.Fatal("the key a snapshot taken while the put waited references was queued for collection")
+		}
+	})
+}
