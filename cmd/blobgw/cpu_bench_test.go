@@ -59,11 +59,11 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		if !ok {
 			continue
 		}
-		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"), "--metrics-listen", "off")
+		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"))
 		name := "sqlite-" + which
 		pids[name] = pid
 		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
-		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metrics-listen", "off", "--metadata", pg.NewDatabase(b))
+		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metadata", pg.NewDatabase(b))
 		name = "postgres-" + which
 		pids[name] = pid
 		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})

@@ -205,7 +205,9 @@ func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, 
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
+	// Several gateways run side by side: none takes the default metrics
+	// address (a later --metrics-listen in args wins).
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn", "--metrics-listen", "off"}, args...)...)
 	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
