@@ -112,6 +112,27 @@ func TestListDeletedWithVersions(t *testing.T) {
 				}
 			}
 
+			// More names than a listing batch (16 entries): the
+			// versions part stops at the batch's last blob and the
+			// names past it come in the next batch.
+			var many []string
+			for i := 0; i < 40; i++ {
+				name := fmt.Sprintf("m%02d", i)
+				put(name, 10+i)
+				if i%3 == 0 {
+					put(name, 100+i)
+					b.deleteRaw(t, "dwv/"+name, nil)
+					name += fmt.Sprintf(" (versions only, %d bytes)", 100+i)
+				}
+				many = append(many, name)
+			}
+			want = strings.Join(many, ", ")
+			for _, size := range []int32{1, 7, 5000} {
+				if got := listVersionsOnly(t, cc, dwv, "m", size); got != want {
+					t.Errorf("prefix m, pages of %d:\n got %s\nwant %s", size, got, want)
+				}
+			}
+
 			// Still not built: with a delimiter, or with the versions.
 			for _, q := range []string{"include=deletedwithversions&delimiter=/", "include=versions,DeletedWithVersions"} {
 				resp, body := b.do(t, "GET", "dwv?restype=container&comp=list&"+q, "", nil)

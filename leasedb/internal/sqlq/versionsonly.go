@@ -20,12 +20,19 @@ const versionsOnlyMark = "+"
 // without include=versions: per name in the range with no blob row, its
 // newest version. rangeOf bounds the names (see ListEntries); a cursor
 // inside a name's snapshots (before its versions) still lists that name.
+// The names stop at the limit-th blob row past the cursor, when there is
+// one: a row after it cannot be among the first limit entries, and
+// without the bound a container whose versioned names all have blobs
+// would have every version past the cursor read for each page.
 func versionsOnlyPart(arg func(v any) string, rangeOf func(col string, sameName bool) string, account, container, after, afterSnapshot, prefix string, limit int) string {
 	inName := afterSnapshot != "" && afterSnapshot < VersionPos && after >= prefix && strings.HasPrefix(after, prefix)
+	last := `(SELECT name FROM blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", true) +
+		` ORDER BY name LIMIT 1 OFFSET ` + arg(limit-1) + `)`
 	return `
 	UNION ALL
 	SELECT * FROM (SELECT ` + BlobCols + `, CAST('` + VersionPos + `' || version_id || '` + versionsOnlyMark + `' AS TEXT), ` + fmt.Sprint(KindVersion) + ` FROM versions v
 		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", inName) + `
+		AND name <= COALESCE(` + last + `, name)
 		AND version_id = (SELECT MAX(w.version_id) FROM versions w
 			WHERE w.account = v.account AND w.container = v.container AND w.name = v.name)
 		AND (SELECT 1 FROM blobs b WHERE b.account = v.account AND b.container = v.container AND b.name = v.name) IS NULL
