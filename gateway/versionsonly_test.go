@@ -47,6 +47,18 @@ func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlob
 	return strings.Join(out, ", ")
 }
 
+// versionedSoftContainer turns versioning and a two-day blob soft delete
+// on and creates the container name.
+func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Client {
+	t.Helper()
+	b.setVersioning(t, true)
+	b.setRetention(t, 2)
+	if _, err := b.client.CreateContainer(context.Background(), name, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.client.ServiceClient().NewContainerClient(name)
+}
+
 // List Blobs include=deletedwithversions lists, once each and in name
 // order, the names whose current version was deleted but that have
 // previous versions (HasVersionsOnly, with the newest version's
@@ -60,12 +72,7 @@ func TestListDeletedWithVersions(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
-			b.setVersioning(t, true)
-			b.setRetention(t, 2)
-			if _, err := b.client.CreateContainer(ctx, "dwv", nil); err != nil {
-				t.Fatal(err)
-			}
-			cc := b.client.ServiceClient().NewContainerClient("dwv")
+			cc := b.versionedSoftContainer(t, "dwv")
 			put := func(name string, n int) {
 				t.Helper()
 				if _, err := b.client.UploadBuffer(ctx, "dwv", name, randBytes(n, int64(n)), nil); err != nil {
