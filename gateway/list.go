@@ -192,7 +192,7 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 	// include=deleted adds the soft-deleted blobs (and, with snapshots,
 	// the soft-deleted snapshots) in their places.
 	inc := leasedb.ListInclude{Snapshots: include["snapshots"], Uncommitted: include["uncommittedblobs"], Versions: include["versions"],
-		Deleted: include["deleted"]}
+		Deleted: include["deleted"], DeletedWithVersions: include["deletedwithversions"]}
 	res, err := s.db.ListBlobsFrom(r.Context(), req.account, req.container, prefix, delimiter, marker, startFrom, max, inc)
 	if err != nil {
 		return err
@@ -227,6 +227,10 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 			writeUncommittedEntry(&x, it.Blob, res.Now)
 			continue
 		}
+		if it.VersionsOnly {
+			writeVersionsOnlyEntry(&x, it.Blob, include, res.Now, s.db.RetentionDay)
+			continue
+		}
 		writeBlobEntry(&x, it.Blob, include, res.Now, s.db.RetentionDay)
 	}
 	x.close("Blobs")
@@ -237,6 +241,12 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 }
 
 func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time, day time.Duration) {
+	writeBlobFields(x, b, include, now, day)
+	x.close("Blob")
+}
+
+// writeBlobFields writes a Blob element of List Blobs but for its end.
+func writeBlobFields(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time, day time.Duration) {
 	deleted := !b.DeletedTime.IsZero()
 	x.open("Blob")
 	x.elem("Name", b.Name)
@@ -313,7 +323,6 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if include["tags"] && len(b.Tags) > 0 {
 		writeTagSet(x, b.Tags)
 	}
-	x.close("Blob")
 }
 
 // writeUncommittedEntry writes a name that has staged blocks and no

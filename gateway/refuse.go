@@ -48,17 +48,25 @@ func refuseOperation(r *http.Request, req *request) error {
 		return e
 	}
 	if req.op.name == "ListBlobs" {
-		// List Blobs include=deletedwithversions asks for the names
-		// whose current version was deleted (HasVersionsOnly), which
-		// is not built; listing without them would present an
+		// List Blobs include=deletedwithversions lists the names whose
+		// current version was deleted (HasVersionsOnly) in flat
+		// listings without include=versions; with a delimiter (the
+		// rolled-up names) or with the versions themselves it is not
+		// built, and listing without those entries would present an
 		// incomplete history.
+		var dwv, versions bool
 		for _, p := range strings.Split(req.query["include"], ",") {
-			switch p = strings.ToLower(strings.TrimSpace(p)); p {
+			switch strings.ToLower(strings.TrimSpace(p)) {
 			case "deletedwithversions":
-				e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "deletedwithversions is not implemented")
-				e.Message = "Listing deleted blobs with versions (include=" + p + ") is not implemented by this gateway."
-				return e
+				dwv = true
+			case "versions":
+				versions = true
 			}
+		}
+		if dwv && (versions || req.query["delimiter"] != "") {
+			e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "deletedwithversions with a delimiter or with versions is not implemented")
+			e.Message = "Listing deleted blobs with versions (include=deletedwithversions) with a delimiter or together with include=versions is not implemented by this gateway."
+			return e
 		}
 	}
 	return nil

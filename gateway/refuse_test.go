@@ -27,7 +27,7 @@ import (
 // Tier / Tags / Metadata applied to it. A copy whose source names a version
 // of a blob in this gateway finds no source; List Blobs include=versions
 // lists the blobs without version ids (none has one), and
-// include=deletedwithversions (soft delete) is 501.
+// include=deletedwithversions with a delimiter or with versions is 501.
 func TestVersionIDRefused(t *testing.T) {
 	const vid = "2024-01-01T00:00:00.0000000Z"
 	for _, kind := range edgeKinds {
@@ -110,9 +110,11 @@ func TestVersionIDRefused(t *testing.T) {
 					t.Errorf("%s listed with version %v, current %v: versioning was never on", *it.Name, it.VersionID, it.IsCurrentVersion)
 				}
 			}
-			resp, _ := b.do(t, "GET", "edge?restype=container&comp=list&include=metadata,DeletedWithVersions", "", nil)
-			if resp.StatusCode != 501 {
-				t.Errorf("include=deletedwithversions: %d, want 501", resp.StatusCode)
+			for _, q := range []string{"include=metadata,DeletedWithVersions&delimiter=/", "include=versions,DeletedWithVersions"} {
+				resp, _ := b.do(t, "GET", "edge?restype=container&comp=list&"+q, "", nil)
+				if resp.StatusCode != 501 {
+					t.Errorf("%s: %d, want 501", q, resp.StatusCode)
+				}
 			}
 
 			if after := b.accountState(t); after != before {

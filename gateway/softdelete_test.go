@@ -447,12 +447,7 @@ func TestSoftDeleteWithVersioning(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
-			b.setVersioning(t, true)
-			b.setRetention(t, 2)
-			if _, err := b.client.CreateContainer(ctx, "vsoft", nil); err != nil {
-				t.Fatal(err)
-			}
-			cc := b.client.ServiceClient().NewContainerClient("vsoft")
+			cc := b.versionedSoftContainer(t, "vsoft")
 			v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
 			up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
 			if err != nil {

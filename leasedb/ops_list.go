@@ -29,6 +29,10 @@ type ListItem struct {
 	// Container, Name and Type BlockBlob; it has no ETag, times,
 	// properties or metadata, as List Blobs reports it.
 	Uncommitted bool
+	// VersionsOnly marks a name whose current version was deleted but
+	// that has previous versions (List Blobs include=deletedwithversions,
+	// Azure's HasVersionsOnly): Blob is the newest version.
+	VersionsOnly bool
 }
 
 // ListInclude says which entries besides committed blobs a listing
@@ -51,6 +55,12 @@ type ListInclude struct {
 	// current blob, and, with Snapshots, its soft-deleted snapshots among
 	// its snapshots (Blob.DeletedTime set on both).
 	Deleted bool
+	// DeletedWithVersions lists, once, each name that has previous
+	// versions and no current blob (include=deletedwithversions), as its
+	// newest version marked ListItem.VersionsOnly, where the versions
+	// would be. With Versions the versions themselves list such a name
+	// and this adds nothing. Flat listings only (ListEntries).
+	DeletedWithVersions bool
 }
 
 // maxRune sorts after every character a blob name can contain (names are

@@ -2,20 +2,9 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"errors"
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
-	"github.com/jackc/pgx/v5/pgconn"
-)
-
-var (
-	putDeletedBlobSQL    = sqlq.PutDeletedBlob(dialect.Placeholder)
-	deletedBlobsSQL      = sqlq.DeletedBlobsOf(dialect.Placeholder)
-	removeDeletedBlobSQL = sqlq.RemoveDeletedBlob(dialect.Placeholder)
-	expiredBlobsSQL      = sqlq.ExpiredBlobs(dialect.Placeholder)
 )
 
 // SetClockOffset implements leasedb.ClockOffsetter: transactions begun
@@ -24,69 +13,20 @@ func (s *Store) SetClockOffset(d time.Duration) { s.clockOffset.Store(int64(d)) 
 
 // PutDeletedBlob implements leasedb.Tx.
 func (t *tx) PutDeletedBlob(ctx context.Context, b *leasedb.Blob) error {
-	if err := checkText(b.Account, b.Container, b.Name, b.Snapshot); err != nil {
-		return err
-	}
-	vals, err := sqlq.DeletedBlobValues(b, ts)
-	if err != nil {
-		return err
-	}
-	res, err := t.tx.Exec(ctx, putDeletedBlobSQL, vals...)
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {
-			return fmt.Errorf("leasedb/postgres: put deleted blob %s/%s/%s: container: %w", b.Account, b.Container, b.Name, leasedb.ErrNotFound)
-		}
-		return fmt.Errorf("leasedb/postgres: put deleted blob %s/%s/%s: %w", b.Account, b.Container, b.Name, sqlq.CtxErr(ctx, err))
-	}
-	if res.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: put deleted blob %s/%s/%s@%q: %w", b.Account, b.Container, b.Name, b.Snapshot, leasedb.ErrExists)
-	}
-	return nil
+	return t.shared().PutDeletedBlob(ctx, b)
 }
 
 // DeletedBlobs implements leasedb.Tx.
 func (t *tx) DeletedBlobs(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
-	if err := checkText(account, container, blob); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, deletedBlobsSQL, account, container, blob)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: deleted blobs %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	defer rows.Close()
-	bs, err := sqlq.ScanDeletedBlobs(rows, fromTS)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: deleted blobs %s/%s/%s: %w", account, container, blob, err)
-	}
-	return bs, nil
+	return t.shared().DeletedBlobs(ctx, account, container, blob)
 }
 
 // RemoveDeletedBlob implements leasedb.Tx.
 func (t *tx) RemoveDeletedBlob(ctx context.Context, account, container, blob, snapshot string) error {
-	if err := checkText(account, container, blob, snapshot); err != nil {
-		return err
-	}
-	res, err := t.tx.Exec(ctx, removeDeletedBlobSQL, account, container, blob, snapshot)
-	if err != nil {
-		return fmt.Errorf("leasedb/postgres: remove deleted blob %s/%s/%s: %w", account, container, blob, sqlq.CtxErr(ctx, err))
-	}
-	if res.RowsAffected() == 0 {
-		return fmt.Errorf("leasedb/postgres: remove deleted blob %s/%s/%s@%q: %w", account, container, blob, snapshot, leasedb.ErrNotFound)
-	}
-	return nil
+	return t.shared().RemoveDeletedBlob(ctx, account, container, blob, snapshot)
 }
 
 // ExpiredBlobs implements leasedb.Tx.
 func (t *tx) ExpiredBlobs(ctx context.Context, before time.Time, limit int) ([]leasedb.DeletedRef, error) {
-	rows, err := t.tx.Query(ctx, expiredBlobsSQL, before.UnixMicro(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: expired blobs: %w", sqlq.CtxErr(ctx, err))
-	}
-	defer rows.Close()
-	out, err := sqlq.ScanBlobRefs(rows)
-	if err != nil {
-		return nil, fmt.Errorf("leasedb/postgres: expired blobs: %w", err)
-	}
-	return out, nil
+	return t.shared().ExpiredBlobs(ctx, before, limit)
 }

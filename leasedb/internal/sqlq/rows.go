@@ -124,6 +124,11 @@ func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem
 		if err != nil {
 			return nil, err
 		}
+		if kind == KindVersion && markVersionsOnly(b) {
+			b.Snapshot, b.NonCurrent = "", true
+			out = append(out, leasedb.ListItem{Blob: b, VersionsOnly: true})
+			continue
+		}
 		if (kind == KindSnapshot || kind == KindVersion) && markDeleted(b) {
 			// A soft-deleted snapshot or base blob (deletedSortCol).
 			out = append(out, leasedb.ListItem{Blob: b})

@@ -142,6 +142,9 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) +
 			` ORDER BY name, version_id LIMIT ` + arg(limit) + `) AS vs`)
 	}
+	if inc.DeletedWithVersions && !inc.Versions {
+		b.WriteString(versionsOnlyPart(arg, rangeOf, account, container, after, afterSnapshot, prefix, limit))
+	}
 	if inc.Deleted {
 		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
 			// The rest of the cursor name's soft-deleted rows.
