@@ -34,11 +34,11 @@ import (
 // read is one statement outside any transaction (its own snapshot), so its
 // ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
-	"Put Blob If-Match":        {4, 3, 1},
-	"Lease Blob acquire":       {4, 4, 1},
-	"Put Block List":           {5, 4, 1},
-	"Set Blob Metadata":        {4, 3, 1},
-	"Set Blob Properties":      {4, 3, 1},
+	"Put Blob If-Match":        {4, 2, 1},
+	"Lease Blob acquire":       {4, 3, 1},
+	"Put Block List":           {5, 3, 1},
+	"Set Blob Metadata":        {4, 2, 1},
+	"Set Blob Properties":      {4, 2, 1},
 	"Get Blob":                 {1, 1, 0},
 	"Get Blob Properties":      {1, 1, 0},
 	"Get Container Properties": {1, 1, 0},

@@ -69,20 +69,17 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 		etag                 int64
 		nameRows, sharedKeys bool
 	)
-	err := func() error {
-		rows, err := t.tx.Query(ctx, lockForReplaceSQL, ref.Account, ref.Container, ref.Name,
-			nameLockKey(ref.Account, ref.Container, ref.Name))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	// The transaction's first statement: BEGIN goes with it in one
+	// round trip.
+	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
+		var err error
 		st.Blob, st.ContainerExists, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now, &versioning, &days, &etag, &nameRows, &sharedKeys)
 		if err != nil {
 			return err
 		}
 		rows.Close()
 		return rows.Err()
-	}()
+	}, lockForReplaceSQL, ref.Account, ref.Container, ref.Name, nameLockKey(ref.Account, ref.Container, ref.Name))
 	if err != nil {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}

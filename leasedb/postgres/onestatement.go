@@ -112,7 +112,21 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	if t.readOnly {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: read-only transaction", account, container, name)
 	}
-	b, ok, now, err := queryOneBlob(ctx, t.tx, lockBlobSQL, account, container, name)
+	// The transaction's first statement: BEGIN goes with it in one
+	// round trip.
+	var (
+		b   *leasedb.Blob
+		ok  bool
+		now time.Time
+	)
+	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
+		var err error
+		if b, ok, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}, lockBlobSQL, account, container, name)
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}

@@ -152,10 +152,8 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 		return &errBegin{sqlq.CtxErr(ctx, err)}
 	}
 	defer conn.Release()
-	ptx, err := conn.BeginTx(ctx, opts)
-	if err != nil {
-		return &errBegin{sqlq.CtxErr(ctx, err)}
-	}
+	// BEGIN goes with the transaction's first statement (lazyTx).
+	ptx := newLazyTx(conn.Conn(), opts)
 	t := &tx{tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	done := false
 	defer func() {
@@ -163,7 +161,20 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 			rollback(ctx, ptx)
 		}
 	}()
-	if err := fn(t); err != nil {
+	err = fn(t)
+	if err == nil && !readOnly && !t.committed {
+		// A write that sent nothing still begins and commits, as it
+		// did with BEGIN sent first: a server that refuses writes
+		// (a standby) says so.
+		_ = ptx.begin(ctx)
+	}
+	if ptx.beginErr != nil {
+		// As a failed BeginTx was: whatever fn made of it.
+		done = true
+		rollback(ctx, ptx)
+		return ptx.beginErr
+	}
+	if err != nil {
 		done = true
 		if t.committed {
 			// fn failed after its transaction committed: the caller must
@@ -222,7 +233,7 @@ func commitRefused(err error) bool {
 // rollback ends ptx even when ctx is already canceled, so the connection
 // goes back to the pool clean instead of being closed. If the rollback
 // fails, pgx closes the connection, which ends the transaction server-side.
-func rollback(ctx context.Context, ptx pgx.Tx) {
+func rollback(ctx context.Context, ptx interface{ Rollback(context.Context) error }) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = ptx.Rollback(rctx)
@@ -444,7 +455,7 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 type tx struct {
 	// offset is the Store's clockOffset when the transaction began.
 	offset   time.Duration
-	tx       pgx.Tx
+	tx       *lazyTx
 	readOnly bool
 	now      time.Time
 	// account is the account of the first container a read-write

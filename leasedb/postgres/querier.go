@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -29,8 +28,8 @@ func (t *tx) shared() sqlq.Tx[pgtype.Timestamptz] {
 	return sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{t.tx}}
 }
 
-// txQuerier is a pgx.Tx as sqlq.Querier.
-type txQuerier struct{ tx pgx.Tx }
+// txQuerier is a transaction as sqlq.Querier.
+type txQuerier struct{ tx *lazyTx }
 
 func (q txQuerier) Query(ctx context.Context, scan func(sqlq.Rows) error, query string, args ...any) error {
 	rows, err := q.tx.Query(ctx, query, args...)

@@ -1,0 +1,224 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// lazyTx is the transaction of Store.run with BEGIN deferred to the first
+// statement, so that the statement that opens a write (LockForReplace)
+// can travel with BEGIN in one round trip (queryBegin). Every other first
+// statement is preceded by BEGIN in a round trip of its own, as pgx's
+// Conn.BeginTx does. Deferring BEGIN changes nothing a transaction sees:
+// at READ COMMITTED each statement takes its own snapshot, at REPEATABLE
+// READ the snapshot is taken at the first statement, not at BEGIN, and the
+// clock is clock_timestamp(), not the transaction's start.
+//
+// A failed BEGIN is sticky (beginErr): every later call returns it, so no
+// statement of fn can run outside a transaction when fn ignores an error,
+// and run returns it as it returned a failed BeginTx (errBegin: retried
+// when pgx says nothing reached the server; a standby's refusal is an
+// outage).
+type lazyTx struct {
+	conn     *pgx.Conn
+	beginSQL string
+	// begun: BEGIN was sent (whatever its outcome: a later ROLLBACK is
+	// harmless outside a transaction, and needed when the answer was lost).
+	begun    bool
+	closed   bool
+	beginErr error
+	// aborted: the query sent with BEGIN failed before anything ran; every
+	// later statement fails with it and COMMIT is refused, as in a
+	// transaction a failed statement aborted.
+	aborted error
+}
+
+func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions) *lazyTx {
+	sql := "begin isolation level " + string(opts.IsoLevel)
+	if opts.AccessMode != "" {
+		sql += " " + string(opts.AccessMode)
+	}
+	return &lazyTx{conn: conn, beginSQL: sql}
+}
+
+// begin sends BEGIN alone when nothing was sent yet.
+func (l *lazyTx) begin(ctx context.Context) error {
+	if l.closed {
+		return pgx.ErrTxClosed
+	}
+	if l.beginErr != nil {
+		return l.beginErr
+	}
+	if l.aborted != nil {
+		return l.aborted
+	}
+	if l.begun {
+		return nil
+	}
+	l.begun = true
+	if _, err := l.conn.Exec(ctx, l.beginSQL); err != nil {
+		return l.failBegin(ctx, err)
+	}
+	return nil
+}
+
+// failBegin records a failed BEGIN. As pgx's BeginTx, a failure that is
+// not the server's answer, or a fatal one, ends the connection.
+func (l *lazyTx) failBegin(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" {
+		l.closeConn()
+	}
+	l.beginErr = &errBegin{sqlq.CtxErr(ctx, err)}
+	return l.beginErr
+}
+
+func (l *lazyTx) closeConn() {
+	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = l.conn.Close(cctx)
+}
+
+// queryBegin runs one query, with BEGIN in the same round trip (a pgx
+// batch) when the transaction has not begun, and hands its rows to scan.
+func (l *lazyTx) queryBegin(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
+	if l.closed {
+		return pgx.ErrTxClosed
+	}
+	if l.beginErr != nil {
+		return l.beginErr
+	}
+	if l.aborted != nil {
+		return l.aborted
+	}
+	if l.begun {
+		rows, err := l.conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return scan(rows)
+	}
+	l.begun = true
+	batch := &pgx.Batch{}
+	batch.Queue(l.beginSQL)
+	batch.Queue(sql, args...)
+	br := l.conn.SendBatch(ctx, batch)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		var pe pgx.ErrPreprocessingBatch
+		if errors.As(err, &pe) && pe.SQL() != l.beginSQL {
+			// pgx prepares the batch's statements before it runs
+			// any: the query failed, nothing ran. As a statement
+			// failed in a transaction, the transaction is over.
+			l.aborted = err
+			return err
+		}
+		return l.failBegin(ctx, err)
+	}
+	rows, err := br.Query()
+	if err == nil {
+		err = scan(rows)
+		rows.Close()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := l.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return l.conn.Exec(ctx, sql, args...)
+}
+
+func (l *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	return l.conn.Query(ctx, sql, args...)
+}
+
+func (l *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := l.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return l.conn.QueryRow(ctx, sql, args...)
+}
+
+func (l *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := l.begin(ctx); err != nil {
+		return errBatch{err}
+	}
+	return l.conn.SendBatch(ctx, b)
+}
+
+// Commit is pgx's Tx.Commit: a COMMIT answered ROLLBACK is
+// pgx.ErrTxCommitRollback, and a failure that leaves the connection inside
+// a transaction ends the connection. A transaction that sent nothing has
+// nothing to commit.
+func (l *lazyTx) Commit(ctx context.Context) error {
+	if l.closed {
+		return pgx.ErrTxClosed
+	}
+	l.closed = true
+	if l.beginErr != nil {
+		return l.beginErr
+	}
+	if l.aborted != nil {
+		_, _ = l.conn.Exec(ctx, "rollback")
+		return pgx.ErrTxCommitRollback
+	}
+	if !l.begun {
+		return nil
+	}
+	tag, err := l.conn.Exec(ctx, "commit")
+	if err != nil {
+		if l.conn.PgConn().TxStatus() != 'I' {
+			l.closeConn()
+		}
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// Rollback is pgx's Tx.Rollback: a failed ROLLBACK ends the connection.
+func (l *lazyTx) Rollback(ctx context.Context) error {
+	if l.closed {
+		return pgx.ErrTxClosed
+	}
+	l.closed = true
+	if !l.begun {
+		return nil
+	}
+	if _, err := l.conn.Exec(ctx, "rollback"); err != nil {
+		l.closeConn()
+		return err
+	}
+	return nil
+}
+
+// errRow and errBatch carry a failed BEGIN to QueryRow's and SendBatch's
+// callers.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type errBatch struct{ err error }
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return errRow{b.err} }
+func (b errBatch) Close() error                     { return b.err }
+func (b errBatch) Tx() pgx.Tx                       { return nil }
