@@ -132,7 +132,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	}
 	// The clock of the transaction is read once, after its first lock.
 	if t.now.IsZero() {
-		t.now = now.UTC().Truncate(time.Microsecond)
+		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	return b, ok, t.now, nil
 }
