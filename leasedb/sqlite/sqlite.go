@@ -66,6 +66,9 @@ type Store struct {
 	// wal makes commits durable: every write transaction waits for an
 	// fsync of the WAL that started after its COMMIT (groupsync.go).
 	wal *groupSync
+	// stmts counts the statements the pools' connections compiled and
+	// reused (stmtcache.go).
+	stmts *stmtCounters
 	// clockOffset is added to the clock every transaction reads
 	// (SetClockOffset, tests only).
 	clockOffset atomic.Int64
@@ -89,10 +92,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// but the write lock is not held across the fsync.
 	wq.Add("_pragma", "synchronous(NORMAL)")
 	wq.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	// Both pools keep prepared statements per connection (stmtcache.go).
+	ctr := &stmtCounters{size: stmtCacheSize}
+	wc, err := newCachingConnector(path+"?"+wq.Encode(), ctr)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
 	}
+	w := sql.OpenDB(wc)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
@@ -124,11 +130,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rq.Add("_pragma", "busy_timeout("+bt+")")
 	rq.Add("_pragma", "foreign_keys(1)")
 	rq.Set("_query_only", "1")
-	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	rc, err := newCachingConnector(path+"?"+rq.Encode(), ctr)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
 	}
+	r := sql.OpenDB(rc)
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
@@ -137,7 +144,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
 	}
-	return &Store{path: path, w: w, r: r, wal: newGroupSync(func() error { return syncFile(path + "-wal") })}, nil
+	return &Store{path: path, w: w, r: r, stmts: ctr, wal: newGroupSync(func() error { return syncFile(path + "-wal") })}, nil
 }
 
 // Path returns the file the store was opened on.
@@ -402,6 +409,11 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 			return fmt.Errorf("leasedb/sqlite: migrate: commit: %w", sqlq.CtxErr(ctx, err))
 		}
 		to = reached
+		if reached != from {
+			// Statements compiled against the old schema are dropped
+			// (stmtcache.go).
+			s.stmts.epoch.Add(1)
+		}
 		return s.wal.wait()
 	})
 	return from, to, err
