@@ -71,3 +71,8 @@ func (t *tx) ListDeletedContainers(ctx context.Context, account, prefix, after, 
 func (t *tx) ExpiredContainers(ctx context.Context, before time.Time, limit int) ([]*leasedb.DeletedContainer, error) {
 	return t.shared().ExpiredContainers(ctx, before, limit)
 }
+
+// ListDeletedContainerRows implements leasedb.Tx.
+func (t *tx) ListDeletedContainerRows(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]leasedb.ListedContainer, error) {
+	return t.shared().ListDeletedContainerRows(ctx, account, prefix, after, afterVersion, limit)
+}

@@ -1,6 +1,7 @@
 package sqlq
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -52,4 +53,26 @@ func ScanDeletedRows[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.Li
 		out = append(out, leasedb.ListedContainer{Container: c, Deleted: &d})
 	}
 	return out, rows.Err()
+}
+
+// ListDeletedContainerRows implements leasedb.Tx: one statement
+// (ListDeletedRows).
+func (t Tx[T]) ListDeletedContainerRows(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]leasedb.ListedContainer, error) {
+	if err := CheckText(t.D.Name, account, prefix, after, afterVersion); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	q, args := ListDeletedRows(t.D.Placeholder, account, prefix, after, afterVersion, limit)
+	var out []leasedb.ListedContainer
+	err := t.Q.Query(ctx, func(rows Rows) error {
+		var err error
+		out, err = ScanDeletedRows(rows, t.D.FromTime)
+		return err
+	}, q, args...)
+	if err != nil {
+		return nil, t.errorf(ctx, err, "deleted containers of %s", account)
+	}
+	return out, nil
 }
