@@ -88,6 +88,28 @@ func (s AccountSettings) PlainWrites() bool {
 	return !s.Versioning && s.DeleteRetentionDays == 0
 }
 
+// lockForReplace takes the few-statement path's locks and reads its state.
+// done is true when the write is decided there: the container is missing,
+// or a write in the account is not plain or the blob is a version, for
+// which generic ran instead in the same transaction (err is its outcome).
+func lockForReplace(ctx context.Context, l BlobWriteLocker, tx Tx, ref BlobRef,
+	generic func(tx Tx, now time.Time, old *Blob) error) (st ReplaceState, done bool, err error) {
+	st, err = l.LockForReplace(ctx, ref)
+	if err != nil {
+		return st, true, err
+	}
+	// A blob row never outlives its container (foreign key).
+	if !st.ContainerExists {
+		return st, true, svcerr.New(svcerr.ContainerNotFound)
+	}
+	// keepVersion and blob soft delete have nothing to do only when writes
+	// are plain and the replaced blob is not a version.
+	if !st.Settings.PlainWrites() || (st.Blob != nil && st.Blob.VersionID != "") {
+		return st, true, generic(tx, st.Now, st.Blob)
+	}
+	return st, false, nil
+}
+
 // putBlobFewStatements is PutBlob's commit through BlobWriteLocker. It
 // returns handled false when the transaction does not offer it; a request
 // the fast path does not cover (a copy sharing its source's extents, an
@@ -99,20 +121,11 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 	if !ok || req.Copy.SharedExtents {
 		return false, nil, LeaseResult{}, nil
 	}
-	st, err := l.LockForReplace(ctx, req.Ref)
-	if err != nil {
+	st, done, err := lockForReplace(ctx, l, tx, req.Ref, generic)
+	if done {
 		return true, nil, LeaseResult{}, err
 	}
-	// A blob row never outlives its container (foreign key).
-	if !st.ContainerExists {
-		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
-	}
 	old, now := st.Blob, st.Now
-	// keepVersion has nothing to do only when writes are plain and the
-	// replaced blob is not a version.
-	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
-		return true, nil, LeaseResult{}, generic(tx, now, old)
-	}
 	lease, err := checkPutBlob(old, req, now)
 	if err != nil {
 		return true, nil, LeaseResult{}, err
@@ -201,17 +214,11 @@ func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBloc
 	if !ok {
 		return false, nil, LeaseResult{}, nil
 	}
-	st, err := l.LockForReplace(ctx, req.Ref)
-	if err != nil {
+	st, done, err := lockForReplace(ctx, l, tx, req.Ref, generic)
+	if done {
 		return true, nil, LeaseResult{}, err
 	}
-	if !st.ContainerExists {
-		return true, nil, LeaseResult{}, svcerr.New(svcerr.ContainerNotFound)
-	}
 	old, now := st.Blob, st.Now
-	if !st.Settings.PlainWrites() || (old != nil && old.VersionID != "") {
-		return true, nil, LeaseResult{}, generic(tx, now, old)
-	}
 	lease, err := checkCommitBlocks(old, req, now)
 	if err != nil {
 		return true, nil, LeaseResult{}, err
