@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -141,7 +142,36 @@ func TestPremiumPageTiers(t *testing.T) {
 		// blob client sends it.
 		_, err = c.ServiceClient().NewContainerClient("tiers").NewBlobClient("append").SetTier(ctx, blob.AccessTierP10, nil)
 		wantErr(t, err, 400, "InvalidHeaderValue")
+		// Put Page, Put Page From URL and Incremental Copy Blob carry
+		// no tier: x-ms-access-tier there is refused, not dropped.
+		page := strings.Repeat("z", 512)
+		for _, hdr := range []map[string]string{
+			{"x-ms-page-write": "update", "x-ms-range": "bytes=0-511"},
+			{"x-ms-page-write": "update", "x-ms-range": "bytes=0-511", "x-ms-copy-source": pb.URL(), "x-ms-source-range": "bytes=0-511"},
+		} {
+			hdr["x-ms-access-tier"] = "P20"
+			body := page
+			if hdr["x-ms-copy-source"] != "" {
+				body = ""
+			}
+			resp, _ := b.do(t, "PUT", "tiers/disk?comp=page", body, hdr)
+			if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "UnsupportedHeader" {
+				t.Fatalf("Put Page %v: %d %s", hdr, resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+			}
+		}
+		snap, err := pb.CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _ = b.do(t, "PUT", "tiers/incr?comp=incrementalcopy", "", map[string]string{
+			"x-ms-copy-source": pb.URL() + "?snapshot=" + *snap.Snapshot, "x-ms-access-tier": "P20"})
+		if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "UnsupportedHeader" {
+			t.Fatalf("Incremental Copy Blob with a tier: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+		}
 		wantPageTier(t, pb, "P10")
+		if p, err := pb.GetProperties(ctx, nil); err != nil || *p.ETag != *after.ETag {
+			t.Fatalf("a refused page write changed the blob: %v", err)
+		}
 
 		tiers, inferred := listTiers(t, c, "tiers")
 		want := map[string]string{"p4": "P4", "p80": "P80", "disk": "P10", "copy": "P15", "plain": "", "block": "Hot", "append": ""}
