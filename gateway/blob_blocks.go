@@ -215,7 +215,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if creq.Tags, err = parseTagsHeader(r.Header); err != nil {
 		return err
 	}
-	if creq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
+	if creq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob", 0); err != nil {
 		return err
 	}
 	b, leaseRes, err := s.db.CommitBlocks(r.Context(), creq)

@@ -99,6 +99,12 @@ func parseSeqConditions(h http.Header) (leasedb.SeqConditions, error) {
 func parsePageWrite(r *http.Request, req *request) (leasedb.PageWriteRequest, error) {
 	preq := leasedb.PageWriteRequest{Ref: req.ref()}
 	var err error
+	if v := r.Header.Get("x-ms-access-tier"); v != "" {
+		// Put Page and Put Page From URL carry no tier (Put Blob and
+		// Set Blob Tier set a page blob's): refused, as Incremental
+		// Copy Blob refuses it, rather than dropped.
+		return preq, svcerr.Header(svcerr.UnsupportedHeader, "x-ms-access-tier", v)
+	}
 	if preq.Start, preq.End, err = parsePageRange(r.Header); err != nil {
 		return preq, err
 	}

@@ -369,8 +369,12 @@ func TestPageBlobRefusals(t *testing.T) {
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": strconv.FormatInt(8<<40+512, 10)}, ""), 400, "InvalidHeaderValue", "more than 8 TiB")
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": "512"}, "abc"), 400, "InvalidHeaderValue", "a body")
 		wantStatus(t, create(map[string]string{"x-ms-blob-content-length": "512", "x-ms-blob-sequence-number": "x"}, ""), 400, "InvalidHeaderValue", "bad sequence number")
-		_, err = pageClient(c, "prr", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP10)})
-		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
+		// Premium tiers are stored (TestPremiumPageTiers); a block blob
+		// tier is not one, and a premium tier must hold the length.
+		_, err = pageClient(c, "prr", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTier("Cool"))})
+		wantErr(t, err, 400, "InvalidHeaderValue")
+		_, err = pageClient(c, "prr", "new").Create(ctx, 64<<30, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP4)})
+		wantErr(t, err, 409, "BlobTierInadequateForContentLength")
 		_, err = c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").CopyFromURL(ctx, pb.URL(), nil)
 		wantErr(t, err, 409, "CannotVerifyCopySource")
 		if _, err := c.ServiceClient().NewContainerClient("prr").NewBlobClient("new").GetProperties(ctx, nil); statusOf(err) != 404 {

@@ -65,9 +65,6 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if preq.Tags, err = parseTagsHeader(r.Header); err != nil {
 		return err
 	}
-	if preq.AccessTier, err = parseTierHeader(r.Header, blobType); err != nil {
-		return err
-	}
 	if preq.PutLease, err = parsePutLease(r, leaseID); err != nil {
 		return err
 	}
@@ -76,6 +73,10 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		if preq.PageSize, preq.SequenceNumber, err = parsePageBlobCreate(r.Header); err != nil {
 			return err
 		}
+	}
+	// After the page blob length: a premium tier must hold it.
+	if preq.AccessTier, err = parseTierHeader(r.Header, blobType, preq.PageSize); err != nil {
+		return err
 	}
 
 	// Pre-check (its own read transaction): a request that will certainly

@@ -53,15 +53,16 @@ func parseTagsHeader(h http.Header) (map[string]string, error) {
 }
 
 // parseTierHeader reads x-ms-access-tier on an upload: one of Hot, Cool,
-// Cold, Archive in any case (stored canonical); "" when absent. Tiers
-// apply to block blobs only.
-func parseTierHeader(h http.Header, blobType string) (string, error) {
+// Cold, Archive in any case (stored canonical) on a block blob, or a
+// premium tier (P4 ... P80) on a page blob of pageSize bytes
+// (page_tier.go); "" when absent.
+func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, error) {
 	v := h.Get("x-ms-access-tier")
 	if v == "" {
 		return "", nil
 	}
 	if blobType == "PageBlob" && isPremiumPageTier(v) {
-		return "", refusePremiumTier(v)
+		return parsePremiumTier(v, pageSize)
 	}
 	tier, ok := leasedb.CanonicalTier(v)
 	if !ok || blobType != "BlockBlob" {
@@ -72,9 +73,10 @@ func parseTierHeader(h http.Header, blobType string) (string, error) {
 
 // writeTierTagHeaders adds the tier and tag count to Get Blob / Get Blob
 // Properties: block blobs always report a tier (Hot, inferred, when none
-// was set); x-ms-tag-count only when the blob has tags.
+// was set), page blobs their premium tier when one was set;
+// x-ms-tag-count only when the blob has tags.
 func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
-	if b.Type == "BlockBlob" {
+	if b.Type == "BlockBlob" || (b.Type == "PageBlob" && b.AccessTier != "") {
 		if b.AccessTier == "" {
 			h.Set("x-ms-access-tier", leasedb.TierHot)
 			h.Set("x-ms-access-tier-inferred", "true")
@@ -89,9 +91,9 @@ func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
 }
 
 // writeListTierTags adds the tier and tag count inside a List Blobs
-// <Properties> element.
+// <Properties> element (a page blob's tier only when one was set).
 func writeListTierTags(x *xmlWriter, b *leasedb.Blob) {
-	if b.Type == "BlockBlob" {
+	if b.Type == "BlockBlob" || (b.Type == "PageBlob" && b.AccessTier != "") {
 		if b.AccessTier == "" {
 			x.elem("AccessTier", leasedb.TierHot)
 			x.elem("AccessTierInferred", "true")

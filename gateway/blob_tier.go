@@ -18,8 +18,10 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 		return svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-access-tier", "")
 	}
 	tier, ok := leasedb.CanonicalTier(v)
-	if !ok && isPremiumPageTier(v) {
-		return s.premiumTierOnPageBlob(r, req, v)
+	if !ok {
+		// A premium tier: leasedb takes it on a page blob only (and
+		// checks the blob fits it) under the row lock.
+		tier, _, ok = leasedb.CanonicalPremiumTier(v)
 	}
 	if !ok {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)

@@ -168,7 +168,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		return svcerr.Newf(svcerr.InvalidBlobType, "Copying a %s is not supported by this gateway.", preq.Type)
 	}
 	preq.Copy.SameType = true
-	if preq.AccessTier, err = parseTierHeader(r.Header, preq.Type); err != nil {
+	if preq.AccessTier, err = parseTierHeader(r.Header, preq.Type, preq.PageSize); err != nil {
 		return err
 	}
 	preq.Props = src.props

@@ -68,7 +68,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return err
 	}
-	if preq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob"); err != nil {
+	if preq.AccessTier, err = parseTierHeader(r.Header, "BlockBlob", 0); err != nil {
 		return err
 	}
 	if preq.PutLease, err = parsePutLease(r, leaseID); err != nil {

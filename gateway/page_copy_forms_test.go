@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -83,69 +82,5 @@ func TestPageBlobCopyForms(t *testing.T) {
 			t.Fatal("the copy does not take Put Page")
 		}
 		b.checkNoLeak(t)
-	})
-}
-
-// TestPremiumPageTiers: this gateway is a standard account, so a premium
-// page blob tier (P4 ... P80) on a page blob is 400
-// BlobAccessTierNotSupportedForAccountType on Put Blob, Copy Blob and Set
-// Blob Tier, and nothing is stored; on a block blob it is not a tier at
-// all (400 InvalidHeaderValue).
-func TestPremiumPageTiers(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind)
-		ctx := context.Background()
-		c := b.client
-		if _, err := c.CreateContainer(ctx, "tiers", nil); err != nil {
-			t.Fatal(err)
-		}
-		for _, tier := range []pageblob.PremiumPageBlobAccessTier{pageblob.PremiumPageBlobAccessTierP4, pageblob.PremiumPageBlobAccessTierP10, pageblob.PremiumPageBlobAccessTierP80} {
-			_, err := pageClient(c, "tiers", "new").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(tier)})
-			wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
-		}
-		if _, err := pageClient(c, "tiers", "new").GetProperties(ctx, nil); statusOf(err) != 404 {
-			t.Fatalf("a refused page blob create left a blob (status %d)", statusOf(err))
-		}
-		pb := pageClient(c, "tiers", "disk")
-		if _, err := pb.Create(ctx, 4096, nil); err != nil {
-			t.Fatal(err)
-		}
-		before, err := pb.GetProperties(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = pb.SetTier(ctx, blob.AccessTier("P30"), nil)
-		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
-		_, err = pageClient(c, "tiers", "copy").StartCopyFromURL(ctx, pb.URL(), &blob.StartCopyFromURLOptions{Tier: to.Ptr(blob.AccessTier("P10"))})
-		wantErr(t, err, 400, "BlobAccessTierNotSupportedForAccountType")
-		_, err = pageClient(c, "tiers", "missing").SetTier(ctx, blob.AccessTier("P10"), nil)
-		wantErr(t, err, 404, "BlobNotFound")
-		bb := blockClient(c, "tiers", "block")
-		if _, err := bb.Upload(ctx, nopSeeker("x"), nil); err != nil {
-			t.Fatal(err)
-		}
-		_, err = bb.SetTier(ctx, blob.AccessTier("P10"), nil)
-		wantErr(t, err, 400, "InvalidHeaderValue")
-		after, err := pb.GetProperties(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *after.ETag != *before.ETag || after.AccessTier != nil {
-			t.Fatalf("a refused tier changed the page blob: ETag %v -> %v, tier %v", *before.ETag, *after.ETag, after.AccessTier)
-		}
-		var names []string
-		pager := c.NewListBlobsFlatPager("tiers", nil)
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Segment.BlobItems {
-				names = append(names, *it.Name)
-			}
-		}
-		if !slices.Equal(names, []string{"block", "disk"}) {
-			t.Fatalf("blobs after refusals: %v", names)
-		}
 	})
 }

@@ -165,8 +165,9 @@ type Blob struct {
 	Snapshot string
 	Lease    Lease
 	// AccessTier is the tier set by Put Blob / Put Block List / Set Blob
-	// Tier (TierHot ... TierArchive); "" when never set, reported as Hot
-	// with x-ms-access-tier-inferred. Block blobs only.
+	// Tier (TierHot ... TierArchive on block blobs, where "" is reported
+	// as Hot with x-ms-access-tier-inferred; a premium tier P1 ... P80 on
+	// page blobs, CanonicalPremiumTier, where "" reports no tier).
 	AccessTier string
 	// Tags are the blob index tags; nil or empty when none.
 	Tags map[string]string

@@ -57,7 +57,8 @@ func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
 	return svcerr.New(svcerr.BlobNotFound)
 }
 
-// SetBlobTier sets a block blob's access tier (Set Blob Tier). The tier is
+// SetBlobTier sets a block blob's access tier, or a page blob's premium
+// tier (P4 ... P80, canonical; CanonicalPremiumTier), (Set Blob Tier). The tier is
 // stored and reported; nothing moves and there is no rehydration: leaving
 // Archive takes effect at once. The ETag and Last-Modified stay (the
 // service's behaviour on Set Blob Tier is unverified; leaving them is what
@@ -69,10 +70,9 @@ func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond 
 		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
 			return err
 		}
-		if b.Type != "BlockBlob" {
-			return svcerr.Newf(svcerr.InvalidBlobType, "Access tiers apply to block blobs only.")
+		if err := applyTier(b, tier); err != nil {
+			return err
 		}
-		b.AccessTier = tier
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}
@@ -80,6 +80,25 @@ func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond 
 		return nil
 	})
 	return out, err
+}
+
+// applyTier is Set Blob Tier's rule for one blob or version: Hot, Cool,
+// Cold and Archive apply to block blobs only; a premium tier sets a page
+// blob's size class, so no other blob type takes it (it is not a tier
+// there at all) and the blob must fit it.
+func applyTier(b *Blob, tier string) error {
+	if _, _, premium := CanonicalPremiumTier(tier); premium {
+		if b.Type != "PageBlob" {
+			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", tier)
+		}
+		if err := CheckPremiumTierSize(tier, b.Size); err != nil {
+			return err
+		}
+	} else if b.Type != "BlockBlob" {
+		return svcerr.Newf(svcerr.InvalidBlobType, "Access tiers apply to block blobs only.")
+	}
+	b.AccessTier = tier
+	return nil
 }
 
 // FoundBlob is one Find Blobs by Tags result.

@@ -235,11 +235,7 @@ func (d *DB) SetVersionTags(ctx context.Context, ref BlobRef, versionID, leaseID
 // SetVersionTier is Set Blob Tier with ?versionid= (see SetBlobTier).
 func (d *DB) SetVersionTier(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions, tier string) (*Blob, error) {
 	return d.updateVersion(ctx, ref, versionID, leaseID, cond, func(v *Blob) error {
-		if v.Type != "BlockBlob" {
-			return svcerr.Newf(svcerr.InvalidBlobType, "Access tiers apply to block blobs only.")
-		}
-		v.AccessTier = tier
-		return nil
+		return applyTier(v, tier)
 	})
 }
 

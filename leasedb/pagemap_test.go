@@ -256,6 +256,8 @@ func TestApplyPageProps(t *testing.T) {
 		{"update lowers", Blob{Type: "PageBlob", SequenceNumber: 9}, PageProps{Resize: -1, SeqAction: SeqUpdate, Seq: 2}, "", 0, 2, nil},
 		{"increment", Blob{Type: "PageBlob", SequenceNumber: 9}, PageProps{Resize: -1, SeqAction: SeqIncrement}, "", 0, 10, nil},
 		{"increment overflow", Blob{Type: "PageBlob", SequenceNumber: math.MaxInt64}, PageProps{Resize: -1, SeqAction: SeqIncrement}, svcerr.SequenceNumberIncrementTooLarge, 0, 0, nil},
+		{"grow to a premium tier's limit", Blob{Type: "PageBlob", Size: 512, AccessTier: "P4"}, PageProps{Resize: 32 << 30}, "", 32 << 30, 0, nil},
+		{"grow past a premium tier", Blob{Type: "PageBlob", Size: 512, AccessTier: "P4"}, PageProps{Resize: 32<<30 + 512}, svcerr.BlobTierInadequateForContentLength, 0, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

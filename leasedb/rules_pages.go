@@ -87,6 +87,10 @@ func applyPageProps(b *Blob, p PageProps) error {
 		b.SequenceNumber++
 	}
 	if p.Resize >= 0 {
+		// A premium page blob does not grow past its tier's size.
+		if err := CheckPremiumTierSize(b.AccessTier, p.Resize); err != nil {
+			return err
+		}
 		if p.Resize < b.Size {
 			b.Extents = cutRuns(b.Extents, p.Resize, b.Size)
 		}

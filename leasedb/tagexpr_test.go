@@ -376,3 +376,49 @@ func TestTagLookup(t *testing.T) {
 		t.Error("OR expression: Lookup ok")
 	}
 }
+
+// TestApplyTier: Set Blob Tier's rule per blob type, premium tier sizes
+// included.
+func TestApplyTier(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    Blob
+		tier string
+		want svcerr.Code
+	}{
+		{"block Cool", Blob{Type: "BlockBlob"}, TierCool, ""},
+		{"block premium", Blob{Type: "BlockBlob"}, "P10", svcerr.InvalidHeaderValue},
+		{"append premium", Blob{Type: "AppendBlob"}, "P10", svcerr.InvalidHeaderValue},
+		{"append Hot", Blob{Type: "AppendBlob"}, TierHot, svcerr.InvalidBlobType},
+		{"page Hot", Blob{Type: "PageBlob"}, TierHot, svcerr.InvalidBlobType},
+		{"page P10", Blob{Type: "PageBlob", Size: 128 << 30}, "P10", ""},
+		{"page P10 too small", Blob{Type: "PageBlob", Size: 128<<30 + 512}, "P10", svcerr.BlobTierInadequateForContentLength},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b
+			err := applyTier(&b, tc.tier)
+			checkCode(t, err, tc.want)
+			if err == nil && b.AccessTier != tc.tier {
+				t.Fatalf("tier %q, want %q", b.AccessTier, tc.tier)
+			}
+			if err != nil && b.AccessTier != tc.b.AccessTier {
+				t.Fatalf("a refused tier was set: %q", b.AccessTier)
+			}
+		})
+	}
+}
+
+// TestCanonicalPremiumTier: premium page blob tiers in any case, with
+// their size limits; standard tiers and look-alikes are not.
+func TestCanonicalPremiumTier(t *testing.T) {
+	for in, want := range map[string]int64{"p4": 32 << 30, "P10": 128 << 30, " P30 ": 1024 << 30, "P1": 4 << 30, "P80": 32767 << 30} {
+		if _, max, ok := CanonicalPremiumTier(in); !ok || max != want {
+			t.Errorf("CanonicalPremiumTier(%q) = %d, %v; want %d", in, max, ok, want)
+		}
+	}
+	for _, in := range []string{"", "Hot", "P5", "P100", "P"} {
+		if _, _, ok := CanonicalPremiumTier(in); ok {
+			t.Errorf("CanonicalPremiumTier(%q) accepted", in)
+		}
+	}
+}

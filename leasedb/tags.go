@@ -17,7 +17,7 @@ const (
 
 // CanonicalTier maps a tier name in any letter case to its canonical
 // spelling; ok is false for anything else (premium page blob tiers
-// included: a standard account refuses them, gateway/page_tier.go).
+// included: see CanonicalPremiumTier).
 func CanonicalTier(v string) (tier string, ok bool) {
 	for _, t := range []string{TierHot, TierCool, TierCold, TierArchive} {
 		if strings.EqualFold(v, t) {
@@ -25,6 +25,49 @@ func CanonicalTier(v string) (tier string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// gib is one binary gigabyte.
+const gib = int64(1) << 30
+
+// premiumTierSizes are the premium page blob tiers (x-ms-access-tier on a
+// page blob) with the largest blob length each allows, in Azure's order.
+// A premium tier sets a disk's size, IOPS and bandwidth class; here only
+// the size limit applies.
+var premiumTierSizes = []struct {
+	tier string
+	max  int64
+}{
+	{"P1", 4 * gib}, {"P2", 8 * gib}, {"P3", 16 * gib}, {"P4", 32 * gib}, {"P6", 64 * gib},
+	{"P10", 128 * gib}, {"P15", 256 * gib}, {"P20", 512 * gib}, {"P30", 1024 * gib},
+	{"P40", 2048 * gib}, {"P50", 4096 * gib}, {"P60", 8192 * gib}, {"P70", 16384 * gib},
+	{"P80", 32767 * gib},
+}
+
+// CanonicalPremiumTier maps a premium page blob tier in any letter case
+// (surrounding spaces ignored) to its canonical spelling and the largest
+// page blob length it allows; ok is false for anything else.
+func CanonicalPremiumTier(v string) (tier string, max int64, ok bool) {
+	v = strings.TrimSpace(v)
+	for _, t := range premiumTierSizes {
+		if strings.EqualFold(v, t.tier) {
+			return t.tier, t.max, true
+		}
+	}
+	return "", 0, false
+}
+
+// CheckPremiumTierSize is the size rule of a premium page blob tier: a
+// page blob longer than its tier allows is 409
+// BlobTierInadequateForContentLength (Set Blob Tier to a smaller tier, and
+// here also Put Blob, Copy Blob and a resize by Set Blob Properties past
+// the tier). Any other tier (or none) has no size rule.
+func CheckPremiumTierSize(tier string, size int64) error {
+	_, max, ok := CanonicalPremiumTier(tier)
+	if !ok || size <= max {
+		return nil
+	}
+	return svcerr.New(svcerr.BlobTierInadequateForContentLength)
 }
 
 // Blob index tag limits (Azure's).

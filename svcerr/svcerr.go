@@ -121,6 +121,7 @@ const (
 	IncrementalCopyOfEarlierSnapshotNotAllowed Code = "IncrementalCopyOfEarlierSnapshotNotAllowed"
 	OperationNotAllowedOnIncrementalCopyBlob   Code = "OperationNotAllowedOnIncrementalCopyBlob"
 	BlobAccessTierNotSupportedForAccountType   Code = "BlobAccessTierNotSupportedForAccountType"
+	BlobTierInadequateForContentLength         Code = "BlobTierInadequateForContentLength"
 )
 
 type entry struct {
@@ -228,6 +229,7 @@ var table = map[Code]entry{
 	OperationNotAllowedOnIncrementalCopyBlob:   {409, "The specified operation is not allowed on an incremental copy blob."},
 	// A premium page blob tier (P4 ... P80) on a standard account.
 	BlobAccessTierNotSupportedForAccountType: {400, "Blob access tier is not supported on this storage account type."},
+	BlobTierInadequateForContentLength:       {409, "The specified blob tier size limit cannot be less than content length."},
 }
 
 // Error is a service error: a code, its status and optional detail elements
