@@ -43,7 +43,6 @@ import (
 type migGateway struct {
 	url    string // service URL with trailing slash
 	client *azblob.Client
-	wrap   func(http.Handler) http.Handler
 }
 
 func newMigGateway(t testing.TB, wrap func(http.Handler) http.Handler) *migGateway {
