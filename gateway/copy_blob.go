@@ -148,7 +148,13 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	switch preq.Type {
 	case "":
 		preq.Type = "BlockBlob" // a plain HTTP object
-	case "BlockBlob", "AppendBlob":
+	case "BlockBlob":
+	case "AppendBlob":
+		// Copy Blob From URL: "The source ... can be any committed block
+		// blob"; an append blob source is refused as a page blob is.
+		if op != opCopyBlob {
+			return cannotVerify(http.StatusConflict, "The copy source must be a block blob.")
+		}
 	case "PageBlob":
 		// A page blob of this gateway is copied whole by Copy Blob,
 		// sharing its runs: the copy keeps its page ranges, length and

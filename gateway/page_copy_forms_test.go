@@ -40,6 +40,27 @@ func TestPageBlobCopyForms(t *testing.T) {
 			t.Fatalf("a refused sync copy left a blob (status %d)", statusOf(err))
 		}
 
+		// An append blob source too (Copy Blob From URL copies committed
+		// block blobs only); async Copy Blob copies it as an append blob.
+		ab := b.client.ServiceClient().NewContainerClient("disks").NewAppendBlobClient("log")
+		if _, err := ab.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = dst.CopyFromURL(ctx, ab.URL(), nil)
+		wantErr(t, err, 409, "CannotVerifyCopySource")
+		if _, err := dst.GetProperties(ctx, nil); statusOf(err) != 404 {
+			t.Fatalf("a refused sync copy of an append blob left a blob (status %d)", statusOf(err))
+		}
+		if _, err := dst.StartCopyFromURL(ctx, ab.URL(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := dst.GetProperties(ctx, nil); err != nil || p.BlobType == nil || *p.BlobType != "AppendBlob" {
+			t.Fatalf("async copy of an append blob: %v, %+v", err, p.BlobType)
+		}
+		if _, err := dst.Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+
 		src := pageClient(remote.client, "disks", "os.vhd")
 		if _, err := src.Create(ctx, size, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(7))}); err != nil {
 			t.Fatal(err)
