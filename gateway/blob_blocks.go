@@ -245,15 +245,24 @@ type xmlBlockList struct {
 	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
 }
 
+// blockListType reads Get Block List's blocklisttype (committed when
+// absent).
+func blockListType(req *request) (string, error) {
+	switch typ := req.query["blocklisttype"]; typ {
+	case "":
+		return "committed", nil
+	case "committed", "uncommitted", "all":
+		return typ, nil
+	default:
+		return "", svcerr.Query(svcerr.InvalidQueryParameterValue, "blocklisttype", typ, "")
+	}
+}
+
 // Get Block List: GET ?comp=blocklist[&blocklisttype=...] → 200.
 func (s *Server) getBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
-	typ := req.query["blocklisttype"]
-	switch typ {
-	case "":
-		typ = "committed"
-	case "committed", "uncommitted", "all":
-	default:
-		return svcerr.Query(svcerr.InvalidQueryParameterValue, "blocklisttype", typ, "")
+	typ, err := blockListType(req)
+	if err != nil {
+		return err
 	}
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {

@@ -106,6 +106,14 @@ func writeListTierTags(x *xmlWriter, b *leasedb.Blob) {
 	}
 }
 
+// sendTagSet answers Get Blob Tags with the tag set.
+func sendTagSet(w http.ResponseWriter, tags map[string]string) {
+	var x xmlWriter
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?>`)
+	writeTagSet(&x, tags)
+	x.send(w)
+}
+
 // writeTagSet writes <Tags><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tags>
 // with keys in byte order.
 func writeTagSet(x *xmlWriter, tags map[string]string) {
@@ -218,9 +226,6 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?>`)
-	writeTagSet(&x, b.Tags)
-	x.send(w)
+	sendTagSet(w, b.Tags)
 	return nil
 }

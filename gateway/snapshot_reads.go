@@ -15,13 +15,9 @@ import (
 
 // Get Block List ?snapshot=: GET ?comp=blocklist&snapshot=... → 200.
 func (s *Server) getSnapshotBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
-	typ := req.query["blocklisttype"]
-	switch typ {
-	case "":
-		typ = "committed"
-	case "committed", "uncommitted", "all":
-	default:
-		return svcerr.Query(svcerr.InvalidQueryParameterValue, "blocklisttype", typ, "")
+	typ, err := blockListType(req)
+	if err != nil {
+		return err
 	}
 	cond, err := ifTagsOnly.parse(r.Header)
 	if err != nil {
@@ -63,10 +59,7 @@ func (s *Server) getSnapshotTags(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?>`)
-	writeTagSet(&x, b.Tags)
-	x.send(w)
+	sendTagSet(w, b.Tags)
 	return nil
 }
 

@@ -47,16 +47,24 @@ func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions) *lazyTx {
 	return &lazyTx{conn: conn, beginSQL: sql}
 }
 
+// unusable is the error every call returns once the transaction ended,
+// its BEGIN failed or the statement sent with BEGIN aborted it; nil while
+// it can run statements.
+func (l *lazyTx) unusable() error {
+	switch {
+	case l.closed:
+		return pgx.ErrTxClosed
+	case l.beginErr != nil:
+		return l.beginErr
+	default:
+		return l.aborted
+	}
+}
+
 // begin sends BEGIN alone when nothing was sent yet.
 func (l *lazyTx) begin(ctx context.Context) error {
-	if l.closed {
-		return pgx.ErrTxClosed
-	}
-	if l.beginErr != nil {
-		return l.beginErr
-	}
-	if l.aborted != nil {
-		return l.aborted
+	if err := l.unusable(); err != nil {
+		return err
 	}
 	if l.begun {
 		return nil
@@ -88,14 +96,8 @@ func (l *lazyTx) closeConn() {
 // queryBegin runs one query, with BEGIN in the same round trip (a pgx
 // batch) when the transaction has not begun, and hands its rows to scan.
 func (l *lazyTx) queryBegin(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
-	if l.closed {
-		return pgx.ErrTxClosed
-	}
-	if l.beginErr != nil {
-		return l.beginErr
-	}
-	if l.aborted != nil {
-		return l.aborted
+	if err := l.unusable(); err != nil {
+		return err
 	}
 	if l.begun {
 		rows, err := l.conn.Query(ctx, sql, args...)
