@@ -147,15 +147,21 @@ func (d *DB) deleteNameRow(ctx context.Context, tx Tx, ref BlobRef, now time.Tim
 // blob: under the blob lock, it steps past an id taken in the same 100 ns
 // tick.
 func nextSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (string, error) {
+	return firstFreeSnapshotID(now, func(id string) (bool, error) {
+		existing, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, id)
+		return existing != nil, err
+	})
+}
+
+// firstFreeSnapshotID is the snapshot id of now, stepped by 100 ns past
+// every id taken reports as in use.
+func firstFreeSnapshotID(now time.Time, taken func(id string) (bool, error)) (string, error) {
 	at := now.UTC().Truncate(100 * time.Nanosecond)
 	for {
 		id := at.Format(SnapshotFormat)
-		existing, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, id)
-		if err != nil {
-			return "", err
-		}
-		if existing == nil {
-			return id, nil
+		used, err := taken(id)
+		if err != nil || !used {
+			return id, err
 		}
 		at = at.Add(100 * time.Nanosecond)
 	}

@@ -155,11 +155,7 @@ func freeSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (str
 			taken[r.Snapshot] = true
 		}
 	}
-	at := now.UTC().Truncate(100 * time.Nanosecond)
-	for taken[at.Format(SnapshotFormat)] {
-		at = at.Add(100 * time.Nanosecond)
-	}
-	return at.Format(SnapshotFormat), nil
+	return firstFreeSnapshotID(now, func(id string) (bool, error) { return taken[id], nil })
 }
 
 // keepOverwritten is the soft-delete step of a write that replaces the
