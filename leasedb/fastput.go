@@ -88,19 +88,44 @@ func (s AccountSettings) PlainWrites() bool {
 	return !s.Versioning && s.DeleteRetentionDays == 0
 }
 
+// lockExisting takes the few-statement path's locks and reads its state:
+// ContainerNotFound when the container is absent (a blob row never
+// outlives its container: foreign key).
+func lockExisting(ctx context.Context, l BlobWriteLocker, ref BlobRef) (ReplaceState, error) {
+	st, err := l.LockForReplace(ctx, ref)
+	if err == nil && !st.ContainerExists {
+		err = svcerr.New(svcerr.ContainerNotFound)
+	}
+	return st, err
+}
+
+// freedKeys are the keys of gone that no row keeps once the write commits:
+// not kept (the new row), not another row of the name (read only when
+// the locked state says the name has some), and, when another name shares
+// some of them, not held by that name (Tx.ReleaseKeys decides).
+func freedKeys(ctx context.Context, tx Tx, st ReplaceState, ref BlobRef, gone *Blob, kept ...*Blob) ([]string, error) {
+	if st.NameRows {
+		snaps, err := nameRows(ctx, tx, ref)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, snaps...)
+	}
+	keys := unreferenced([]*Blob{gone}, kept)
+	if st.SharedKeys {
+		return tx.ReleaseKeys(ctx, keys)
+	}
+	return keys, nil
+}
+
 // lockForReplace takes the few-statement path's locks and reads its state.
 // done is true when the write is decided there: the container is missing,
 // or a write in the account is not plain or the blob is a version, for
 // which generic ran instead in the same transaction (err is its outcome).
 func lockForReplace(ctx context.Context, l BlobWriteLocker, tx Tx, ref BlobRef,
 	generic func(tx Tx, now time.Time, old *Blob) error) (st ReplaceState, done bool, err error) {
-	st, err = l.LockForReplace(ctx, ref)
-	if err != nil {
+	if st, err = lockExisting(ctx, l, ref); err != nil {
 		return st, true, err
-	}
-	// A blob row never outlives its container (foreign key).
-	if !st.ContainerExists {
-		return st, true, svcerr.New(svcerr.ContainerNotFound)
 	}
 	// keepVersion and blob soft delete have nothing to do only when writes
 	// are plain and the replaced blob is not a version.
@@ -141,21 +166,9 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 		w.Intents = append(w.Intents, e.Key)
 	}
 	if old != nil {
-		var snaps []*Blob
-		if st.NameRows {
-			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
-				return true, nil, LeaseResult{}, err
-			}
+		if w.Free, err = freedKeys(ctx, tx, st, req.Ref, old, b); err != nil {
+			return true, nil, LeaseResult{}, err
 		}
-		keys := unreferenced([]*Blob{old}, append(snaps, b))
-		if st.SharedKeys {
-			// Another name references some of them: Tx.ReleaseKeys
-			// decides which are free.
-			if keys, err = tx.ReleaseKeys(ctx, keys); err != nil {
-				return true, nil, LeaseResult{}, err
-			}
-		}
-		w.Free = keys
 	}
 	if err := l.CommitReplace(ctx, w); err != nil {
 		if errors.Is(err, ErrIntentLost) {
@@ -179,12 +192,9 @@ func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID
 	if !ok {
 		return false, nil, nil
 	}
-	st, err := l.LockForReplace(ctx, ref)
+	st, err := lockExisting(ctx, l, ref)
 	if err != nil {
 		return true, nil, err
-	}
-	if !st.ContainerExists {
-		return true, nil, svcerr.New(svcerr.ContainerNotFound)
 	}
 	b, now := st.Blob, st.Now
 	lease, err := checkUpdate(b, leaseID, cond, now)
@@ -238,18 +248,9 @@ func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBloc
 	_, dropOld := blocksLeft(extents, staged, old)
 	var free []string
 	if len(dropOld) > 0 {
-		var snaps []*Blob
-		if st.NameRows {
-			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
-				return true, nil, LeaseResult{}, err
-			}
-		}
 		// Snapshots keep the extents they share with the old version.
-		free = unreferenced([]*Blob{{Extents: keyExtents(dropOld)}}, snaps)
-		if st.SharedKeys {
-			if free, err = tx.ReleaseKeys(ctx, free); err != nil {
-				return true, nil, LeaseResult{}, err
-			}
+		if free, err = freedKeys(ctx, tx, st, req.Ref, &Blob{Extents: keyExtents(dropOld)}); err != nil {
+			return true, nil, LeaseResult{}, err
 		}
 	}
 	b := newRow(req.Ref, "BlockBlob", req.BlobContent, extents, lease, st.ETag, now, old)
