@@ -173,6 +173,17 @@ func fsck(c *cli.Context) error {
 		return cli.Exit("fsck: "+err.Error(), 1)
 	}
 	var checked int64
+	// finding counts one finding of a kind, keeps it for --json (up to
+	// fsckListCap) and prints it in the text form.
+	finding := func(n *int64, keys *[]fsckMissing, what, key, ref string) {
+		*n++
+		if len(*keys) < fsckListCap {
+			*keys = append(*keys, fsckMissing{Key: key, Ref: ref})
+		}
+		if !jsonOut {
+			prog.line(out, "%s: %s: bytes of %s", what, ref, key)
+		}
+	}
 	err = store.ReferencedKeys(ctx, func(key, ref string) error {
 		rep.ReferencedKeys++
 		for ok && cur.Key < key {
@@ -200,13 +211,7 @@ func fsck(c *cli.Context) error {
 		} else if !errors.Is(err, backends.ErrNotFound) {
 			return fmt.Errorf("stat %s: %w", key, err)
 		}
-		rep.Missing++
-		if len(rep.MissingKeys) < fsckListCap {
-			rep.MissingKeys = append(rep.MissingKeys, fsckMissing{Key: key, Ref: ref})
-		}
-		if !jsonOut {
-			prog.line(out, "missing: %s: bytes of %s", ref, key)
-		}
+		finding(&rep.Missing, &rep.MissingKeys, "missing", key, ref)
 		return nil
 	})
 	for err == nil && ok {
@@ -219,13 +224,7 @@ func fsck(c *cli.Context) error {
 	}
 	if err == nil {
 		err = store.QueuedReferencedKeys(ctx, func(key, ref string) error {
-			rep.QueuedReferenced++
-			if len(rep.QueuedReferencedKeys) < fsckListCap {
-				rep.QueuedReferencedKeys = append(rep.QueuedReferencedKeys, fsckMissing{Key: key, Ref: ref})
-			}
-			if !jsonOut {
-				prog.line(out, "queued for deletion but referenced: %s: bytes of %s", ref, key)
-			}
+			finding(&rep.QueuedReferenced, &rep.QueuedReferencedKeys, "queued for deletion but referenced", key, ref)
 			return nil
 		})
 	}
