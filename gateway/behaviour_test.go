@@ -76,7 +76,8 @@ func TestSetBlobPropertiesClears(t *testing.T) {
 // (Azure: the two are interchangeable there), so no MD5 contradicting the
 // bytes is stored (before: 201 and the wrong MD5 stored); a
 // transactional Content-MD5 that is not 16 bytes is 400 InvalidMd5; a
-// request with both Content-MD5 and x-ms-content-crc64 is 400. Put Block
+// request with both Content-MD5 and x-ms-content-crc64 is 400
+// BothCrc64AndMd5HeaderPresent. Put Block
 // and Append Block follow the same transactional rules.
 func TestPutBlobMD5Rules(t *testing.T) {
 	b := setup(t, "sqlite")
@@ -96,9 +97,9 @@ func TestPutBlobMD5Rules(t *testing.T) {
 		{"blob md5 mismatch", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-md5": wrong}, 400, "Md5Mismatch"},
 		{"blob md5 not 16 bytes", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-md5": b64([]byte("short"))}, 400, "InvalidHeaderValue"},
 		{"content md5 not 16 bytes", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-MD5": b64([]byte("short"))}, 400, "InvalidMd5"},
-		{"both digests", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-MD5": good, "x-ms-content-crc64": crc}, 400, "InvalidHeaderValue"},
+		{"both digests", "md5/a", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-MD5": good, "x-ms-content-crc64": crc}, 400, "BothCrc64AndMd5HeaderPresent"},
 		{"put block md5 not 16 bytes", "md5/a?comp=block&blockid=" + b64([]byte("blk1")), map[string]string{"Content-MD5": b64([]byte("short"))}, 400, "InvalidMd5"},
-		{"put block both digests", "md5/a?comp=block&blockid=" + b64([]byte("blk1")), map[string]string{"Content-MD5": good, "x-ms-content-crc64": crc}, 400, "InvalidHeaderValue"},
+		{"put block both digests", "md5/a?comp=block&blockid=" + b64([]byte("blk1")), map[string]string{"Content-MD5": good, "x-ms-content-crc64": crc}, 400, "BothCrc64AndMd5HeaderPresent"},
 	} {
 		resp, body := b.do(t, "PUT", tc.path, "body", tc.hdr)
 		if d := statusDiff(resp, tc.status, tc.code); d != "" {

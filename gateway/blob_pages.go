@@ -219,7 +219,7 @@ func (s *Server) putPageFromURL(w http.ResponseWriter, r *http.Request, req *req
 	if src.size >= 0 && src.size != n {
 		return cannotVerify(http.StatusRequestedRangeNotSatisfiable, "The source range has %d bytes, not the %d of the page range.", src.size, n)
 	}
-	ext, sum, err := s.copyBytes(ctx, src, n, false)
+	ext, got, err := s.copyDigested(ctx, src, n, false, spec.want.crc64 != nil)
 	if err != nil {
 		return err
 	}
@@ -227,12 +227,12 @@ func (s *Server) putPageFromURL(w http.ResponseWriter, r *http.Request, req *req
 		s.discard(ext.Key)
 		return cannotVerify(http.StatusRequestedRangeNotSatisfiable, "The source range has %d bytes, not the %d of the page range.", ext.Size, n)
 	}
-	if err := checkSourceMD5(r.Header, sum); err != nil {
+	if err := spec.want.mismatch(got); err != nil {
 		s.discard(ext.Key)
 		return err
 	}
 	preq.Extent = ext
-	return s.commitPages(ctx, w, preq, []leasedb.Extent{ext}, sums{md5: sum})
+	return s.commitPages(ctx, w, preq, []leasedb.Extent{ext}, got)
 }
 
 // commitPages commits a page write whose bytes (if any) are staged, and

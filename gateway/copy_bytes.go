@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -46,28 +45,34 @@ func (sr *sourceReader) Read(p []byte) (int, error) {
 // empty source yields no object (Extent.Key ""). On failure nothing stays
 // behind.
 func (s *Server) copyBytes(ctx context.Context, src *copySource, max int64, dropEmpty bool) (leasedb.Extent, []byte, error) {
+	ext, got, err := s.copyDigested(ctx, src, max, dropEmpty, false)
+	return ext, got.md5, err
+}
+
+// copyDigested is copyBytes that also computes the CRC64 of the bytes
+// when crc is set (x-ms-source-content-crc64).
+func (s *Server) copyDigested(ctx context.Context, src *copySource, max int64, dropEmpty, crc bool) (leasedb.Extent, sums, error) {
 	if src.size > max {
-		return leasedb.Extent{}, nil, svcerr.New(svcerr.RequestBodyTooLarge)
+		return leasedb.Extent{}, sums{}, svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	if src.size == 0 && dropEmpty {
-		return leasedb.Extent{}, md5.New().Sum(nil), nil
+		return leasedb.Extent{}, newDigester(true, crc).sums(), nil
 	}
 	sr := &sourceReader{r: src.body, size: src.size, max: max}
-	ext, got, err := s.stage(ctx, sr, src.size, true, false)
-	sum := got.md5
+	ext, sum, err := s.stage(ctx, sr, src.size, true, crc)
 	if err != nil {
 		if sr.err == nil {
-			return leasedb.Extent{}, nil, err
+			return leasedb.Extent{}, sums{}, err
 		}
 		switch {
 		case errors.Is(sr.err, errSourceTooLarge):
-			return leasedb.Extent{}, nil, svcerr.New(svcerr.RequestBodyTooLarge)
+			return leasedb.Extent{}, sums{}, svcerr.New(svcerr.RequestBodyTooLarge)
 		case ctx.Err() != nil:
-			return leasedb.Extent{}, nil, ctx.Err()
+			return leasedb.Extent{}, sums{}, ctx.Err()
 		case src.remote:
-			return leasedb.Extent{}, nil, cannotVerify(http.StatusInternalServerError, "The copy source failed after %d bytes: %v", sr.n, sr.err)
+			return leasedb.Extent{}, sums{}, cannotVerify(http.StatusInternalServerError, "The copy source failed after %d bytes: %v", sr.n, sr.err)
 		}
-		return leasedb.Extent{}, nil, fmt.Errorf("reading copy source: %w", sr.err)
+		return leasedb.Extent{}, sums{}, fmt.Errorf("reading copy source: %w", sr.err)
 	}
 	if ext.Size == 0 && dropEmpty {
 		s.discard(ext.Key)

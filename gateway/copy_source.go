@@ -37,6 +37,9 @@ type copySpec struct {
 	authz string
 	// max is the largest source length the operation accepts.
 	max int64
+	// want are the source digests Put Block, Append Block and Put Page
+	// From URL check (x-ms-source-content-md5 / -crc64; sourceSums).
+	want sums
 }
 
 // copySource is an opened source: a body and what is known about it.
@@ -84,12 +87,21 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 		return nil, err
 	}
 	if op == opPutBlockFromURL || op == opAppendFromURL || op == opPutPageFromURL {
+		if spec.want, err = sourceSums(r.Header); err != nil {
+			return nil, err
+		}
 		if v := r.Header.Get("x-ms-source-range"); v != "" {
 			if spec.start, spec.end, err = parseSourceRange(v); err != nil {
 				return nil, err
 			}
 			spec.ranged = true
 		}
+	}
+	if v := r.Header.Get("x-ms-source-content-crc64"); v != "" && spec.want.crc64 == nil {
+		// Copy Blob, Copy Blob From URL and Put Blob From URL take
+		// x-ms-source-content-md5 only: a CRC64 they would not check
+		// is refused, not dropped.
+		return nil, svcerr.Header(svcerr.UnsupportedHeader, "x-ms-source-content-crc64", v)
 	}
 	spec.authz = r.Header.Get("x-ms-copy-source-authorization")
 	return spec, nil

@@ -27,10 +27,10 @@ type sums struct {
 func transactionalSums(h http.Header) (sums, error) {
 	var want sums
 	if h.Get("Content-Md5") != "" && h.Get("X-Ms-Content-Crc64") != "" {
-		// One transactional digest per request: Azure refuses both.
-		e := svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", h.Get("X-Ms-Content-Crc64"))
-		e.Message = "Both x-ms-content-crc64 header and Content-MD5 header are present."
-		return want, e
+		// One transactional digest per request: Azure refuses both
+		// with its own code (Put Blob, Put Block, Append Block, Put
+		// Page).
+		return want, svcerr.New(svcerr.BothCrc64AndMd5HeaderPresent)
 	}
 	if v := h.Get("Content-Md5"); v != "" {
 		b, err := decodeMD5(v)
@@ -43,6 +43,35 @@ func transactionalSums(h http.Header) (sums, error) {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(b) != 8 {
 			return want, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-content-crc64", v)
+		}
+		want.crc64 = b
+	}
+	return want, nil
+}
+
+// sourceSums reads the digests the source bytes of Put Block From URL,
+// Append Block From URL and Put Page From URL must match:
+// x-ms-source-content-md5 and x-ms-source-content-crc64. As with the
+// transactional pair, one request carries one of them (400
+// BothCrc64AndMd5HeaderPresent); a value that is not a digest is 400
+// InvalidHeaderValue. Both are read before the source is.
+func sourceSums(h http.Header) (sums, error) {
+	var want sums
+	md5v, crcv := h.Get("X-Ms-Source-Content-Md5"), h.Get("X-Ms-Source-Content-Crc64")
+	if md5v != "" && crcv != "" {
+		return want, svcerr.New(svcerr.BothCrc64AndMd5HeaderPresent)
+	}
+	if md5v != "" {
+		b, err := decodeMD5(md5v)
+		if err != nil {
+			return want, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-source-content-md5", md5v)
+		}
+		want.md5 = b
+	}
+	if crcv != "" {
+		b, err := base64.StdEncoding.DecodeString(crcv)
+		if err != nil || len(b) != 8 {
+			return want, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-source-content-crc64", crcv)
 		}
 		want.crc64 = b
 	}

@@ -175,11 +175,11 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		return err
 	}
 	defer src.Close()
-	ext, sum, err := s.copyBytes(ctx, src, spec.max, false)
+	ext, got, err := s.copyDigested(ctx, src, spec.max, false, spec.want.crc64 != nil)
 	if err != nil {
 		return err
 	}
-	if err := checkSourceMD5(r.Header, sum); err != nil {
+	if err := spec.want.mismatch(got); err != nil {
 		s.discard(ext.Key)
 		return err
 	}
@@ -193,7 +193,7 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-MD5", b64(sum))
+	setSumHeaders(h, got)
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil
@@ -229,11 +229,11 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 	if src.size == 0 {
 		return svcerr.Newf(svcerr.InvalidInput, "The copy source range is empty; an appended block must have at least one byte.")
 	}
-	ext, sum, err := s.copyBytes(ctx, src, spec.max, false)
+	ext, got, err := s.copyDigested(ctx, src, spec.max, false, spec.want.crc64 != nil)
 	if err != nil {
 		return err
 	}
-	if err := checkSourceMD5(r.Header, sum); err != nil {
+	if err := spec.want.mismatch(got); err != nil {
 		s.discard(ext.Key)
 		return err
 	}
@@ -241,5 +241,5 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 		s.discard(ext.Key)
 		return svcerr.Newf(svcerr.InvalidInput, "The copy source range is empty; an appended block must have at least one byte.")
 	}
-	return s.commitAppend(ctx, w, areq, ext, sums{md5: sum})
+	return s.commitAppend(ctx, w, areq, ext, got)
 }

@@ -77,6 +77,7 @@ const (
 	Md5Mismatch                           Code = "Md5Mismatch"
 	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
+	BothCrc64AndMd5HeaderPresent          Code = "BothCrc64AndMd5HeaderPresent"
 	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
 	InvalidRange                          Code = "InvalidRange"
 	UnsupportedHeader                     Code = "UnsupportedHeader"
@@ -193,6 +194,7 @@ var table = map[Code]entry{
 	Md5Mismatch:                           {400, "The MD5 value specified in the request did not match with the MD5 value calculated by the server."},
 	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. MD5 value must be 128 bits and base64 encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
+	BothCrc64AndMd5HeaderPresent:          {400, "Both x-ms-content-crc64 header and Content-MD5 header are present."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
 	UnsupportedHeader:                     {400, "One of the HTTP headers specified in the request is not supported."},
