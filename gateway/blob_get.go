@@ -128,8 +128,9 @@ const maxRangeDigest = 4 << 20
 // rangeDigests computes the digests of [start, end) that the request asks
 // for with x-ms-range-get-content-md5 or x-ms-range-get-content-crc64: a
 // first pass over the range, before the headers go out (the range is at
-// most 4 MiB; nothing is buffered). Either needs a Range of at most 4 MiB,
-// and not both at once (400 InvalidHeaderValue).
+// most 4 MiB; nothing is buffered). Either needs a Range of at most 4 MiB
+// (400 InvalidHeaderValue), and not both at once (400
+// BothCrc64AndMd5RangeHeaderPresent, as the service answers).
 func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64, ranged bool) (sums, error) {
 	md5v, crcv := r.Header.Get("X-Ms-Range-Get-Content-Md5"), r.Header.Get("X-Ms-Range-Get-Content-Crc64")
 	wantMD5, wantCRC := strings.EqualFold(md5v, "true"), strings.EqualFold(crcv, "true")
@@ -140,7 +141,10 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 	if !wantMD5 {
 		name, value = "x-ms-range-get-content-crc64", crcv
 	}
-	if wantMD5 && wantCRC || !ranged || end-start > maxRangeDigest {
+	if wantMD5 && wantCRC {
+		return sums{}, svcerr.New(svcerr.BothCrc64AndMd5RangeHeaderPresent)
+	}
+	if !ranged || end-start > maxRangeDigest {
 		return sums{}, svcerr.Header(svcerr.InvalidHeaderValue, name, value)
 	}
 	d := newDigester(wantMD5, wantCRC)

@@ -78,6 +78,7 @@ const (
 	InvalidMd5                            Code = "InvalidMd5"
 	Crc64Mismatch                         Code = "Crc64Mismatch"
 	BothCrc64AndMd5HeaderPresent          Code = "BothCrc64AndMd5HeaderPresent"
+	BothCrc64AndMd5RangeHeaderPresent     Code = "BothCrc64AndMd5RangeHeaderPresent"
 	RequestBodyTooLarge                   Code = "RequestBodyTooLarge"
 	InvalidRange                          Code = "InvalidRange"
 	UnsupportedHeader                     Code = "UnsupportedHeader"
@@ -195,6 +196,7 @@ var table = map[Code]entry{
 	InvalidMd5:                            {400, "The MD5 value specified in the request is invalid. MD5 value must be 128 bits and base64 encoded."},
 	Crc64Mismatch:                         {400, "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server."},
 	BothCrc64AndMd5HeaderPresent:          {400, "Both x-ms-content-crc64 header and Content-MD5 header are present."},
+	BothCrc64AndMd5RangeHeaderPresent:     {400, "Both x-ms-range-get-content-crc64 header and x-ms-range-get-content-md5 header are present."},
 	RequestBodyTooLarge:                   {413, "The request body is too large and exceeds the maximum permissible limit."},
 	InvalidRange:                          {416, "The range specified is invalid for the current size of the resource."},
 	UnsupportedHeader:                     {400, "One of the HTTP headers specified in the request is not supported."},
