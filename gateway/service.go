@@ -9,10 +9,17 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// Get Account Information: GET|HEAD ?restype=account&comp=properties → 200.
+// Get Account Information: GET|HEAD ?restype=account&comp=properties → 200,
+// on the service, a container or a blob, at either endpoint. The answer
+// is what every account here behaves as: x-ms-sku-name Standard_RAGRS,
+// because each account's secondary endpoint serves reads
+// (<account>-secondary, secondary.go), which only a read-access
+// geo-redundant account has; x-ms-account-kind StorageV2 (block blob
+// tiers, versioning, blob index tags); x-ms-is-hns-enabled false (no
+// hierarchical namespace: x-ms-undelete-source is refused).
 func (s *Server) getAccountInfo(w http.ResponseWriter, r *http.Request, req *request) error {
 	h := w.Header()
-	h.Set("x-ms-sku-name", "Standard_LRS")
+	h.Set("x-ms-sku-name", "Standard_RAGRS")
 	h.Set("x-ms-account-kind", "StorageV2")
 	h.Set("x-ms-is-hns-enabled", "false")
 	w.WriteHeader(http.StatusOK)
