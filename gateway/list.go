@@ -247,9 +247,15 @@ func writeBlobEntry(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 
 // writeBlobFields writes a Blob element of List Blobs but for its end.
 func writeBlobFields(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time, day time.Duration) {
-	deleted := !b.DeletedTime.IsZero()
 	x.open("Blob")
 	x.elem("Name", b.Name)
+	writeAfterName(x, b, include, now, day)
+}
+
+// writeAfterName writes what follows the Name of a List Blobs entry, up to
+// its end.
+func writeAfterName(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now time.Time, day time.Duration) {
+	deleted := !b.DeletedTime.IsZero()
 	if b.Snapshot != "" {
 		x.elem("Snapshot", b.Snapshot)
 	}
