@@ -54,15 +54,31 @@ func parseTagsHeader(h http.Header) (map[string]string, error) {
 
 // parseTierHeader reads x-ms-access-tier on an upload: one of Hot, Cool,
 // Cold, Archive in any case (stored canonical) on a block blob, or a
-// premium tier (P4 ... P80) on a page blob of pageSize bytes
-// (page_tier.go); "" when absent.
+// premium tier (P4 ... P80) on a page blob of pageSize bytes (Put Blob:
+// x-ms-blob-content-length; Copy Blob: the source's length); "" when
+// absent.
+//
+// Premium page blob tiers are answered as a premium page blob account
+// answers them: Put Blob and Copy Blob of a page blob, and Set Blob Tier
+// on a page blob, store the tier (canonical spelling), and Get Blob, Get
+// Blob Properties and List Blobs report it. The tier sets a disk's size,
+// IOPS and bandwidth class on Azure; here only its size limit applies
+// (leasedb.PremiumTier: 409 BlobTierInadequateForContentLength). A
+// premium tier on a block or append blob is not a tier at all (400
+// InvalidHeaderValue), and Hot, Cool, Cold and Archive on a page blob stay
+// refused.
 func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, error) {
 	v := h.Get("x-ms-access-tier")
 	if v == "" {
 		return "", nil
 	}
-	if blobType == "PageBlob" && isPremiumPageTier(v) {
-		return parsePremiumTier(v, pageSize)
+	if blobType == "PageBlob" {
+		if tier, premium, err := leasedb.PremiumTier(v, pageSize); premium {
+			if err != nil {
+				return "", err
+			}
+			return tier, nil
+		}
 	}
 	tier, ok := leasedb.CanonicalTier(v)
 	if !ok || blobType != "BlockBlob" {

@@ -87,12 +87,12 @@ func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond 
 // blob's size class, so no other blob type takes it (it is not a tier
 // there at all) and the blob must fit it.
 func applyTier(b *Blob, tier string) error {
-	if _, _, premium := CanonicalPremiumTier(tier); premium {
+	if _, premium, tooSmall := PremiumTier(tier, b.Size); premium {
 		if b.Type != "PageBlob" {
 			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", tier)
 		}
-		if err := CheckPremiumTierSize(tier, b.Size); err != nil {
-			return err
+		if tooSmall != nil {
+			return tooSmall
 		}
 	} else if b.Type != "BlockBlob" {
 		return svcerr.Newf(svcerr.InvalidBlobType, "Access tiers apply to block blobs only.")

@@ -57,17 +57,26 @@ func CanonicalPremiumTier(v string) (tier string, max int64, ok bool) {
 	return "", 0, false
 }
 
-// CheckPremiumTierSize is the size rule of a premium page blob tier: a
-// page blob longer than its tier allows is 409
-// BlobTierInadequateForContentLength (Set Blob Tier to a smaller tier, and
-// here also Put Blob, Copy Blob and a resize by Set Blob Properties past
-// the tier). Any other tier (or none) has no size rule.
-func CheckPremiumTierSize(tier string, size int64) error {
-	_, max, ok := CanonicalPremiumTier(tier)
-	if !ok || size <= max {
-		return nil
+// PremiumTier reads v (x-ms-access-tier) as a premium page blob tier for a
+// page blob of size bytes, with one lookup: ok is false when v names no
+// premium tier (a standard tier, or nothing); otherwise tier is its
+// canonical spelling and err the tier's size rule: a page blob longer
+// than its tier allows is 409 BlobTierInadequateForContentLength (Set Blob
+// Tier to a smaller tier, and here also Put Blob, Copy Blob and a resize
+// by Set Blob Properties past the tier).
+func PremiumTier(v string, size int64) (tier string, ok bool, err error) {
+	tier, max, ok := CanonicalPremiumTier(v)
+	if ok && size > max {
+		err = svcerr.New(svcerr.BlobTierInadequateForContentLength)
 	}
-	return svcerr.New(svcerr.BlobTierInadequateForContentLength)
+	return tier, ok, err
+}
+
+// CheckPremiumTierSize is the size rule of a stored tier (PremiumTier):
+// any other tier (or none) has no size rule.
+func CheckPremiumTierSize(tier string, size int64) error {
+	_, _, err := PremiumTier(tier, size)
+	return err
 }
 
 // Blob index tag limits (Azure's).
