@@ -104,6 +104,8 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"AccountSettings", testAccountSettings},
 		{"SoftDeletedRows", testSoftDeletedRows},
 		{"SoftDeleteOps", testSoftDeleteOps},
+		{"SoftDeletedVersions", testSoftDeletedVersions},
+		{"SoftDeleteVersionOps", testSoftDeleteVersionOps},
 		{"PageBlobRow", testPageBlobRow},
 		{"AccountKeys", testAccountKeys},
 		{"AccountKeysSeedEmpty", testAccountKeysSeedEmpty},

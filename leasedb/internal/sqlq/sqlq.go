@@ -159,7 +159,7 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 		b.WriteString(`
 	UNION ALL
 	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) + deletedOnly(inc) +
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) + deletedRows(inc) +
 			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS db`)
 	}
 	if inc.Uncommitted {
@@ -297,14 +297,21 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	if inc.Snapshots {
 		parts = append(parts, part{"ms", "snapshots", "name", ""})
 	}
-	if inc.Versions {
+	// versionsOnly: include=deletedwithversions without the versions
+	// lists a name with previous versions (mv), or with soft-deleted
+	// ones only (mo), and no blob row as its newest version.
+	versionsOnly := inc.DeletedWithVersions && !inc.Versions
+	if inc.Versions || versionsOnly {
 		parts = append(parts, part{"mv", "versions", "name", ""})
+	}
+	if versionsOnly {
+		parts = append(parts, part{"mo", "deleted_blobs", "name", ` AND snapshot >= '` + VersionPos + `'`})
 	}
 	if inc.Uncommitted {
 		parts = append(parts, part{"mk", "blocks", "blob", ""})
 	}
 	if inc.Deleted {
-		parts = append(parts, part{"md", "deleted_blobs", "name", deletedOnly(inc)})
+		parts = append(parts, part{"md", "deleted_blobs", "name", deletedRows(inc)})
 	}
 	// first is the first key of p's table that is past pos (an SQL
 	// expression), within the prefix.
@@ -366,7 +373,7 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	}
 	b.WriteString(`w.n + 1 FROM walk w WHERE ` + m + ` IS NOT NULL AND w.n < ` + arg(limit) + `
 ),
-found(m, mb, ms, mv, mk, md, n) AS (
+found(m, mb, ms, mv, mo, mk, md, n) AS (
 	SELECT ` + least("") + `, mb, `)
 	col := func(c string) string {
 		for _, p := range parts {
@@ -376,7 +383,7 @@ found(m, mb, ms, mv, mk, md, n) AS (
 		}
 		return `CAST(NULL AS TEXT)`
 	}
-	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mk") + `, ` + col("md") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
+	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mo") + `, ` + col("mk") + `, ` + col("md") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
@@ -396,12 +403,29 @@ SELECT ` + BlobCols + `, snapshot, kind FROM (
 		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
 		AND f.mv = f.m AND NOT (` + rolled("f.m") + `)`)
 	}
+	if versionsOnly {
+		// The walk knows whether the name has a blob row (mb) or live
+		// versions (mv), as for staged names below.
+		mark := `CAST('` + VersionPos + `' || version_id || '` + versionsOnlyMark + `' AS TEXT), ` + fmt.Sprint(KindVersion) + `, f.n`
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + mark + `
+		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mv = f.m AND (f.mb IS NULL OR f.mb <> f.m) AND NOT (` + rolled("f.m") + `)
+		AND version_id = (SELECT MAX(w.version_id) FROM versions w WHERE w.account = ` + arg(account) + ` AND w.container = ` + arg(container) + ` AND w.name = f.m)
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + mark + `
+		FROM found f CROSS JOIN deleted_blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mo = f.m AND (f.mv IS NULL OR f.mv <> f.m) AND (f.mb IS NULL OR f.mb <> f.m) AND NOT (` + rolled("f.m") + `)
+		AND snapshot = (SELECT MAX(e.snapshot) FROM deleted_blobs e WHERE e.account = ` + arg(account) + ` AND e.container = ` + arg(container) + ` AND e.name = f.m
+			AND e.snapshot >= '` + VersionPos + `')`)
+	}
 	if inc.Deleted {
 		b.WriteString(`
 	UNION ALL
 	SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + `, f.n
 		FROM found f CROSS JOIN deleted_blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
-		AND f.md = f.m AND NOT (` + rolled("f.m") + `)` + deletedOnly(inc))
+		AND f.md = f.m AND NOT (` + rolled("f.m") + `)` + deletedRows(inc))
 	}
 	if inc.Uncommitted {
 		// The walk already knows whether the name has a blob row: mb is
