@@ -353,4 +353,33 @@ func testSoftDeleteVersionOps(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
+	// Retention off: a deleted version goes for good.
+	if err := db.SetVersioning(ctx, acct, true); err != nil {
+		t.Fatal(err)
+	}
+	put("k/5") // k/4 becomes a version
+	vs := listVersionIDs(t, s, "b")
+	if len(vs) != 1 {
+		t.Fatalf("versions %q, want one", vs)
+	}
+	if soft, err := db.DeleteVersion(ctx, ref, vs[0], leasedb.Conditions{}); err != nil || soft {
+		t.Fatalf("DeleteVersion without a retention: soft %v, %v; want a permanent delete", soft, err)
+	}
+	if got := sortedCopy(queued(t, s)); !reflect.DeepEqual(got, []string{"k/1", "k/2", "k/4"}) {
+		t.Errorf("queued after a permanent version delete %q, want k/4 too", got)
+	}
+}
+
+// listVersionIDs is the ids of the previous versions of c/name.
+func listVersionIDs(t *testing.T, s leasedb.Store, name string) []string {
+	t.Helper()
+	var out []string
+	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		vs, err := tx.Versions(ctx, acct, "c", name)
+		for _, v := range vs {
+			out = append(out, v.VersionID)
+		}
+		return err
+	})
+	return out
 }
