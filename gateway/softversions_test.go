@@ -130,7 +130,9 @@ func TestSoftDeletedVersions(t *testing.T) {
 // With versioning on, Undelete Blob of a name whose current version was
 // deleted restores its soft-deleted versions and no current blob (Azure:
 // restoring a version as current is a copy onto the base); a version id
-// made after a soft-deleted one is later than it.
+// made after a soft-deleted one is later than it; with the retention off
+// again a version delete is permanent, and the version soft-deleted
+// before stays listed.
 func TestUndeleteVersionsNoCurrent(t *testing.T) {
 	for _, kind := range versionKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -165,8 +167,20 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v2 := vidOf(t, "upload", up2.VersionID); v2 <= v1 {
+			v2 := vidOf(t, "upload", up2.VersionID)
+			if v2 <= v1 {
 				t.Errorf("version id %s after the soft-deleted %s", v2, v1)
+			}
+			// Retention off: a version deleted now goes for good.
+			if _, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil); err != nil {
+				t.Fatal(err)
+			}
+			b.setRetention(t, 0)
+			if perm := b.deleteRaw(t, "noc/a?versionid="+v2, nil); perm != "true" {
+				t.Errorf("Delete Blob ?versionid= without a retention: x-ms-delete-type-permanent %q, want true", perm)
+			}
+			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+				t.Errorf("after a permanent delete: %s, want %s", got, want)
 			}
 			b.collectAll(t)
 			b.checkNoLeak(t)
