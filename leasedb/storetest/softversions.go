@@ -383,3 +383,101 @@ func listVersionIDs(t *testing.T, s leasedb.Store, name string) []string {
 	})
 	return out
 }
+
+// testSoftDeletedManyRows: a name with more soft-deleted snapshots and
+// versions than one listing batch and a soft-deleted base lists every row
+// once, in order (snapshots, versions by id, then the base), at every
+// page size, flat and with a delimiter: the base, first in the table's
+// key order, must not push the later rows out of a batch.
+func testSoftDeletedManyRows(t *testing.T, s leasedb.Store) {
+	mustInsertContainer(t, s, "c")
+	del := base.Add(time.Hour)
+	var want []string
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		if err := tx.PutDeletedBlob(ctx, deletedRow("c", "n", "", del, 2)); err != nil {
+			return err
+		}
+		for i := 0; i < 20; i++ {
+			id := fmt.Sprintf("2024-05-17T06:41:%02d.0000000Z", i)
+			if err := tx.PutDeletedBlob(ctx, deletedRow("c", "n", id, del, 2)); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 20; i++ {
+			id := fmt.Sprintf("2024-05-17T06:42:%02d.0000000Z", i)
+			if err := tx.PutDeletedBlob(ctx, deletedVersion("c", "n", id, del, 2)); err != nil {
+				return err
+			}
+		}
+		// p: more soft-deleted versions than the batch (64) that a
+		// delimited page reads of the name its marker stopped in, and
+		// more than a page of 70 reads.
+		if err := tx.PutDeletedBlob(ctx, deletedRow("c", "p", "", del, 2)); err != nil {
+			return err
+		}
+		for i := 0; i < 150; i++ {
+			if err := tx.PutDeletedBlob(ctx, deletedVersion("c", "p", pVersion(i), del, 2)); err != nil {
+				return err
+			}
+		}
+		return tx.PutBlob(ctx, fullBlob("c", "o"))
+	})
+	var pvers []string
+	for i := 0; i < 150; i++ {
+		pvers = append(pvers, "version "+pVersion(i))
+	}
+	for i := 0; i < 20; i++ {
+		want = append(want, fmt.Sprintf("snapshot 2024-05-17T06:41:%02d.0000000Z", i))
+	}
+	vers := []string{}
+	for i := 0; i < 20; i++ {
+		vers = append(vers, fmt.Sprintf("version 2024-05-17T06:42:%02d.0000000Z", i))
+	}
+	db := &leasedb.DB{Store: s}
+	pRows := append(append([]string{}, pvers...), "base")
+	for _, tc := range []struct {
+		inc       leasedb.ListInclude
+		delimiter string
+		want      []string
+	}{
+		{leasedb.ListInclude{Deleted: true, Snapshots: true}, "", append(append([]string{}, want...), "base", "o", "base")},
+		{leasedb.ListInclude{Deleted: true, Versions: true}, "", append(append(append([]string{}, vers...), "base", "o"), pRows...)},
+		{leasedb.ListInclude{Deleted: true, Versions: true, Snapshots: true}, "", append(append(append(append([]string{}, want...), vers...), "base", "o"), pRows...)},
+		{leasedb.ListInclude{Deleted: true, Versions: true}, "/", append(append(append([]string{}, vers...), "base", "o"), pRows...)},
+	} {
+		for _, size := range []int{1, 2, 7, 70, 500} {
+			var got []string
+			marker := ""
+			for pages := 0; pages < 300; pages++ {
+				res, err := db.ListBlobsInclude(ctxT(t), acct, "c", "", tc.delimiter, marker, size, tc.inc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, it := range res.Items {
+					b := it.Blob
+					switch {
+					case b.Name == "o":
+						got = append(got, "o")
+					case b.Snapshot != "":
+						got = append(got, "snapshot "+b.Snapshot)
+					case b.NonCurrent:
+						got = append(got, "version "+b.VersionID)
+					default:
+						got = append(got, "base")
+					}
+				}
+				if marker = res.Next; marker == "" {
+					break
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%+v delimiter %q, pages of %d:\n got %q\nwant %q", tc.inc, tc.delimiter, size, got, tc.want)
+			}
+		}
+	}
+}
+
+// pVersion is the i-th version id of testSoftDeletedManyRows' name p.
+func pVersion(i int) string {
+	return fmt.Sprintf("2024-05-17T%02d:%02d:00.0000000Z", 8+i/60, i%60)
+}

@@ -106,6 +106,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"SoftDeleteOps", testSoftDeleteOps},
 		{"SoftDeletedVersions", testSoftDeletedVersions},
 		{"SoftDeleteVersionOps", testSoftDeleteVersionOps},
+		{"SoftDeletedManyRows", testSoftDeletedManyRows},
 		{"PageBlobRow", testPageBlobRow},
 		{"AccountKeys", testAccountKeys},
 		{"AccountKeysSeedEmpty", testAccountKeysSeedEmpty},

@@ -155,36 +155,10 @@ func markDeleted(b *leasedb.Blob) bool {
 	return true
 }
 
-// hasDeletedRest reports whether the cursor's name (the cursor being in
-// its rows at afterSnapshot) may have soft-deleted rows still to list:
-// its soft-deleted snapshots (with snapshots) or versions (with
-// versions), or its soft-deleted base, unless the cursor is past it.
-func hasDeletedRest(afterSnapshot string, inc leasedb.ListInclude) bool {
-	return inc.Snapshots || inc.Versions || afterSnapshot < DeletedBasePos
-}
-
-// deletedCursorRest is the condition (after account and container) of
-// the deleted_blobs rows of ListEntries that are the rest of the cursor's
-// name (see hasDeletedRest): the rows deletedRows lets through that come
-// after afterSnapshot (never empty here), and the base unless the cursor
-// is past it. It binds its arguments in text order, as plain "?"
-// placeholders need.
-func deletedCursorRest(arg func(v any) string, after, afterSnapshot string, inc leasedb.ListInclude) string {
-	c := `name = ` + arg(after) + ` AND (`
-	var or []string
-	if inc.Snapshots || inc.Versions {
-		or = append(or, `(snapshot > `+arg(afterSnapshot)+deletedLater(inc)+`)`)
-	}
-	if afterSnapshot < DeletedBasePos {
-		or = append(or, `snapshot = ''`)
-	}
-	return c + strings.Join(or, ` OR `) + `)`
-}
-
-// deletedLater narrows the deleted_blobs rows past a cursor (never the
-// base: their key is past a non-empty position) to the kinds the listing
-// includes.
-func deletedLater(inc leasedb.ListInclude) string {
+// deletedOthers narrows the deleted_blobs rows other than base blobs to
+// the kinds the listing includes: snapshots with snapshots, versions with
+// versions.
+func deletedOthers(inc leasedb.ListInclude) string {
 	switch {
 	case inc.Snapshots && inc.Versions:
 		return ""

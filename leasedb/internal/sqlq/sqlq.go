@@ -146,21 +146,36 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 		b.WriteString(versionsOnlyPart(arg, rangeOf, account, container, after, afterSnapshot, prefix, limit))
 	}
 	if inc.Deleted {
+		// A soft-deleted base is first in the table's key order but
+		// last of its name's entries: it is read by parts of its own,
+		// so that in each part the key order is the entries' order and
+		// its first limit rows are enough.
+		// cond runs after the account and container are bound: the
+		// arguments are bound in text order, as plain "?" placeholders
+		// need.
+		del := func(cond func() string, order, alias string) {
+			b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + cond() +
+				` ORDER BY ` + order + ` LIMIT ` + arg(limit) + `) AS ` + alias)
+		}
+		others := inc.Snapshots || inc.Versions
 		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
 			// The rest of the cursor name's soft-deleted rows.
-			if hasDeletedRest(afterSnapshot, inc) {
-				b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + deletedCursorRest(arg, after, afterSnapshot, inc) +
-					` ORDER BY snapshot LIMIT ` + arg(limit) + `) AS cd`)
+			if others {
+				del(func() string {
+					return `name = ` + arg(after) + ` AND snapshot > ` + arg(afterSnapshot) + deletedOthers(inc)
+				}, "snapshot", "cd")
+			}
+			if afterSnapshot < DeletedBasePos {
+				del(func() string { return `name = ` + arg(after) + ` AND snapshot = ''` }, "name", "cb")
 			}
 		}
-		b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) + deletedRows(inc) +
-			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS db`)
+		del(func() string { return rangeOf("name", false) + ` AND snapshot = ''` }, "name", "db")
+		if others {
+			del(func() string { return rangeOf("name", false) + ` AND snapshot <> ''` + deletedOthers(inc) }, "name, snapshot", "ds")
+		}
 	}
 	if inc.Uncommitted {
 		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
