@@ -9,6 +9,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/blobgw/blobgw/gateway"
+	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb"
 )
 
@@ -299,4 +301,95 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 			b.checkNoLeak(t)
 		})
 	}
+}
+
+// A soft-deleted version inside container soft delete: it moves with its
+// container into the hidden account and back on Restore Container, its
+// bytes held all the while; List Blobs include=versions,deleted then
+// lists it and Undelete Blob restores it whole. Nothing leaks.
+func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
+	for _, kind := range versionKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			b := setup(t, kind, setupOpts{options: gateway.Options{
+				ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+			b.versionedSoftContainer(t, "vback")
+			x1, x2 := randBytes(9000, 31), randBytes(100, 32)
+			up1, err := b.client.UploadBuffer(ctx, "vback", "a", x1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
+				t.Fatal(err)
+			}
+			v1 := vidOf(t, "upload", up1.VersionID)
+			b.deleteRaw(t, "vback/a?versionid="+v1, nil)
+			if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
+				t.Fatal(err)
+			}
+			b.collectAll(t)
+			if n := b.countObjects(t); n != 2 {
+				t.Fatalf("%d objects with the container soft-deleted, want 2", n)
+			}
+			b.checkNoLeak(t)
+			svc := b.client.ServiceClient()
+			del := deletedItems(listAll(t, b.client, true), "vback")
+			if len(del) != 1 {
+				t.Fatalf("deleted containers %v", del)
+			}
+			if _, err := svc.RestoreContainer(ctx, "vback", *del[0].Version, nil); err != nil {
+				t.Fatal(err)
+			}
+			cc := svc.NewContainerClient("vback")
+			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+				t.Fatalf("restored container lists %s, want %s", got, want)
+			}
+			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
+			b.collectAll(t)
+			b.checkNoLeak(t)
+		})
+	}
+}
+
+// A soft-deleted version that shares the current blob's bytes keeps them
+// when versioning and the policy were turned off since and the blob is
+// overwritten by a plain write (on Postgres the few-statement Put Blob,
+// whose check of the name's other rows must count soft-deleted versions);
+// Undelete Blob restores it whole.
+func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		cc := b.versionedSoftContainer(t, "vplain")
+		x1 := randBytes(6000, 33)
+		up1, err := b.client.UploadBuffer(ctx, "vplain", "a", x1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1 := vidOf(t, "upload", up1.VersionID)
+		// With versioning off, Set Blob Metadata keeps v1 as a version
+		// and leaves a current blob without a version id on the same
+		// bytes.
+		b.setVersioning(t, false)
+		if _, err := cc.NewBlobClient("a").SetMetadata(ctx, map[string]*string{"k": to.Ptr("v")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.deleteRaw(t, "vplain/a?versionid="+v1, nil)
+		b.setRetention(t, 0)
+		if _, err := b.client.UploadBuffer(ctx, "vplain", "a", randBytes(10, 34), nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		if n := b.countObjects(t); n != 2 {
+			t.Fatalf("%d objects after the plain overwrite, want 2 (the soft-deleted version keeps x1)", n)
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "vplain", "a", v1), x1, "soft-deleted version after a plain overwrite")
+		b.checkNoLeak(t)
+	})
 }
