@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -40,7 +41,8 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, req *request
 	return s.respondBlob(w, r, req, b, now, err)
 }
 
-// Delete Blob with ?versionid=: removes that previous version only (202).
+// Delete Blob with ?versionid=: removes that previous version only (202),
+// or soft-deletes it under a DeleteRetentionPolicy.
 func (s *Server) deleteVersion(w http.ResponseWriter, r *http.Request, req *request) error {
 	vid, err := versionID(req)
 	if err != nil {
@@ -54,9 +56,13 @@ func (s *Server) deleteVersion(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil {
 		return err
 	}
-	if err := s.db.DeleteVersion(r.Context(), req.ref(), vid, cond); err != nil {
+	soft, err := s.db.DeleteVersion(r.Context(), req.ref(), vid, cond)
+	if err != nil {
 		return err
 	}
+	// false when the account's DeleteRetentionPolicy kept the version
+	// as a soft-deleted version.
+	w.Header().Set("x-ms-delete-type-permanent", strconv.FormatBool(!soft))
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }

@@ -259,7 +259,8 @@ func writeAfterName(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if b.Snapshot != "" {
 		x.elem("Snapshot", b.Snapshot)
 	}
-	if b.VersionID != "" && b.Snapshot == "" && !deleted {
+	if b.VersionID != "" && b.Snapshot == "" && (!deleted || b.NonCurrent) {
+		// A version, live or soft-deleted (include=versions,deleted).
 		x.elem("VersionId", b.VersionID)
 		x.elem("IsCurrentVersion", strconv.FormatBool(!b.NonCurrent))
 	}

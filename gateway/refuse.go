@@ -49,11 +49,12 @@ func refuseOperation(r *http.Request, req *request) error {
 	}
 	if req.op.name == "ListBlobs" {
 		// List Blobs include=deletedwithversions lists the names whose
-		// current version was deleted (HasVersionsOnly) in flat
-		// listings without include=versions; with a delimiter (the
-		// rolled-up names) or with the versions themselves it is not
-		// built, and listing without those entries would present an
-		// incomplete history.
+		// current version was deleted (HasVersionsOnly), flat or with
+		// a delimiter. Together with include=versions Azure lists, for
+		// each such name, an entry of its own version id (the
+		// deletion's) after the versions, which the gateway does not
+		// record: not built, and listing without those entries would
+		// present an incomplete history.
 		var dwv, versions bool
 		for _, p := range strings.Split(req.query["include"], ",") {
 			switch strings.ToLower(strings.TrimSpace(p)) {
@@ -63,9 +64,9 @@ func refuseOperation(r *http.Request, req *request) error {
 				versions = true
 			}
 		}
-		if dwv && (versions || req.query["delimiter"] != "") {
-			e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "deletedwithversions with a delimiter or with versions is not implemented")
-			e.Message = "Listing deleted blobs with versions (include=deletedwithversions) with a delimiter or together with include=versions is not implemented by this gateway."
+		if dwv && versions {
+			e := svcerr.Query(svcerr.NotImplemented, "include", req.query["include"], "deletedwithversions with versions is not implemented")
+			e.Message = "Listing deleted blobs with versions (include=deletedwithversions) together with include=versions is not implemented by this gateway."
 			return e
 		}
 	}

@@ -439,9 +439,9 @@ func TestSoftDeleteOff(t *testing.T) {
 // Soft delete with versioning on, as Azure documents it: an overwrite
 // keeps a version (no soft-deleted snapshot), Delete Blob makes the
 // current version a previous one and soft-deletes the snapshots it
-// deletes; Undelete Blob restores those snapshots (the blob comes back by
-// copying a version); deleting a version while soft delete is on is
-// refused (501) rather than done for good, and leaves the version.
+// deletes; deleting a version soft-deletes it; Undelete Blob restores
+// those snapshots and the version (the blob comes back by copying a
+// version).
 func TestSoftDeleteWithVersioning(t *testing.T) {
 	for _, kind := range versionKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -470,12 +470,15 @@ func TestSoftDeleteWithVersioning(t *testing.T) {
 			if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
 				t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
 			}
-			_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).Delete(ctx, nil)
-			wantErr(t, err, 501, "NotImplemented")
-			checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "version after a refused delete")
+			if perm := b.deleteRaw(t, "vsoft/a?versionid="+*up1.VersionID, nil); perm != "false" {
+				t.Errorf("Delete Blob ?versionid=: x-ms-delete-type-permanent %q, want false (soft-deleted)", perm)
+			}
+			_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).GetProperties(ctx, nil)
+			wantErr(t, err, 404, "BlobNotFound")
 			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
+			checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "soft-deleted version after Undelete Blob")
 			sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -47,6 +48,48 @@ func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlob
 	return strings.Join(out, ", ")
 }
 
+// listVersionsOnlyTree is listVersionsOnly with the delimiter "/": a
+// BlobPrefix renders as its name; within a page the prefixes and blobs
+// are merged back in name order (the SDK returns them apart).
+func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
+	t.Helper()
+	var out []string
+	opts := &container.ListBlobsHierarchyOptions{Include: inc, MaxResults: to.Ptr(pageSize)}
+	if prefix != "" {
+		opts.Prefix = to.Ptr(prefix)
+	}
+	p := cc.NewListBlobsHierarchyPager("/", opts)
+	for p.More() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		type entry struct{ name, s string }
+		var es []entry
+		for _, bp := range page.Segment.BlobPrefixes {
+			es = append(es, entry{*bp.Name, *bp.Name})
+		}
+		for _, it := range page.Segment.BlobItems {
+			s := *it.Name
+			if it.Deleted != nil && *it.Deleted {
+				s += " (deleted)"
+			}
+			if it.HasVersionsOnly != nil && *it.HasVersionsOnly {
+				if it.VersionID != nil || it.IsCurrentVersion != nil {
+					t.Errorf("%s: HasVersionsOnly entry names version %v, current %v", s, it.VersionID, it.IsCurrentVersion)
+				}
+				s += fmt.Sprintf(" (versions only, %d bytes)", *it.Properties.ContentLength)
+			}
+			es = append(es, entry{*it.Name, s})
+		}
+		sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
+		for _, e := range es {
+			out = append(out, e.s)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // versionedSoftContainer turns versioning and a two-day blob soft delete
 // on and creates the container name.
 func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Client {
@@ -65,8 +108,9 @@ func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Cl
 // properties), beside the live blobs; a name with a current blob is
 // listed as that blob only; pages of one entry resume right, also past a
 // name's soft-deleted snapshot; without the flag those names are absent.
-// With a delimiter or with include=versions it is still 501 and lists
-// nothing. Before, every include=deletedwithversions was 501.
+// With a delimiter it lists the same entries, a deleted name under a
+// prefix rolling up into the prefix. With include=versions it is still
+// 501 and lists nothing. Before, the delimited form was 501 too.
 func TestListDeletedWithVersions(t *testing.T) {
 	for _, kind := range versionKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -140,8 +184,27 @@ func TestListDeletedWithVersions(t *testing.T) {
 				}
 			}
 
-			// Still not built: with a delimiter, or with the versions.
-			for _, q := range []string{"include=deletedwithversions&delimiter=/", "include=versions,DeletedWithVersions"} {
+			// With a delimiter: the same entries, a deleted name with
+			// versions under a prefix rolling up into it, pages
+			// resuming in the middle of the names.
+			put("dir/x", 50)
+			put("dir/x", 60)
+			b.deleteRaw(t, "dwv/dir/x", nil)
+			want = "a (versions only, 200 bytes), b, c (versions only, 500 bytes), d, dir/, e (versions only, 700 bytes)"
+			for _, size := range []int32{1, 2, 100} {
+				if got := listVersionsOnlyTree(t, cc, dwv, "", size); !strings.HasPrefix(got, want+", m00") {
+					t.Errorf("include=deletedwithversions with a delimiter, pages of %d:\n got %s\nwant %s, m00, ...", size, got, want)
+				}
+			}
+			if got, want := listVersionsOnlyTree(t, cc, dwv, "dir/", 1), "dir/x (versions only, 60 bytes)"; got != want {
+				t.Errorf("prefix dir/ with a delimiter: %s, want %s", got, want)
+			}
+			if got, want := listVersionsOnlyTree(t, cc, container.ListBlobsInclude{}, "", 100), "b, d"; !strings.HasPrefix(got, want+", m01") {
+				t.Errorf("plain listing with a delimiter: %s, want %s, m01, ...", got, want)
+			}
+
+			// Still not built: with the versions.
+			for _, q := range []string{"include=versions,DeletedWithVersions", "include=deletedwithversions,versions&delimiter=/"} {
 				resp, body := b.do(t, "GET", "dwv?restype=container&comp=list&"+q, "", nil)
 				if resp.StatusCode != 501 || !strings.Contains(body, "NotImplemented") {
 					t.Errorf("%s: %d %s, want 501 NotImplemented", q, resp.StatusCode, body)

@@ -381,8 +381,11 @@ type Tx interface {
 	Versions(ctx context.Context, account, container, blob string) ([]*Blob, error)
 	// NameRows returns the rows of a blob name that may share its current
 	// blob's extents, in one statement: its snapshots (by snapshot id),
-	// then its previous versions (NonCurrent, oldest first). Every write
-	// that drops extents reads it, so it is one round trip, not two.
+	// then its previous versions (NonCurrent, oldest first), with its
+	// soft-deleted rows among them (DeletedTime set: a soft-deleted
+	// snapshot among the snapshots, a soft-deleted version among the
+	// versions, a soft-deleted base blob last). Every write that drops
+	// extents reads it, so it is one round trip, not two.
 	NameRows(ctx context.Context, account, container, blob string) ([]*Blob, error)
 	// DeleteVersion deletes one previous-version row; ErrNotFound when
 	// absent.

@@ -52,14 +52,16 @@ type ListInclude struct {
 	Versions bool
 	// Deleted lists soft-deleted rows (include=deleted): a name's
 	// soft-deleted base blob after its previous versions and before its
-	// current blob, and, with Snapshots, its soft-deleted snapshots among
-	// its snapshots (Blob.DeletedTime set on both).
+	// current blob, with Snapshots its soft-deleted snapshots among its
+	// snapshots, and with Versions its soft-deleted versions among its
+	// versions by id (Blob.DeletedTime set on all).
 	Deleted bool
 	// DeletedWithVersions lists, once, each name that has previous
 	// versions and no current blob (include=deletedwithversions), as its
 	// newest version marked ListItem.VersionsOnly, where the versions
-	// would be. With Versions the versions themselves list such a name
-	// and this adds nothing. Flat listings only (ListEntries).
+	// would be; a name whose versions are all soft-deleted is listed by
+	// its newest soft-deleted one. With Versions the versions themselves
+	// list such a name and this adds nothing.
 	DeletedWithVersions bool
 }
 
@@ -112,11 +114,13 @@ const deletedBasePos = "w"
 
 // posOf is the cursor right past the listed row b.
 func posOf(b *Blob) listPos {
+	if b.NonCurrent {
+		// A previous version, soft-deleted or not: its place among
+		// the versions.
+		return listPos{name: b.Name, snapshot: versionPos + b.VersionID}
+	}
 	if !b.DeletedTime.IsZero() && b.Snapshot == "" {
 		return listPos{name: b.Name, snapshot: deletedBasePos}
-	}
-	if b.NonCurrent {
-		return listPos{name: b.Name, snapshot: versionPos + b.VersionID}
 	}
 	return listPos{name: b.Name, snapshot: b.Snapshot}
 }

@@ -19,18 +19,20 @@ import (
 
 // SoftDeleteTx is what a store keeps of soft-deleted blob rows.
 type SoftDeleteTx interface {
-	// PutDeletedBlob inserts a soft-deleted row: b.Snapshot "" for a
-	// base blob, else the snapshot id; b.DeletedTime and
-	// b.DeleteExpires set; every other column of b stored as for
-	// PutBlob. ErrExists when the name has that row already; the
-	// container must exist (ErrNotFound).
+	// PutDeletedBlob inserts a soft-deleted row: b.NonCurrent for a
+	// version (b.VersionID its id), else b.Snapshot "" for a base blob
+	// or the snapshot id; b.DeletedTime and b.DeleteExpires set; every
+	// other column of b stored as for PutBlob. ErrExists when the name
+	// has that row already (DeletedKey); the container must exist
+	// (ErrNotFound).
 	PutDeletedBlob(ctx context.Context, b *Blob) error
 	// DeletedBlobs lists the soft-deleted rows of a blob name: its base
-	// blob first (Snapshot ""), then its snapshots by id.
+	// blob first (Snapshot ""), then its snapshots by id, then its
+	// versions (NonCurrent) by id.
 	DeletedBlobs(ctx context.Context, account, container, blob string) ([]*Blob, error)
-	// RemoveDeletedBlob removes one soft-deleted row (snapshot "" for
-	// the base blob); ErrNotFound when absent.
-	RemoveDeletedBlob(ctx context.Context, account, container, blob, snapshot string) error
+	// RemoveDeletedBlob removes one soft-deleted row, named by its
+	// DeletedKey; ErrNotFound when absent.
+	RemoveDeletedBlob(ctx context.Context, account, container, blob, key string) error
 	// ExpiredBlobs returns up to limit soft-deleted rows (any account)
 	// whose DeleteExpires is not after before, soonest first, from an
 	// index of the expiry times.
@@ -40,8 +42,20 @@ type SoftDeleteTx interface {
 // DeletedRef names one soft-deleted row.
 type DeletedRef struct {
 	BlobRef
-	// Snapshot is "" for a soft-deleted base blob.
+	// Snapshot is the row's DeletedKey: "" for a soft-deleted base blob.
 	Snapshot string
+}
+
+// DeletedKey names a soft-deleted row among its name's: "" for the base
+// blob, the snapshot id for a snapshot, "v" and the version id for a
+// previous version (the listing position of a version, which sorts after
+// every snapshot id). A version id and a snapshot id of one name may be
+// equal (both are times of the database clock), their keys never are.
+func DeletedKey(b *Blob) string {
+	if b.NonCurrent {
+		return versionPos + b.VersionID
+	}
+	return b.Snapshot
 }
 
 // MaxRetentionDays bounds DeleteRetentionPolicy Days (Azure: 1 to 365).
@@ -142,6 +156,18 @@ func (d *DB) softDelete(ctx context.Context, tx Tx, ref BlobRef, row *Blob, snap
 	return tx.PutDeletedBlob(ctx, &r)
 }
 
+// softDeleteVersion keeps v, a previous version of ref just removed from
+// the versions table, as a soft-deleted version from now for days (Delete
+// Blob ?versionid= under a DeleteRetentionPolicy, as Azure soft-deletes a
+// version): a row of its name, so its extents stay until it is restored
+// or purged. Version ids are unique per name, so there is no clash.
+func (d *DB) softDeleteVersion(ctx context.Context, tx Tx, v *Blob, now time.Time, days int) error {
+	r := *v
+	r.Lease, r.NonCurrent, r.Snapshot = Lease{}, true, ""
+	r.DeletedTime, r.DeleteExpires = now, now.Add(time.Duration(days)*d.day())
+	return tx.PutDeletedBlob(ctx, &r)
+}
+
 // freeSnapshotID is a snapshot id from now that no snapshot of ref, live
 // or soft-deleted, has (the caller holds the name lock).
 func freeSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (string, error) {
@@ -180,21 +206,29 @@ func (d *DB) keepOverwritten(ctx context.Context, tx Tx, ref BlobRef, now time.T
 }
 
 // UndeleteBlob is Undelete Blob: it restores the name's soft-deleted base
-// blob, when there is no live blob under the name, and every soft-deleted
+// blob, when there is no live blob under the name, every soft-deleted
 // snapshot (a live snapshot with the same id keeps its place and the
-// soft-deleted one stays). With a live blob it restores the snapshots
-// only, as Azure documents; with versioning, whose Delete Blob keeps a
-// previous version instead of a soft-deleted blob, the snapshots of a
-// name whose current version was deleted. A name with no live blob and
-// nothing to restore is 404 BlobNotFound; a live blob with nothing
-// soft-deleted succeeds and changes nothing.
+// soft-deleted one stays) and every soft-deleted version (Azure: Undelete
+// Blob always restores all soft-deleted versions of the blob). With a
+// live blob it restores the snapshots and versions only, as Azure
+// documents; with versioning, whose Delete Blob keeps a previous version
+// instead of a soft-deleted blob, the snapshots and versions of a name
+// whose current version was deleted, without making any of them current
+// (restoring a version as current is a copy onto the base). A name with
+// no live blob and nothing to restore is 404 BlobNotFound; a live blob
+// with nothing soft-deleted succeeds and changes nothing.
 func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
 		if err != nil {
 			return err
 		}
-		if b == nil && (len(rows) == 0 || rows[0].Snapshot != "") {
+		hasBase, hasVersions := false, false
+		for _, r := range rows {
+			hasBase = hasBase || (r.Snapshot == "" && !r.NonCurrent)
+			hasVersions = hasVersions || r.NonCurrent
+		}
+		if b == nil && !hasBase && !hasVersions {
 			// No blob to restore. With versioning a deleted blob
 			// is a previous version (restored by copying it) and
 			// Undelete Blob restores its soft-deleted snapshots;
@@ -210,19 +244,35 @@ func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
 		for _, r := range rows {
 			live := *r
 			live.DeletedTime, live.DeleteExpires = time.Time{}, time.Time{}
-			if r.Snapshot == "" {
+			switch {
+			case r.NonCurrent:
+				// Ids of one name never repeat (latestVersionID
+				// counts the soft-deleted ones), so a live version
+				// of the same id is not expected; should one be
+				// there, it keeps its place, as a snapshot does.
+				if v, err := tx.Version(ctx, ref.Account, ref.Container, ref.Name, r.VersionID); err != nil {
+					return err
+				} else if v != nil {
+					continue
+				}
+				if err := tx.PutVersion(ctx, &live); err != nil {
+					return err
+				}
+			case r.Snapshot == "":
 				if b != nil {
 					continue
 				}
 				if err := tx.PutBlob(ctx, &live); err != nil {
 					return err
 				}
-			} else if err := tx.PutSnapshot(ctx, &live); errors.Is(err, ErrExists) {
-				continue
-			} else if err != nil {
-				return err
+			default:
+				if err := tx.PutSnapshot(ctx, &live); errors.Is(err, ErrExists) {
+					continue
+				} else if err != nil {
+					return err
+				}
 			}
-			if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, r.Snapshot); err != nil {
+			if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, DeletedKey(r)); err != nil {
 				return err
 			}
 		}
@@ -258,7 +308,7 @@ func (d *DB) PurgeExpiredBlobs(ctx context.Context, limit int) (int, error) {
 			}
 			var row *Blob
 			for _, x := range rows {
-				if x.Snapshot == r.Snapshot {
+				if DeletedKey(x) == r.Snapshot {
 					row = x
 				}
 			}

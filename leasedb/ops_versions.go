@@ -70,17 +70,31 @@ func nextVersionID(now time.Time, last string) string {
 }
 
 // latestVersionID is the latest version id of the name: the current
-// blob's, else the newest previous version's (the caller holds the name
-// lock).
+// blob's, else the newest previous version's, soft-deleted ones included
+// (Undelete Blob brings those back, so a new id must not take theirs; the
+// caller holds the name lock).
 func latestVersionID(ctx context.Context, tx Tx, ref BlobRef, cur *Blob) (string, error) {
 	if cur != nil && cur.VersionID != "" {
 		return cur.VersionID, nil
 	}
 	vs, err := tx.Versions(ctx, ref.Account, ref.Container, ref.Name)
-	if err != nil || len(vs) == 0 {
+	if err != nil {
 		return "", err
 	}
-	return vs[len(vs)-1].VersionID, nil
+	last := ""
+	if len(vs) > 0 {
+		last = vs[len(vs)-1].VersionID
+	}
+	del, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range del {
+		if r.NonCurrent && r.VersionID > last {
+			last = r.VersionID
+		}
+	}
+	return last, nil
 }
 
 // keepVersion is the versioning step of a write that replaces the current
@@ -163,26 +177,34 @@ func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond
 
 // DeleteVersion is Delete Blob with ?versionid=: it removes that previous
 // version only; its extents are collected unless another row of the name
-// still references them. The current version cannot be deleted by its id
-// (403 OperationNotAllowedOnRootBlob, as Azure answers): a Delete Blob
-// without versionid deletes the current blob.
-func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, cond Conditions) error {
-	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+// still references them. With the account's DeleteRetentionPolicy on the
+// version is soft-deleted instead, as Azure does (soft reports it: Delete
+// Blob's x-ms-delete-type-permanent false): it reads as absent (404) and
+// leaves the listing of versions until Undelete Blob restores it or the
+// collector purges it once the retention passed. A version already
+// soft-deleted is 404 BlobNotFound, as a soft-deleted snapshot is. The
+// current version cannot be deleted by its id (403
+// OperationNotAllowedOnRootBlob, as Azure answers): a Delete Blob without
+// versionid deletes the current blob.
+func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, cond Conditions) (soft bool, err error) {
+	err = d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+		soft = false // the transaction may run again
 		if b != nil && b.VersionID == versionID {
 			return svcerr.Newf(svcerr.OperationNotAllowedOnRootBlob, "The current version of a blob cannot be deleted by its version id; delete the blob instead.")
 		}
-		if days, err := retention(ctx, tx, ref.Account); err != nil {
-			return err
-		} else if days > 0 {
-			// Azure soft-deletes a version deleted under a
-			// DeleteRetentionPolicy; deleting it for good instead
-			// would lose what the policy promises to keep.
-			return svcerr.Newf(svcerr.NotImplemented, "Deleting a blob version while blob soft delete is on (a soft-deleted version) is not implemented by this gateway.")
-		}
 		return d.deleteNameRow(ctx, tx, ref, now, b, cond,
 			func() (*Blob, error) { return tx.Version(ctx, ref.Account, ref.Container, ref.Name, versionID) },
-			func() error { return tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID) }, nil)
+			func() error { return tx.DeleteVersion(ctx, ref.Account, ref.Container, ref.Name, versionID) },
+			func(v *Blob) (bool, error) {
+				days, err := retention(ctx, tx, ref.Account)
+				if err != nil || days == 0 {
+					return false, err
+				}
+				soft = true
+				return true, d.softDeleteVersion(ctx, tx, v, now, days)
+			})
 	})
+	return soft, err
 }
 
 // updateVersion changes the tier or tags of one version (Set Blob Tier,

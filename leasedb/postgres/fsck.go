@@ -8,7 +8,9 @@ import (
 )
 
 // rowRefsSQL is every key a row references, with the row's name: blob,
-// snapshot and version rows' extents and staged blocks.
+// snapshot and version rows' extents, soft-deleted rows' (a soft-deleted
+// version's snapshot column is "v" and its id: leasedb.DeletedKey) and
+// staged blocks.
 const rowRefsSQL = `
 	SELECT (e->>'k') COLLATE "C" AS key, (b.account || '/' || b.container || '/' || b.name) COLLATE "C" AS ref
 	FROM blobs AS b, jsonb_array_elements(b.extents::jsonb) AS e
@@ -19,7 +21,7 @@ const rowRefsSQL = `
 	SELECT (e->>'k') COLLATE "C", (v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id) COLLATE "C"
 	FROM versions AS v, jsonb_array_elements(v.extents::jsonb) AS e
 	UNION ALL
-	SELECT (e->>'k') COLLATE "C", (d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)') COLLATE "C"
+	SELECT (e->>'k') COLLATE "C", (d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' WHEN d.snapshot >= 'v' THEN '?versionid=' || d.version_id ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)') COLLATE "C"
 	FROM deleted_blobs AS d, jsonb_array_elements(d.extents::jsonb) AS e
 	UNION ALL
 	SELECT key COLLATE "C", (account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')') COLLATE "C" FROM blocks`

@@ -7,7 +7,9 @@ import (
 )
 
 // rowRefsSQL is every key a row references, with the row's name: blob,
-// snapshot and version rows' extents and staged blocks.
+// snapshot and version rows' extents, soft-deleted rows' (a soft-deleted
+// version's snapshot column is "v" and its id: leasedb.DeletedKey) and
+// staged blocks.
 const rowRefsSQL = `
 	SELECT json_extract(e.value, '$.k') AS key, b.account || '/' || b.container || '/' || b.name AS ref
 	FROM blobs AS b, json_each(b.extents) AS e
@@ -18,7 +20,7 @@ const rowRefsSQL = `
 	SELECT json_extract(e.value, '$.k'), v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id
 	FROM versions AS v, json_each(v.extents) AS e
 	UNION ALL
-	SELECT json_extract(e.value, '$.k'), d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)'
+	SELECT json_extract(e.value, '$.k'), d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' WHEN d.snapshot >= 'v' THEN '?versionid=' || d.version_id ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)'
 	FROM deleted_blobs AS d, json_each(d.extents) AS e
 	UNION ALL
 	SELECT key, account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')' FROM blocks`

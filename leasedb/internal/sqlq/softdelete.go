@@ -11,7 +11,24 @@ import (
 // DeletedBlobCols are the columns of a deleted_blobs row (blob soft
 // delete, 0016_blob_soft_delete): SnapshotCols, then the deletion and
 // expiry times as microseconds since the Unix epoch in both dialects.
+// The snapshot column is the row's place among its name's rows: empty for a
+// soft-deleted base blob, the snapshot id for a soft-deleted snapshot,
+// VersionPos and the version id for a soft-deleted version (Delete Blob
+// ?versionid= under a DeleteRetentionPolicy), which sorts after every
+// snapshot id and before DeletedBasePos, where the previous versions
+// are listed (leasedb.DeletedKey).
 const DeletedBlobCols = SnapshotCols + `, deleted_at, expires_at`
+
+// fromDeletedKey sets b's Snapshot and NonCurrent from the snapshot column
+// of its deleted_blobs row (leasedb.DeletedKey), the version id being in
+// version_id.
+func fromDeletedKey(b *leasedb.Blob, key string) {
+	if strings.HasPrefix(key, VersionPos) {
+		b.Snapshot, b.NonCurrent = "", true
+		return
+	}
+	b.Snapshot = key
+}
 
 // DeletedBasePos is the snapshot part of a listing position right past a
 // name's soft-deleted base blob: it sorts after every snapshot id and
@@ -27,12 +44,14 @@ const deletedMark = "/"
 
 // deletedSortCol and deletedKind are the snapshot and kind columns of a
 // deleted_blobs row in ListEntries, ListDelimited and NameRows: a
-// soft-deleted snapshot sorts among the snapshots, a soft-deleted base
-// blob after the previous versions (KindVersion, DeletedBasePos).
+// soft-deleted snapshot sorts among the snapshots, a soft-deleted version
+// among the previous versions by its id (KindVersion, VersionPos and the
+// id), a soft-deleted base blob after the previous versions (KindVersion,
+// DeletedBasePos).
 const (
 	deletedSortCol = `CAST((CASE WHEN snapshot = '' THEN '` + DeletedBasePos + `' ELSE snapshot END) || '` + deletedMark +
 		`' || CAST(deleted_at AS TEXT) || '` + deletedMark + `' || CAST(expires_at AS TEXT) AS TEXT)`
-	deletedKind = `(CASE WHEN snapshot = '' THEN ` + "1" + ` ELSE ` + "0" + ` END)`
+	deletedKind = `(CASE WHEN snapshot = '' OR snapshot >= '` + VersionPos + `' THEN ` + "1" + ` ELSE ` + "0" + ` END)`
 )
 
 func init() {
@@ -54,7 +73,7 @@ func PutDeletedBlob(placeholder func(n int) string) string {
 
 // DeletedBlobsOf is Tx.DeletedBlobs' query (1: account, 2: container, 3:
 // name): the name's soft-deleted rows, the base blob (”) first, then the
-// snapshots by id.
+// snapshots by id, then the versions by id (leasedb.DeletedKey).
 func DeletedBlobsOf(placeholder func(n int) string) string {
 	return `SELECT ` + DeletedBlobCols + ` FROM deleted_blobs WHERE account = ` + placeholder(1) +
 		` AND container = ` + placeholder(2) + ` AND name = ` + placeholder(3) + ` ORDER BY snapshot`
@@ -80,20 +99,24 @@ func DeletedBlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return append(vals, b.Snapshot, b.DeletedTime.UnixMicro(), b.DeleteExpires.UnixMicro()), nil
+	return append(vals, leasedb.DeletedKey(b), b.DeletedTime.UnixMicro(), b.DeleteExpires.UnixMicro()), nil
 }
 
 // ScanDeletedBlobs reads rows of DeletedBlobCols.
 func ScanDeletedBlobs[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Blob, error) {
-	type times struct{ del, exp int64 }
-	var ts []*times
+	type extra struct {
+		key      string
+		del, exp int64
+	}
+	var xs []*extra
 	bs, err := ScanBlobs(rows, fromTime, func(b *leasedb.Blob) []any {
-		t := new(times)
-		ts = append(ts, t)
-		return []any{&b.Snapshot, &t.del, &t.exp}
+		x := new(extra)
+		xs = append(xs, x)
+		return []any{&x.key, &x.del, &x.exp}
 	})
 	for i, b := range bs {
-		b.DeletedTime, b.DeleteExpires = time.UnixMicro(ts[i].del).UTC(), time.UnixMicro(ts[i].exp).UTC()
+		fromDeletedKey(b, xs[i].key)
+		b.DeletedTime, b.DeleteExpires = time.UnixMicro(xs[i].del).UTC(), time.UnixMicro(xs[i].exp).UTC()
 	}
 	return bs, err
 }
@@ -124,47 +147,43 @@ func markDeleted(b *leasedb.Blob) bool {
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	b.Snapshot = parts[0]
-	if b.Snapshot == DeletedBasePos {
-		b.Snapshot = ""
+	if parts[0] == DeletedBasePos {
+		parts[0] = ""
 	}
+	fromDeletedKey(b, parts[0])
 	b.DeletedTime, b.DeleteExpires = time.UnixMicro(del).UTC(), time.UnixMicro(exp).UTC()
 	return true
 }
 
-// hasDeletedRest reports whether the cursor's name (the cursor being in
-// its rows at afterSnapshot) has soft-deleted rows still to list: its
-// soft-deleted snapshots (with snapshots) or its soft-deleted base, unless
-// the cursor is past it.
-func hasDeletedRest(afterSnapshot string, inc leasedb.ListInclude) bool {
-	return inc.Snapshots || afterSnapshot < DeletedBasePos
-}
-
-// deletedCursorRest is the condition (after account and container) of
-// the deleted_blobs rows of ListEntries that are the rest of the cursor's
-// name (see hasDeletedRest). It binds its arguments in text order, as
-// plain "?" placeholders need.
-func deletedCursorRest(arg func(v any) string, after, afterSnapshot string, inc leasedb.ListInclude) string {
-	c := `name = ` + arg(after) + ` AND (`
-	if inc.Snapshots {
-		c += `snapshot > ` + arg(afterSnapshot)
-		if afterSnapshot < DeletedBasePos {
-			c += ` OR `
-		}
-	}
-	if afterSnapshot < DeletedBasePos {
-		c += `snapshot = ''`
-	}
-	return c + `)`
-}
-
-// deletedOnly narrows the deleted_blobs rows to base blobs unless the
-// listing includes snapshots.
-func deletedOnly(inc leasedb.ListInclude) string {
-	if inc.Snapshots {
+// deletedOthers narrows the deleted_blobs rows other than base blobs to
+// the kinds the listing includes: snapshots with snapshots, versions with
+// versions.
+func deletedOthers(inc leasedb.ListInclude) string {
+	switch {
+	case inc.Snapshots && inc.Versions:
 		return ""
+	case inc.Snapshots:
+		return ` AND snapshot < '` + VersionPos + `'`
+	default:
+		return ` AND snapshot >= '` + VersionPos + `'`
 	}
-	return ` AND snapshot = ''`
+}
+
+// deletedRows narrows the deleted_blobs rows to the kinds the listing
+// includes: base blobs always, snapshots with snapshots, versions with
+// versions (include=deleted,versions: Azure lists a soft-deleted version
+// only among the versions).
+func deletedRows(inc leasedb.ListInclude) string {
+	switch {
+	case inc.Snapshots && inc.Versions:
+		return ""
+	case inc.Snapshots:
+		return ` AND snapshot < '` + VersionPos + `'`
+	case inc.Versions:
+		return ` AND (snapshot = '' OR snapshot >= '` + VersionPos + `')`
+	default:
+		return ` AND snapshot = ''`
+	}
 }
 
 // PutAccountSettings is Tx.PutAccountSettings' statement (1: account, 2:

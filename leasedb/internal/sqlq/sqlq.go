@@ -146,21 +146,36 @@ func ListEntries(placeholder func(n int) string, account, container, prefix, aft
 		b.WriteString(versionsOnlyPart(arg, rangeOf, account, container, after, afterSnapshot, prefix, limit))
 	}
 	if inc.Deleted {
+		// A soft-deleted base is first in the table's key order but
+		// last of its name's entries: it is read by parts of its own,
+		// so that in each part the key order is the entries' order and
+		// its first limit rows are enough.
+		// cond runs after the account and container are bound: the
+		// arguments are bound in text order, as plain "?" placeholders
+		// need.
+		del := func(cond func() string, order, alias string) {
+			b.WriteString(`
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + cond() +
+				` ORDER BY ` + order + ` LIMIT ` + arg(limit) + `) AS ` + alias)
+		}
+		others := inc.Snapshots || inc.Versions
 		if afterSnapshot != "" && after >= prefix && strings.HasPrefix(after, prefix) {
 			// The rest of the cursor name's soft-deleted rows.
-			if hasDeletedRest(afterSnapshot, inc) {
-				b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + deletedCursorRest(arg, after, afterSnapshot, inc) +
-					` ORDER BY snapshot LIMIT ` + arg(limit) + `) AS cd`)
+			if others {
+				del(func() string {
+					return `name = ` + arg(after) + ` AND snapshot > ` + arg(afterSnapshot) + deletedOthers(inc)
+				}, "snapshot", "cd")
+			}
+			if afterSnapshot < DeletedBasePos {
+				del(func() string { return `name = ` + arg(after) + ` AND snapshot = ''` }, "name", "cb")
 			}
 		}
-		b.WriteString(`
-	UNION ALL
-	SELECT * FROM (SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + ` FROM deleted_blobs
-		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", false) + deletedOnly(inc) +
-			` ORDER BY name, snapshot LIMIT ` + arg(limit) + `) AS db`)
+		del(func() string { return rangeOf("name", false) + ` AND snapshot = ''` }, "name", "db")
+		if others {
+			del(func() string { return rangeOf("name", false) + ` AND snapshot <> ''` + deletedOthers(inc) }, "name, snapshot", "ds")
+		}
 	}
 	if inc.Uncommitted {
 		// A scalar subquery, not NOT EXISTS: the planner may turn NOT
@@ -297,14 +312,21 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	if inc.Snapshots {
 		parts = append(parts, part{"ms", "snapshots", "name", ""})
 	}
-	if inc.Versions {
+	// versionsOnly: include=deletedwithversions without the versions
+	// lists a name with previous versions (mv), or with soft-deleted
+	// ones only (mo), and no blob row as its newest version.
+	versionsOnly := inc.DeletedWithVersions && !inc.Versions
+	if inc.Versions || versionsOnly {
 		parts = append(parts, part{"mv", "versions", "name", ""})
+	}
+	if versionsOnly {
+		parts = append(parts, part{"mo", "deleted_blobs", "name", ` AND snapshot >= '` + VersionPos + `'`})
 	}
 	if inc.Uncommitted {
 		parts = append(parts, part{"mk", "blocks", "blob", ""})
 	}
 	if inc.Deleted {
-		parts = append(parts, part{"md", "deleted_blobs", "name", deletedOnly(inc)})
+		parts = append(parts, part{"md", "deleted_blobs", "name", deletedRows(inc)})
 	}
 	// first is the first key of p's table that is past pos (an SQL
 	// expression), within the prefix.
@@ -366,7 +388,7 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	}
 	b.WriteString(`w.n + 1 FROM walk w WHERE ` + m + ` IS NOT NULL AND w.n < ` + arg(limit) + `
 ),
-found(m, mb, ms, mv, mk, md, n) AS (
+found(m, mb, ms, mv, mo, mk, md, n) AS (
 	SELECT ` + least("") + `, mb, `)
 	col := func(c string) string {
 		for _, p := range parts {
@@ -376,7 +398,7 @@ found(m, mb, ms, mv, mk, md, n) AS (
 		}
 		return `CAST(NULL AS TEXT)`
 	}
-	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mk") + `, ` + col("md") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
+	b.WriteString(col("ms") + `, ` + col("mv") + `, ` + col("mo") + `, ` + col("mk") + `, ` + col("md") + `, n FROM walk WHERE ` + least("") + ` IS NOT NULL
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
@@ -396,12 +418,29 @@ SELECT ` + BlobCols + `, snapshot, kind FROM (
 		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
 		AND f.mv = f.m AND NOT (` + rolled("f.m") + `)`)
 	}
+	if versionsOnly {
+		// The walk knows whether the name has a blob row (mb) or live
+		// versions (mv), as for staged names below.
+		mark := `CAST('` + VersionPos + `' || version_id || '` + versionsOnlyMark + `' AS TEXT), ` + fmt.Sprint(KindVersion) + `, f.n`
+		b.WriteString(`
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + mark + `
+		FROM found f CROSS JOIN versions WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mv = f.m AND (f.mb IS NULL OR f.mb <> f.m) AND NOT (` + rolled("f.m") + `)
+		AND version_id = (SELECT MAX(w.version_id) FROM versions w WHERE w.account = ` + arg(account) + ` AND w.container = ` + arg(container) + ` AND w.name = f.m)
+	UNION ALL
+	SELECT ` + BlobCols + `, ` + mark + `
+		FROM found f CROSS JOIN deleted_blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
+		AND f.mo = f.m AND (f.mv IS NULL OR f.mv <> f.m) AND (f.mb IS NULL OR f.mb <> f.m) AND NOT (` + rolled("f.m") + `)
+		AND snapshot = (SELECT MAX(e.snapshot) FROM deleted_blobs e WHERE e.account = ` + arg(account) + ` AND e.container = ` + arg(container) + ` AND e.name = f.m
+			AND e.snapshot >= '` + VersionPos + `')`)
+	}
 	if inc.Deleted {
 		b.WriteString(`
 	UNION ALL
 	SELECT ` + BlobCols + `, ` + deletedSortCol + `, ` + deletedKind + `, f.n
 		FROM found f CROSS JOIN deleted_blobs WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND name = f.m
-		AND f.md = f.m AND NOT (` + rolled("f.m") + `)` + deletedOnly(inc))
+		AND f.md = f.m AND NOT (` + rolled("f.m") + `)` + deletedRows(inc))
 	}
 	if inc.Uncommitted {
 		// The walk already knows whether the name has a blob row: mb is

@@ -18,7 +18,9 @@ const versionsOnlyMark = "+"
 
 // versionsOnlyPart is the ListEntries part of include=deletedwithversions
 // without include=versions: per name in the range with no blob row, its
-// newest version. rangeOf bounds the names (see ListEntries); a cursor
+// newest version; a name whose versions are all soft-deleted (Azure
+// counts "any versions (active or deleted)") is listed by its newest
+// soft-deleted one. rangeOf bounds the names (see ListEntries); a cursor
 // inside a name's snapshots (before its versions) still lists that name.
 // The names stop at the limit-th blob row past the cursor, when there is
 // one: a row after it cannot be among the first limit entries, and
@@ -36,7 +38,16 @@ func versionsOnlyPart(arg func(v any) string, rangeOf func(col string, sameName 
 		AND version_id = (SELECT MAX(w.version_id) FROM versions w
 			WHERE w.account = v.account AND w.container = v.container AND w.name = v.name)
 		AND (SELECT 1 FROM blobs b WHERE b.account = v.account AND b.container = v.container AND b.name = v.name) IS NULL
-		ORDER BY name LIMIT ` + arg(limit) + `) AS vo`
+		ORDER BY name LIMIT ` + arg(limit) + `) AS vo
+	UNION ALL
+	SELECT * FROM (SELECT ` + BlobCols + `, CAST('` + VersionPos + `' || version_id || '` + versionsOnlyMark + `' AS TEXT), ` + fmt.Sprint(KindVersion) + ` FROM deleted_blobs d
+		WHERE account = ` + arg(account) + ` AND container = ` + arg(container) + ` AND ` + rangeOf("name", inName) + `
+		AND name <= COALESCE(` + last + `, name) AND snapshot >= '` + VersionPos + `'
+		AND snapshot = (SELECT MAX(e.snapshot) FROM deleted_blobs e
+			WHERE e.account = d.account AND e.container = d.container AND e.name = d.name AND e.snapshot >= '` + VersionPos + `')
+		AND (SELECT 1 FROM blobs b WHERE b.account = d.account AND b.container = d.container AND b.name = d.name) IS NULL
+		AND (SELECT 1 FROM versions w WHERE w.account = d.account AND w.container = d.container AND w.name = d.name LIMIT 1) IS NULL
+		ORDER BY name LIMIT ` + arg(limit) + `) AS vd`
 }
 
 // markVersionsOnly reads the snapshot column of a KindVersion row: true
