@@ -39,6 +39,13 @@ import (
 //
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench PostgresCPU -benchtime 1x -timeout 30m
 //
+// BLOBGW_BENCH_BEFORE_SQL and BLOBGW_BENCH_AFTER_SQL are statements run on
+// that set's database after the migrations, before its gateway connects
+// ($DB: the database's name); with BLOBGW_BENCH_BEFORE_SQL alone, "before"
+// is this binary too, so one setting is compared side by side:
+//
+//	BLOBGW_BENCH_BEFORE_SQL='ALTER DATABASE $DB SET plan_cache_mode = force_custom_plan' go test ./cmd/blobgw -run '^$' -bench PostgresCPU -benchtime 1x
+//
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkPostgresCPU(b *testing.B) {
@@ -54,6 +61,8 @@ func BenchmarkPostgresCPU(b *testing.B) {
 	bins := map[string]string{"after": bin}
 	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
 		bins["before"] = before
+	} else if os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
+		bins["before"] = bin // the same binary, another setting
 	}
 	args := []string{"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
 		"-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on",
@@ -98,6 +107,18 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		g := &gw{db: name, pool: pool}
 		if err := admin.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", name).Scan(&g.oid); err != nil {
 			b.Fatal(err)
+		}
+		// The schema first, then what this set's database is to differ
+		// by (BLOBGW_BENCH_BEFORE_SQL, BLOBGW_BENCH_AFTER_SQL), then the
+		// gateway, whose connections see it.
+		if out, err := exec.Command(bin, "migrate", "--data-dir", filepath.Join(dir, which), "--metadata", dsn).CombinedOutput(); err != nil {
+			b.Fatalf("migrate: %v\n%s", err, out)
+		}
+		if q := os.Getenv("BLOBGW_BENCH_" + strings.ToUpper(which) + "_SQL"); q != "" {
+			if _, err := pool.Exec(ctx, strings.ReplaceAll(q, "$DB", name)); err != nil {
+				b.Fatalf("%s: %v", q, err)
+			}
+			pool.Reset()
 		}
 		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn)
 		g.pid = pid
