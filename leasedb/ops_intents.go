@@ -17,6 +17,14 @@ func (d *DB) AddIntent(ctx context.Context, key string, ttl time.Duration) error
 	})
 }
 
+// IntentsAdder is an optional Tx interface: AddIntent for several keys
+// in one statement (the intent pool's refills, one per 16 uploads, were a
+// statement per key on Postgres). ErrExists when any key is already
+// queued, as AddIntent; the caller's transaction then fails whole.
+type IntentsAdder interface {
+	AddIntents(ctx context.Context, keys []string, deadline time.Time) error
+}
+
 // AddIntents records upload intents for keys in one transaction, each
 // collectable after ttl unless a commit takes it first.
 func (d *DB) AddIntents(ctx context.Context, keys []string, ttl time.Duration) error {
@@ -24,6 +32,9 @@ func (d *DB) AddIntents(ctx context.Context, keys []string, ttl time.Duration) e
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
+		}
+		if a, ok := tx.(IntentsAdder); ok {
+			return a.AddIntents(ctx, keys, now.Add(ttl))
 		}
 		for _, k := range keys {
 			if err := tx.AddIntent(ctx, k, now.Add(ttl)); err != nil {

@@ -134,13 +134,23 @@ const (
 // deleted. The final SELECT fails the statement, so nothing of it stays,
 // when chk finds that a row LockForReplace could not see appeared (the
 // transaction is retried) or when an intent was gone.
+//
+// taken finds the intents by key alone and counts the unclaimed ones: an
+// intent the collector claimed is deleted too, and then fails the
+// statement as a missing one does, which undoes the delete. "claimed_at
+// IS NULL" in its WHERE would let the generic plan (the one pgx's
+// prepared statement ends up running, planned without the keys) read the
+// partial index gc_queue_due, every key queued and not yet claimed (all
+// that overwrites freed within the collection grace), to intersect it
+// with the keys: a cost per Put Blob that grew with the queue
+// (TestCommitReplacePlanFindsIntentsByKey).
 var commitReplaceSQL = `WITH chk AS MATERIALIZED (SELECT
 	(SELECT etag FROM blobs WHERE account = $1 AND container = $2 AND name = $3) IS NOT DISTINCT FROM $34::text
 	AND NOT ($35::bool AND (EXISTS (SELECT 1 FROM snapshots WHERE account = $1 AND container = $2 AND name = $3)
 		OR EXISTS (SELECT 1 FROM versions WHERE account = $1 AND container = $2 AND name = $3)
 		OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3)))
 	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[])) AS ok),
-taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent AND claimed_at IS NULL RETURNING key),
+taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent RETURNING claimed_at IS NULL AS free),
 up AS (` + putBlobSQL + ` RETURNING 1),
 staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
@@ -152,7 +162,7 @@ gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 SELECT CASE WHEN NOT chk.ok THEN ('` + markStale + ` ' || t.n)::int
 	WHEN t.n <> cardinality($30::text[]) THEN ('` + markIntentLost + ` ' || t.n)::int
 	ELSE t.n END
-FROM chk, (SELECT count(*)::int AS n FROM taken) AS t`
+FROM chk, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 
 // errStale is CommitReplace's error when a row of the name appeared that
 // LockForReplace's snapshot could not see: Update runs the transaction

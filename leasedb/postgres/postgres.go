@@ -892,6 +892,25 @@ func (t *tx) AddIntent(ctx context.Context, key string, deadline time.Time) erro
 	return nil
 }
 
+// AddIntents implements leasedb.IntentsAdder: one INSERT for all keys.
+// ErrExists when fewer rows went in than keys were given (a key already
+// queued, or given twice).
+func (t *tx) AddIntents(ctx context.Context, keys []string, deadline time.Time) error {
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO gc_queue (key, due_at, is_intent)
+		SELECT k, $2, TRUE FROM unnest($1::text[]) AS k
+		ON CONFLICT (key) DO NOTHING`, keys, dueTS(deadline))
+	if err != nil {
+		return fmt.Errorf("leasedb/postgres: add %d intents: %w", len(keys), sqlq.CtxErr(ctx, err))
+	}
+	if n := tag.RowsAffected(); n != int64(len(keys)) {
+		return fmt.Errorf("leasedb/postgres: add %d intents: %d already queued: %w", len(keys), int64(len(keys))-n, leasedb.ErrExists)
+	}
+	return nil
+}
+
 // TakeIntent implements leasedb.Tx. If a ClaimDue holds the row, the DELETE
 // waits for it and then finds the row claimed: false.
 func (t *tx) TakeIntent(ctx context.Context, key string) (bool, error) {
