@@ -28,7 +28,7 @@ const (
 	BatchFew   = 16
 	BatchProbe = 16
 	BatchMax   = 64
-	BatchHold  = 16
+	BatchHold  = 32
 )
 
 // ListDelimitedBatched builds Postgres's Tx.ListDelimited query for a
@@ -89,7 +89,7 @@ func ListDelimitedBatched(placeholder func(n int) string, account, container, pr
 	// prefix are the ones between it and it || U+10FFFF. A batch of one
 	// name is a plain probe, without the sort DISTINCT costs.
 	batch := func(from, k string) string {
-		return `(SELECT array_agg(DISTINCT s.key) FROM (SELECT ` + keyOf + ` AS key ` + names(from, k) + `) AS s)`
+		return `(SELECT array_agg(DISTINCT s.key ORDER BY s.key) FROM (SELECT ` + keyOf + ` AS key ` + names(from, k) + `) AS s)`
 	}
 	probe := func(from string) string {
 		return `(SELECT ARRAY[` + keyOf + `] ` + names(from, "1") + `)`
@@ -112,31 +112,36 @@ func ListDelimitedBatched(placeholder func(n int) string, account, container, pr
 	// more, empty, batch and stops. So a full batch read k names, and its
 	// entries average fewer than BatchFew names when k < BatchFew × g.
 	g := `cardinality(b.keys)`
-	few := `(` + g + ` > 1 AND w.k < ` + fmt.Sprint(BatchFew) + ` * ` + g + `)`
+	few := `(` + g + ` > 1 AND b.k < ` + fmt.Sprint(BatchFew) + ` * ` + g + `)`
 	var b strings.Builder
+	// found unnests the walk's keys in the select list (the two
+	// set-returning functions run in step): a function in FROM would
+	// fill a tuplestore for each walk row, most of which hold one key.
+	//
 	// walk: pos is where the next step starts (exclusive), k its batch
 	// size and hold how many more steps keep k at 1, keys the entries
 	// this step found (NULL: none, the walk is over), base how many
-	// entries the steps before it found. The step's batch is computed
-	// once, in a subquery that OFFSET 0 keeps from being merged into the
-	// expressions that read it.
+	// entries the steps before it found. A step's batch is computed once,
+	// in a subquery that OFFSET 0 keeps from being merged into the
+	// expressions that read it (b.keys; b.k, b.hold and b.base are the
+	// step before's).
 	b.WriteString(`WITH RECURSIVE walk(pos, k, hold, keys, base) AS (
 	SELECT ` + next + `, ` + fmt.Sprint(BatchStart) + `, 0, b.keys, 0
 	FROM (SELECT ` + batch(start, fmt.Sprint(BatchStart)) + ` AS keys OFFSET 0) AS b
 	UNION ALL
 	SELECT ` + next + `,
-		CASE WHEN ` + few + ` THEN least(w.k * 2, ` + fmt.Sprint(BatchMax) + `) WHEN w.hold > 0 THEN 1
-			WHEN w.k < ` + fmt.Sprint(BatchProbe) + ` THEN w.k * 2 ELSE 1 END,
-		CASE WHEN ` + few + ` THEN 0 WHEN w.hold > 0 THEN w.hold - 1
-			WHEN w.k < ` + fmt.Sprint(BatchProbe) + ` THEN 0 ELSE ` + fmt.Sprint(BatchHold) + ` END,
-		b.keys, w.base + cardinality(w.keys)
-	FROM walk w CROSS JOIN LATERAL (SELECT CASE WHEN w.k = 1 THEN ` + probe(`name > w.pos`) + `
-		ELSE ` + batch(`name > w.pos`, `w.k`) + ` END AS keys OFFSET 0) AS b
-	WHERE w.keys IS NOT NULL AND w.base + cardinality(w.keys) < ` + lim() + `
+		CASE WHEN ` + few + ` THEN least(b.k * 2, ` + fmt.Sprint(BatchMax) + `) WHEN b.hold > 0 THEN 1
+			WHEN b.k < ` + fmt.Sprint(BatchProbe) + ` THEN b.k * 2 ELSE 1 END,
+		CASE WHEN ` + few + ` THEN 0 WHEN b.hold > 0 THEN b.hold - 1
+			WHEN b.k < ` + fmt.Sprint(BatchProbe) + ` THEN 0 ELSE ` + fmt.Sprint(BatchHold) + ` END,
+		b.keys, b.base
+	FROM (SELECT w.k, w.hold, w.base + cardinality(w.keys) AS base,
+			CASE WHEN w.k = 1 THEN ` + probe(`name > w.pos`) + ` ELSE ` + batch(`name > w.pos`, `w.k`) + ` END AS keys
+		FROM walk w WHERE w.keys IS NOT NULL AND w.base + cardinality(w.keys) < ` + lim() + ` OFFSET 0) AS b
 ),
 found(key, n) AS (
-	SELECT u.key, w.base + u.ord FROM walk w CROSS JOIN LATERAL unnest(w.keys) WITH ORDINALITY AS u(key, ord)
-	WHERE w.base + u.ord <= ` + lim() + `
+	SELECT key, n FROM (SELECT unnest(w.keys) AS key, w.base + generate_subscripts(w.keys, 1) AS n FROM walk w) AS u
+	WHERE n <= ` + lim() + `
 )
 SELECT ` + BlobCols + `, snapshot, kind FROM (
 	SELECT ` + BlobCols + `, CAST('' AS TEXT) AS snapshot, ` + fmt.Sprint(KindBlob) + ` AS kind, f.n AS n
