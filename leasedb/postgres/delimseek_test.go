@@ -140,3 +140,40 @@ type seekNode struct {
 	ActualLoops  float64    `json:"Actual Loops"`
 	Plans        []seekNode `json:"Plans"`
 }
+
+// TestPeekPrefix: a BlobPrefix row of a ListDelimited result is read
+// from the row as received, in either result format, and any other row
+// is left to the full scan.
+func TestPeekPrefix(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, c := range []struct {
+		sql        string
+		mode       pgx.QueryExecMode
+		name       string
+		wantPrefix bool
+	}{
+		{`SELECT 'acct', 'c', CAST('d/é/' AS TEXT), '', 4`, pgx.QueryExecModeCacheStatement, "d/é/", true},
+		{`SELECT 'acct', 'c', CAST('d/é/' AS TEXT), '', 4`, pgx.QueryExecModeSimpleProtocol, "d/é/", true},
+		{`SELECT 'acct', 'c', CAST('d/x' AS TEXT), '', 2`, pgx.QueryExecModeCacheStatement, "", false},
+		{`SELECT 'acct', 'c', CAST('d/x' AS TEXT), '', 2`, pgx.QueryExecModeSimpleProtocol, "", false},
+		{`SELECT 'acct', 'c', CAST('d/' AS TEXT), '', CAST(4 AS BIGINT)`, pgx.QueryExecModeCacheStatement, "", false},
+	} {
+		rows, err := conn.Query(ctx, c.sql, c.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() {
+			t.Fatalf("%s: no row: %v", c.sql, rows.Err())
+		}
+		name, prefix, err := peekPrefix(rows)
+		rows.Close()
+		if err != nil || name != c.name || prefix != c.wantPrefix {
+			t.Errorf("%s (mode %v): %q, %v, %v; want %q, %v", c.sql, c.mode, name, prefix, err, c.name, c.wantPrefix)
+		}
+	}
+}
