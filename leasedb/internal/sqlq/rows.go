@@ -109,8 +109,26 @@ func ScanSnapshots[T any](rows Rows, fromTime func(T) time.Time) ([]*leasedb.Blo
 // placeholders: only its name is read, none of its JSON columns decoded,
 // so a page of prefixes costs what its names cost.
 func ScanItems[T any](rows Rows, fromTime func(T) time.Time) ([]leasedb.ListItem, error) {
+	return ScanItemsPeek(rows, fromTime, nil)
+}
+
+// ScanItemsPeek is ScanItems with peek (when not nil), which a driver
+// gives to read a row's name and whether it is a KindPrefix row from the
+// row as received, before any column is scanned: a prefix row then costs
+// no scan of its placeholder columns.
+func ScanItemsPeek[T any](rows Rows, fromTime func(T) time.Time, peek func() (name string, prefix bool, err error)) ([]leasedb.ListItem, error) {
 	var out []leasedb.ListItem
 	for rows.Next() {
+		if peek != nil {
+			name, prefix, err := peek()
+			if err != nil {
+				return nil, err
+			}
+			if prefix {
+				out = append(out, leasedb.ListItem{Prefix: name})
+				continue
+			}
+		}
 		r := &blobRow[T]{}
 		var kind int
 		if err := rows.Scan(append(r.dest(), &r.b.Snapshot, &kind)...); err != nil {
