@@ -22,7 +22,9 @@ import (
 // of up to 50,000 in a block list, so inline blocks could make one row
 // unbounded; Append Block appends to a row that grows; page blobs are
 // written in place by Put Page. The From URL operations and a Copy Blob
-// that copies bytes stage an object, as before.
+// that copies bytes stage an object, as before. A Put Blob with Expect:
+// 100-continue still goes inline: its pre-check runs first
+// (precheckFirst), and the body, once the client sends it, is small.
 
 // inlineBody reports whether Put Blob keeps a body of size bytes in the row.
 func (s *Server) inlineBody(blobType string, size int64) bool {

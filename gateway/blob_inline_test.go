@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -218,6 +219,22 @@ func TestInlineBodyChecks(t *testing.T) {
 			wantStatus(t, resp, http.StatusBadRequest, "InvalidInput", "a short inline body")
 		}
 		b.wantInline(t, "chk", "x", data)
+		// Expect: 100-continue: the pre-check runs first, the body still
+		// goes inline.
+		req, err = http.NewRequest(http.MethodPut, b.serviceURL(0)+"chk/cont", bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("x-ms-blob-type", "BlockBlob")
+		req.Header.Set("Expect", "100-continue")
+		b.sign(t, req)
+		resp, err = (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		wantStatus(t, resp, http.StatusCreated, "", "an inline Put Blob with Expect: 100-continue")
+		b.wantInline(t, "chk", "cont", data)
 		b.checkNoLeak(t)
 	})
 }
