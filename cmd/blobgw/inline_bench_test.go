@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/internal/bench"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -21,7 +22,8 @@ import (
 // backend) and once with it at 64 KiB, driven in one run by put-small and
 // get-small at body sizes of 4, 16 and 64 KiB (BLOBGW_BENCH_SIZES, comma
 // separated bytes; BLOBGW_BENCH_ROUNDS rounds in alternating order, 2), with the gateway's CPU time per operation (and the
-// database's on Postgres). The ratios of one run, inline to not, are what
+// database's on Postgres); BLOBGW_BENCH_S3=1 adds SQLite over a MinIO
+// bucket. The ratios of one run, inline to not, are what
 // chose the default (README, Performance).
 //
 //	go test ./cmd/blobgw -run '^$' -bench Inline -benchtime 1x -timeout 30m
@@ -56,12 +58,29 @@ func BenchmarkInline(b *testing.B) {
 	}
 	servers := map[string]server{}
 	var sets []bench.Set
-	for _, store := range []string{"sqlite", "postgres"} {
+	stores := []string{"sqlite", "postgres"}
+	var s3args []string
+	if os.Getenv("BLOBGW_BENCH_S3") != "" {
+		// SQLite over a MinIO bucket too: there inline saves a whole PUT.
+		ms, err := miniotest.StartServer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ms.Stop() })
+		c := ms.NewBucket(b)
+		s3args = []string{"--backend", "s3", "--s3-endpoint", c.Endpoint, "--s3-bucket", c.Bucket, "--s3-region", c.Region,
+			"--s3-access-key", c.AccessKey, "--s3-secret-key", c.SecretKey, "--s3-path-style"}
+		stores = append(stores, "sqlite+s3")
+	}
+	for _, store := range stores {
 		for _, inline := range []int64{0, 64 << 10} {
 			name := fmt.Sprintf("%s-inline-%dk", store, inline>>10)
 			args := []string{"--inline-max-bytes", strconv.FormatInt(inline, 10)}
-			if store == "postgres" {
+			switch store {
+			case "postgres":
 				args = append(args, "--metadata", pg.NewDatabase(b))
+			case "sqlite+s3":
+				args = append(args, append(s3args, "--s3-prefix", name+"/")...)
 			}
 			u, pid := startServeProc(b, bin, filepath.Join(dir, name), args...)
 			servers[name] = server{pid: pid, postgres: store == "postgres"}
@@ -100,7 +119,7 @@ func BenchmarkInline(b *testing.B) {
 			ops[r.Workload+" "+r.Set] = r.OpsPerS
 			cpu[r.Workload+" "+r.Set] = r.Extra["server-cpu-us/op"]
 		}
-		for _, store := range []string{"sqlite", "postgres"} {
+		for _, store := range stores {
 			for _, w := range []string{"put-small", "get-small"} {
 				off, on := w+" "+store+"-inline-0k", w+" "+store+"-inline-64k"
 				fmt.Printf("%s %s %d B: inline/backend ops/s %.2fx, gateway CPU/op %.2fx\n", w, store, size, ops[on]/ops[off], cpu[on]/cpu[off])
