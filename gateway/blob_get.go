@@ -155,8 +155,8 @@ func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64
 }
 
 // streamExtents copies bytes [start, end) of the blob formed by extents
-// (leasedb.Segments: each read from its Off; one without a Key, a page
-// blob's hole, is zeros). ready, when not nil, runs once before the first
+// (leasedb.Segments: each read from its Off; an inline one from its Data;
+// one without a Key or Data, a page blob's hole, is zeros). ready, when not nil, runs once before the first
 // byte is written: after the first extent opened (or at the end when the
 // range is empty), so a blob whose bytes cannot be read fails before
 // anything was sent.
@@ -192,6 +192,14 @@ func (s *Server) streamExtents(r *http.Request, w io.Writer, extents []leasedb.E
 		}
 		from := max(start, eStart) - eStart
 		to := min(end, eEnd) - eStart
+		if e.Inline() {
+			// A small blob's bytes, kept in its row (blob_inline.go).
+			started()
+			if _, err := w.Write(e.Data[from:to]); err != nil {
+				return fmt.Errorf("copy inline extent: %w", err)
+			}
+			continue
+		}
 		if e.Key == "" {
 			started()
 			if err := writeZeros(w, to-from, buffer()); err != nil {

@@ -108,7 +108,14 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 
 	var got sums
 	if size > 0 {
-		ext, digests, err := s.stage(ctx, r.Body, size, true, want.crc64 != nil)
+		var ext leasedb.Extent
+		var digests sums
+		if s.inlineBody(blobType, size) {
+			// Kept in the row (blob_inline.go): no intent, no object.
+			ext, digests, err = readInline(r.Body, size, true, want.crc64 != nil)
+		} else {
+			ext, digests, err = s.stage(ctx, r.Body, size, true, want.crc64 != nil)
+		}
 		if err != nil {
 			return late(err)
 		}
@@ -247,7 +254,9 @@ func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ct
 	if leasedb.MayHaveCommitted(err) {
 		keys := make([]string, 0, len(staged))
 		for _, e := range staged {
-			keys = append(keys, e.Key)
+			if e.Key != "" {
+				keys = append(keys, e.Key)
+			}
 		}
 		s.log.Warn("commit outcome unknown: staged objects left to their upload intents", "keys", keys, "err", err)
 		return err
@@ -261,6 +270,9 @@ func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ct
 // gone, but the cleanup must still happen (if it fails, the intent's
 // deadline lets the collector finish the job).
 func (s *Server) discard(key string) {
+	if key == "" {
+		return // an inline extent: no object, no intent
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.backend.Delete(ctx, key); err != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -461,6 +462,12 @@ func (e *extentReader) Read(p []byte) (int, error) {
 		x := e.ext[e.i]
 		from := e.start - e.off
 		n := min(x.Size, e.end-e.off) - from
+		if x.Inline() {
+			// A small blob's bytes, kept in its row.
+			e.cur, e.left = io.NopCloser(bytes.NewReader(x.Data[from:from+n])), n
+			e.start += n
+			continue
+		}
 		if x.Key == "" {
 			// A page blob's hole reads as zeros.
 			e.cur, e.left = io.NopCloser(io.LimitReader(zeroReader{}, n)), n

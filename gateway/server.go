@@ -68,6 +68,11 @@ type Options struct {
 	// compacted in the background (page_compact.go; default
 	// DefaultPageCompactRuns, negative: never).
 	PageCompactRuns int
+	// InlineMaxBytes: a Put Blob of a block blob whose body is at most
+	// this many bytes keeps the bytes in the metadata row instead of a
+	// backend object (blob_inline.go). 0 (the zero value) keeps every body
+	// in the backend; blobgw serve's default is config.DefaultInlineMaxBytes.
+	InlineMaxBytes int64
 	// TrustedProxies are the peers whose X-Forwarded-Proto /
 	// X-Forwarded-For / Forwarded headers are believed (proxy.go).
 	TrustedProxies []netip.Prefix

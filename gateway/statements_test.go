@@ -35,6 +35,7 @@ import (
 // ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
 	"Put Blob If-Match":        {4, 2, 1},
+	"Put Blob If-Match inline": {4, 2, 1},
 	"Lease Blob acquire":       {4, 3, 1},
 	"Put Block List":           {5, 3, 1},
 	"Set Blob Metadata":        {4, 2, 1},
@@ -46,7 +47,8 @@ var statementCeilings = map[string]struct{ statements, roundTrips, transactions 
 
 // TestStatementsPerOperation counts, with the Postgres driver's statement
 // counter, the SQL statements and transactions of one 4 KiB Put Blob with
-// If-Match, one Lease Blob acquire, one Put Block List of a staged block
+// If-Match (its body staged, and again kept inline on a second gateway),
+// one Lease Blob acquire, one Put Block List of a staged block
 // (the Put Block not counted), one Set Blob Metadata, one Set Blob
 // Properties, one Get Blob, one Get Blob Properties and one Get Container
 // Properties sent by the Azure SDK, and holds each to its ceiling.
@@ -60,20 +62,29 @@ func TestStatementsPerOperation(t *testing.T) {
 	if _, _, err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	gw := gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), gateway.Options{})
+	be := gwtest.DiskBackend(t, t.TempDir())
+	gw := gwtest.Gateway(t, store, be, gateway.Options{})
 	t.Cleanup(func() { gw.Close(context.Background()) })
+	// The same store and backend with small bodies inline (blob_inline.go),
+	// for "Put Blob If-Match inline"; the other operations go to gw.
+	gwInline := gwtest.Gateway(t, store, be, gateway.Options{InlineMaxBytes: 16 << 10})
+	t.Cleanup(func() { gwInline.Close(context.Background()) })
+	useInline := false
 	// Every request counts into the counter of the moment; the test sends
 	// one request at a time.
 	var mu sync.Mutex
 	var current *postgres.Counter
 	srv := serveGateway(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		c := current
+		c, g := current, gw
+		if useInline {
+			g = gwInline
+		}
 		mu.Unlock()
 		if c != nil {
 			r = r.WithContext(postgres.CountInto(r.Context(), c))
 		}
-		gw.ServeHTTP(w, r)
+		g.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
@@ -135,6 +146,19 @@ func TestStatementsPerOperation(t *testing.T) {
 		etag = put(bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
 			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
 	})
+
+	mu.Lock()
+	useInline = true
+	mu.Unlock()
+	bi := cc.NewBlockBlobClient("cas-inline")
+	etag = put(bi, nil).ETag
+	measure("Put Blob If-Match inline", func() {
+		etag = put(bi, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
+	})
+	mu.Lock()
+	useInline = false
+	mu.Unlock()
 
 	leased := cc.NewBlockBlobClient("leased")
 	put(leased, nil)

@@ -163,7 +163,9 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 	// Put Blob discards every uncommitted block of the name.
 	w := ReplaceWrite{Row: b, FreeDue: now.Add(d.Grace), DropStaged: true, StagedDue: now}
 	for _, e := range req.Extents {
-		w.Intents = append(w.Intents, e.Key)
+		if e.Key != "" { // an inline extent has no object, so no intent
+			w.Intents = append(w.Intents, e.Key)
+		}
 	}
 	if old != nil {
 		if w.Free, err = freedKeys(ctx, tx, st, req.Ref, old, b); err != nil {

@@ -22,6 +22,7 @@
 package leasedb
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -107,10 +108,18 @@ type Props struct {
 	ContentMD5         []byte // nil when unknown
 }
 
-// Extent is one immutable backend object, read in order to form the blob.
+// Extent is one immutable backend object, read in order to form the blob,
+// or an inline extent (Inline): bytes kept in the row itself.
 type Extent struct {
 	Key  string `json:"k"`
 	Size int64  `json:"n"`
+	// Data holds the bytes of an inline extent (Key "", len(Data) ==
+	// Size > 0): a small Put Blob's body kept in the metadata row instead
+	// of a backend object. Every copy of the row (snapshot, version,
+	// soft-deleted row, Copy Blob's shared extents) copies the bytes, so
+	// no two rows share them and no key, intent or collection entry
+	// exists for them.
+	Data []byte `json:"d,omitempty"`
 	// BlockID is the block id (base64, as the client sent it) for block
 	// blob extents; "" for Put Blob and append blocks.
 	BlockID string `json:"id,omitempty"`
@@ -119,6 +128,17 @@ type Extent struct {
 	// are 0 for block and append blobs, whose extents follow each other.
 	At  int64 `json:"a,omitempty"`
 	Off int64 `json:"o,omitempty"`
+}
+
+// Inline reports whether the extent's bytes are in the row (Data), not in
+// a backend object. (An extent without a key and without data is a page
+// blob's hole in Segments' output, read as zeros.)
+func (e Extent) Inline() bool { return e.Key == "" && len(e.Data) > 0 }
+
+// Equal reports whether e and o are the same extent, inline bytes included.
+func (e Extent) Equal(o Extent) bool {
+	return e.Key == o.Key && e.Size == o.Size && e.BlockID == o.BlockID && e.At == o.At && e.Off == o.Off &&
+		bytes.Equal(e.Data, o.Data)
 }
 
 // Block is one staged (uncommitted) block of a block blob.
@@ -220,12 +240,12 @@ type CopyInfo struct {
 }
 
 // Keys returns the distinct backend keys the row references (a block id
-// committed twice references its object twice).
+// committed twice references its object twice); inline extents have none.
 func (b *Blob) Keys() []string {
 	keys := make([]string, 0, len(b.Extents))
 	seen := make(map[string]bool, len(b.Extents))
 	for _, e := range b.Extents {
-		if !seen[e.Key] {
+		if e.Key != "" && !seen[e.Key] {
 			seen[e.Key] = true
 			keys = append(keys, e.Key)
 		}

@@ -165,6 +165,9 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 			}
 		} else {
 			for _, e := range req.Extents {
+				if e.Key == "" {
+					continue // inline: no object, no intent
+				}
 				ok, err := tx.TakeIntent(ctx, e.Key)
 				if err != nil {
 					return nil, err

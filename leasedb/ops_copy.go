@@ -121,7 +121,7 @@ func shareExtents(ctx context.Context, tx Tx, req PutBlobRequest, old *Blob, sna
 	}
 	var add []string
 	for _, e := range req.Extents {
-		if !own[e.Key] {
+		if e.Key != "" && !own[e.Key] { // inline bytes travel in the row
 			own[e.Key] = true
 			add = append(add, e.Key)
 		}
@@ -142,7 +142,9 @@ func checkShared(extents []Extent, old *Blob, snaps []*Blob) error {
 		}
 	}
 	for _, e := range extents {
-		if !live[e.Key] {
+		// An inline extent is the bytes themselves, read with the
+		// source's row: nothing of the source needs to stay for them.
+		if !e.Inline() && !live[e.Key] {
 			return ErrSourceGone
 		}
 	}

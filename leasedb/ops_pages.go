@@ -152,7 +152,7 @@ func (d *DB) SetPageBlobProperties(ctx context.Context, ref BlobRef, leaseID str
 func (d *DB) CompactPages(ctx context.Context, ref BlobRef, old []Extent, key string) (done bool, err error) {
 	err = d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		done = false // fn may run again
-		if b == nil || b.Type != "PageBlob" || !slices.Equal(b.Extents, old) {
+		if b == nil || b.Type != "PageBlob" || !slices.EqualFunc(b.Extents, old, Extent.Equal) {
 			return nil
 		}
 		ok, err := tx.TakeIntent(ctx, key)

@@ -215,7 +215,7 @@ func blocksLeft(extents []Extent, staged []Block, old *Blob) (stagedKeys, oldKey
 	if old != nil {
 		seen := map[string]bool{}
 		for _, e := range old.Extents {
-			if !keep[e.Key] && !seen[e.Key] {
+			if e.Key != "" && !keep[e.Key] && !seen[e.Key] {
 				seen[e.Key] = true
 				oldKeys = append(oldKeys, e.Key)
 			}

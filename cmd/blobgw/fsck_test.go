@@ -37,8 +37,12 @@ type fsckEnv struct {
 	env   map[string]string
 }
 
-func newFsckEnv(t *testing.T, kind string) *fsckEnv {
+func newFsckEnv(t *testing.T, kind string, opts ...gateway.Options) *fsckEnv {
 	t.Helper()
+	var opt gateway.Options
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
 	ctx := context.Background()
 	e := &fsckEnv{env: map[string]string{"BLOBGW_DATA_DIR": t.TempDir()}}
 	dsn := filepath.Join(t.TempDir(), "meta.db")
@@ -70,7 +74,7 @@ func newFsckEnv(t *testing.T, kind string) *fsckEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.store.Close() })
-	srv := httptest.NewServer(gwtest.Gateway(t, e.store, e.be, gateway.Options{}))
+	srv := httptest.NewServer(gwtest.Gateway(t, e.store, e.be, opt))
 	t.Cleanup(srv.Close)
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {

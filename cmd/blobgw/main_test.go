@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/blobgw/blobgw/internal/config"
 	"github.com/urfave/cli/v2"
 )
 
@@ -185,14 +186,20 @@ func TestServeDefaults(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "data", "blobgw.db")); err != nil {
 		t.Fatalf("metadata file: %v", err)
 	}
+	// A body over inline_max_bytes (the 5 bytes above are kept in the
+	// metadata row) is an object under ./data/blobs.
+	big := int64(config.DefaultInlineMaxBytes + 5)
+	if _, err := client.UploadBuffer(ctx, "defaults", "big.bin", bytes.Repeat([]byte("h"), int(big)), nil); err != nil {
+		t.Fatal(err)
+	}
 	found := false
 	filepath.Walk(filepath.Join(work, "data", "blobs"), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && fi.Size() == 5 {
+		if err == nil && !fi.IsDir() && fi.Size() == big {
 			found = true
 		}
 		return nil
 	})
 	if !found {
-		t.Fatal("no 5-byte object under ./data/blobs")
+		t.Fatalf("no %d-byte object under ./data/blobs", big)
 	}
 }

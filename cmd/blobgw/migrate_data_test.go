@@ -36,6 +36,7 @@ import (
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/internal/gwtest"
+	"github.com/blobgw/blobgw/leasedb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,18 +44,25 @@ import (
 type migGateway struct {
 	url    string // service URL with trailing slash
 	client *azblob.Client
+	store  leasedb.Store
 }
 
 func newMigGateway(t testing.TB, wrap func(http.Handler) http.Handler) *migGateway {
 	t.Helper()
+	return newMigGatewayWith(t, wrap, gateway.Options{})
+}
+
+// newMigGatewayWith is newMigGateway with the gateway's options.
+func newMigGatewayWith(t testing.TB, wrap func(http.Handler) http.Handler, opt gateway.Options) *migGateway {
+	t.Helper()
 	store := gwtest.OpenStore(t, filepath.Join(t.TempDir(), "meta.db"))
-	var h http.Handler = gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), gateway.Options{})
+	var h http.Handler = gwtest.Gateway(t, store, gwtest.DiskBackend(t, t.TempDir()), opt)
 	if wrap != nil {
 		h = wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	g := &migGateway{url: srv.URL + "/" + config.DevAccountName + "/"}
+	g := &migGateway{url: srv.URL + "/" + config.DevAccountName + "/", store: store}
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
 		t.Fatal(err)

@@ -10,19 +10,20 @@ import (
 // rowRefsSQL is every key a row references, with the row's name: blob,
 // snapshot and version rows' extents, soft-deleted rows' (a soft-deleted
 // version's snapshot column is "v" and its id: leasedb.DeletedKey) and
-// staged blocks.
+// staged blocks. An inline extent (key "", its bytes in the row)
+// references none.
 const rowRefsSQL = `
 	SELECT (e->>'k') COLLATE "C" AS key, (b.account || '/' || b.container || '/' || b.name) COLLATE "C" AS ref
-	FROM blobs AS b, jsonb_array_elements(b.extents::jsonb) AS e
+	FROM blobs AS b, jsonb_array_elements(b.extents::jsonb) AS e WHERE e->>'k' <> ''
 	UNION ALL
 	SELECT (e->>'k') COLLATE "C", (s.account || '/' || s.container || '/' || s.name || '?snapshot=' || s.snapshot) COLLATE "C"
-	FROM snapshots AS s, jsonb_array_elements(s.extents::jsonb) AS e
+	FROM snapshots AS s, jsonb_array_elements(s.extents::jsonb) AS e WHERE e->>'k' <> ''
 	UNION ALL
 	SELECT (e->>'k') COLLATE "C", (v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id) COLLATE "C"
-	FROM versions AS v, jsonb_array_elements(v.extents::jsonb) AS e
+	FROM versions AS v, jsonb_array_elements(v.extents::jsonb) AS e WHERE e->>'k' <> ''
 	UNION ALL
 	SELECT (e->>'k') COLLATE "C", (d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' WHEN d.snapshot >= 'v' THEN '?versionid=' || d.version_id ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)') COLLATE "C"
-	FROM deleted_blobs AS d, jsonb_array_elements(d.extents::jsonb) AS e
+	FROM deleted_blobs AS d, jsonb_array_elements(d.extents::jsonb) AS e WHERE e->>'k' <> ''
 	UNION ALL
 	SELECT key COLLATE "C", (account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')') COLLATE "C" FROM blocks`
 

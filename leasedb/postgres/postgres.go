@@ -641,7 +641,9 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 			return nil, fmt.Errorf("leasedb/postgres: delete container %s/%s: %w", account, name, err)
 		}
 		for _, e := range x {
-			keys.Add(d[0], e.Key)
+			if e.Key != "" { // an inline extent has no object
+				keys.Add(d[0], e.Key)
+			}
 		}
 	}
 	for _, k := range blocks {

@@ -9,19 +9,20 @@ import (
 // rowRefsSQL is every key a row references, with the row's name: blob,
 // snapshot and version rows' extents, soft-deleted rows' (a soft-deleted
 // version's snapshot column is "v" and its id: leasedb.DeletedKey) and
-// staged blocks.
+// staged blocks. An inline extent (key "", its bytes in the row)
+// references none.
 const rowRefsSQL = `
 	SELECT json_extract(e.value, '$.k') AS key, b.account || '/' || b.container || '/' || b.name AS ref
-	FROM blobs AS b, json_each(b.extents) AS e
+	FROM blobs AS b, json_each(b.extents) AS e WHERE json_extract(e.value, '$.k') <> ''
 	UNION ALL
 	SELECT json_extract(e.value, '$.k'), s.account || '/' || s.container || '/' || s.name || '?snapshot=' || s.snapshot
-	FROM snapshots AS s, json_each(s.extents) AS e
+	FROM snapshots AS s, json_each(s.extents) AS e WHERE json_extract(e.value, '$.k') <> ''
 	UNION ALL
 	SELECT json_extract(e.value, '$.k'), v.account || '/' || v.container || '/' || v.name || '?versionid=' || v.version_id
-	FROM versions AS v, json_each(v.extents) AS e
+	FROM versions AS v, json_each(v.extents) AS e WHERE json_extract(e.value, '$.k') <> ''
 	UNION ALL
 	SELECT json_extract(e.value, '$.k'), d.account || '/' || d.container || '/' || d.name || (CASE WHEN d.snapshot = '' THEN '' WHEN d.snapshot >= 'v' THEN '?versionid=' || d.version_id ELSE '?snapshot=' || d.snapshot END) || ' (soft-deleted)'
-	FROM deleted_blobs AS d, json_each(d.extents) AS e
+	FROM deleted_blobs AS d, json_each(d.extents) AS e WHERE json_extract(e.value, '$.k') <> ''
 	UNION ALL
 	SELECT key, account || '/' || container || '/' || blob || ' (staged block ' || block_id || ')' FROM blocks`
 

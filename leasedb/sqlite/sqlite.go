@@ -514,7 +514,9 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 					return err
 				}
 				for _, e := range x {
-					keys.Add(blob, e.Key)
+					if e.Key != "" { // an inline extent has no object
+						keys.Add(blob, e.Key)
+					}
 				}
 			}
 			return rows.Err()

@@ -39,7 +39,7 @@ func testAdoptBasics(t *testing.T, s leasedb.Store) {
 		t.Fatal(err)
 	}
 	if b.Type != "BlockBlob" || b.Size != 5 || b.ETag == "" || b.Props.ContentType != "text/plain" || string(b.Props.ContentMD5) != "0123456789abcdef" ||
-		b.Metadata["k"] != "v" || len(b.Extents) != 1 || b.Extents[0] != (leasedb.Extent{Key: "x/YQ", Size: 5}) {
+		b.Metadata["k"] != "v" || len(b.Extents) != 1 || !b.Extents[0].Equal(leasedb.Extent{Key: "x/YQ", Size: 5}) {
 		t.Fatalf("adopted row %+v", b)
 	}
 	if keys, err := s.CollectionKeys(ctx); err != nil || len(keys) != 0 {

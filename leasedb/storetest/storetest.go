@@ -9,7 +9,7 @@
 // newStore for an empty store).
 //
 // One file per concern, each holding its tests and the helpers only they
-// use: containers.go, blobs.go (rows and round trips), listing.go,
+// use: containers.go, blobs.go (rows and round trips), inline.go (inline extents), listing.go,
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
 // and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), deleted.go (soft-deleted
@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"BlobPutGet", testBlobPutGet},
 		{"BlobOverwrite", testBlobOverwrite},
 		{"PutBlobPaths", testPutBlobPaths},
+		{"InlineExtents", testInlineExtents},
 		{"BlobDelete", testBlobDelete},
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// Small blobs inline. A Put Blob of a block blob whose body is at most
+// Options.InlineMaxBytes keeps the bytes in the metadata row (an inline
+// extent, leasedb.Extent.Data) instead of a backend object: the durable
+// write is one database commit, with no upload intent, no temporary file,
+// no fsync of an object and, on S3, no PUT. Whatever copies the row
+// (Snapshot Blob, versions, blob soft delete, Copy Blob sharing the
+// source's extents, container soft delete) copies the bytes with it, so
+// nothing of reference counting or collection applies to them.
+//
+// Only Put Blob (BlockBlob) goes inline: a Put Block's block would be one
+// of up to 50,000 in a block list, so inline blocks could make one row
+// unbounded; Append Block appends to a row that grows; page blobs are
+// written in place by Put Page. The From URL operations and a Copy Blob
+// that copies bytes stage an object, as before. A Put Blob with Expect:
+// 100-continue still goes inline: its pre-check runs first
+// (precheckFirst), and the body, once the client sends it, is small.
+
+// inlineBody reports whether Put Blob keeps a body of size bytes in the row.
+func (s *Server) inlineBody(blobType string, size int64) bool {
+	return blobType == "BlockBlob" && size > 0 && size <= s.opt.InlineMaxBytes
+}
+
+// readInline reads a body of exactly size bytes (a few KiB: size is at
+// most Options.InlineMaxBytes) into memory, computing the digests asked
+// for. It reads at most size+1 bytes, one more to tell a longer body, and
+// answers a short, long or failing body as stage does.
+func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent, sums, error) {
+	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
+	buf := make([]byte, size+1)
+	// ReadFull's own error says only that fewer than size+1 bytes came
+	// (always so for a body of the right length); hr.err and n tell the rest.
+	n, _ := io.ReadFull(hr, buf)
+	if e, ok := svcerr.As(hr.err); ok {
+		return leasedb.Extent{}, sums{}, e // the body stalled (limits.go)
+	}
+	switch {
+	case int64(n) > size:
+		return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body is longer than Content-Length.")
+	case errors.Is(hr.err, io.ErrUnexpectedEOF) || int64(n) < size:
+		// The client's body ended early (or it disconnected).
+		return leasedb.Extent{}, sums{}, svcerr.Newf(svcerr.InvalidInput, "The request body is shorter than Content-Length.")
+	case hr.err != nil:
+		return leasedb.Extent{}, sums{}, fmt.Errorf("reading request body: %w", hr.err)
+	}
+	return leasedb.Extent{Size: size, Data: buf[:size:size]}, hr.d.sums(), nil
+}
