@@ -17,9 +17,7 @@ import (
 func TestLeaseOpConnectionLost(t *testing.T) {
 	b := setup(t, "postgres")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "pgfail", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "pgfail")
 	if _, err := b.client.UploadBuffer(ctx, "pgfail", "x", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
