@@ -154,19 +154,9 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		x.open("Properties")
 		x.elem("Last-Modified", httpTime(c.LastModified))
 		x.elem("Etag", c.ETag)
-		status, state, duration := c.Lease.Headers(now)
-		x.elem("LeaseStatus", status)
-		x.elem("LeaseState", state)
-		if duration != "" {
-			x.elem("LeaseDuration", duration)
+		for _, p := range containerProps(c.Container, now) {
+			x.elem(p.elem, p.value)
 		}
-		if c.PublicAccess != "" {
-			x.elem("PublicAccess", c.PublicAccess)
-		}
-		x.elem("DefaultEncryptionScope", "$account-encryption-key")
-		x.elem("DenyEncryptionScopeOverride", "false")
-		x.elem("HasImmutabilityPolicy", "false")
-		x.elem("HasLegalHold", "false")
 		if c.Deleted != nil {
 			x.elem("DeletedTime", httpTime(c.Deleted.DeletedAt))
 			x.elem("RemainingRetentionDays", strconv.Itoa(c.Deleted.RemainingDays(now)))

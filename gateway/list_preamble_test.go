@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
 // TestListingPreamble pins what a listing answers before its entries: the
@@ -59,6 +61,66 @@ func TestListingPreamble(t *testing.T) {
 		if !strings.HasPrefix(body, tt.want) {
 			n := min(len(body), len(tt.want)+40)
 			t.Errorf("GET %s begins\n %s\nwant\n %s", tt.path, body[:n], tt.want)
+		}
+	}
+}
+
+// TestContainerPropsHeadersAndList: a container's lease, access and
+// encryption properties read the same through Get Container Properties
+// (headers) and List Containers (the Properties element, in its order).
+func TestContainerPropsHeadersAndList(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "plain")
+	if _, err := b.client.CreateContainer(t.Context(), "leasedpub", &azblob.CreateContainerOptions{
+		Access: to.Ptr(container.PublicAccessTypeBlob)}); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := b.do(t, "PUT", "leasedpub?restype=container&comp=lease", "", map[string]string{
+		"x-ms-lease-action": "acquire", "x-ms-lease-duration": "30"})
+	wantStatus(t, resp, 201, "", "Lease Container")
+	common := map[string]string{
+		"X-Ms-Default-Encryption-Scope":       "$account-encryption-key",
+		"X-Ms-Deny-Encryption-Scope-Override": "false",
+		"X-Ms-Has-Immutability-Policy":        "false",
+		"X-Ms-Has-Legal-Hold":                 "false",
+	}
+	tests := []struct {
+		name    string
+		headers map[string]string
+		xml     string
+	}{
+		{"plain", map[string]string{"X-Ms-Lease-Status": "unlocked", "X-Ms-Lease-State": "available",
+			"X-Ms-Lease-Duration": "", "X-Ms-Blob-Public-Access": ""},
+			`<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>`},
+		{"leasedpub", map[string]string{"X-Ms-Lease-Status": "locked", "X-Ms-Lease-State": "leased",
+			"X-Ms-Lease-Duration": "fixed", "X-Ms-Blob-Public-Access": "blob"},
+			`<LeaseStatus>locked</LeaseStatus><LeaseState>leased</LeaseState><LeaseDuration>fixed</LeaseDuration><PublicAccess>blob</PublicAccess>`},
+	}
+	_, list := b.do(t, "GET", "?comp=list", "", nil)
+	for _, tt := range tests {
+		resp, _ := b.do(t, "HEAD", tt.name+"?restype=container", "", nil)
+		wantStatus(t, resp, 200, "", "Get Container Properties "+tt.name)
+		for k, v := range common {
+			tt.headers[k] = v
+		}
+		for k, v := range tt.headers {
+			if got := resp.Header.Get(k); got != v {
+				t.Errorf("%s: %s = %q, want %q", tt.name, k, got, v)
+			}
+		}
+		want := `<Name>` + tt.name + `</Name><Properties>`
+		i := strings.Index(list, want)
+		if i < 0 {
+			t.Fatalf("List Containers has no %s: %s", tt.name, list)
+		}
+		props := list[i+len(want):]
+		props = props[:strings.Index(props, "</Properties>")]
+		props = regexp.MustCompile(`^<Last-Modified>[^<]*</Last-Modified><Etag>[^<]*</Etag>`).ReplaceAllString(props, "")
+		wantXML := tt.xml + `<DefaultEncryptionScope>$account-encryption-key</DefaultEncryptionScope>` +
+			`<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride><HasImmutabilityPolicy>false</HasImmutabilityPolicy>` +
+			`<HasLegalHold>false</HasLegalHold>`
+		if props != wantXML {
+			t.Errorf("%s: List Containers Properties\n %s\nwant\n %s", tt.name, props, wantXML)
 		}
 	}
 }
