@@ -52,11 +52,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 		return err
 	}
 	copyProps := !strings.EqualFold(r.Header.Get("x-ms-copy-source-blob-properties"), "false")
-	meta, err := parseMetadata(r.Header, req.metaNames)
-	if err != nil {
-		return err
-	}
-	cond, leaseID, err := writeConds(r)
+	meta, cond, leaseID, err := metaWriteConds(r, req)
 	if err != nil {
 		return err
 	}
@@ -183,13 +179,7 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		s.discard(ext.Key)
 		return err
 	}
-	err = s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
-		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
-			Ref: req.ref(), LeaseID: leaseID,
-			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
-		})
-	})
-	if err != nil {
+	if err := s.stageBlock(ctx, req, leaseID, id, ext); err != nil {
 		return err
 	}
 	h := w.Header()

@@ -1,0 +1,49 @@
+package gateway_test
+
+import (
+	"testing"
+)
+
+// TestMetadataBeforeConditions: Put Block List, Copy Blob and Put Blob From
+// URL read x-ms-meta-* before the conditional headers and the lease id, so
+// a request bad in both answers the metadata's error; bad in the lease id
+// alone, the lease id's.
+func TestMetadataBeforeConditions(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "order")
+	b.putBlobs(t, "order/src")
+	src := b.serviceURL(0) + "order/src"
+	badMeta := map[string]string{"x-ms-meta-1bad": "v"}
+	badLease := map[string]string{"x-ms-lease-id": "not-a-guid"}
+	ops := []struct {
+		name, blob, query, body string
+		hdr                     map[string]string
+	}{
+		{"Put Block List", "order/pbl", "?comp=blocklist", "<BlockList></BlockList>", nil},
+		{"Copy Blob", "order/copy", "", "", map[string]string{"x-ms-copy-source": src}},
+		{"Put Blob From URL", "order/pbfu", "", "", map[string]string{"x-ms-copy-source": src, "x-ms-blob-type": "BlockBlob"}},
+	}
+	for _, op := range ops {
+		for _, tc := range []struct {
+			what   string
+			bad    []map[string]string
+			status int
+			code   string
+		}{
+			{"metadata and lease id", []map[string]string{badMeta, badLease}, 400, "InvalidMetadata"},
+			{"lease id", []map[string]string{badLease}, 400, "InvalidHeaderValue"},
+		} {
+			hdr := map[string]string{}
+			for _, m := range append([]map[string]string{op.hdr}, tc.bad...) {
+				for k, v := range m {
+					hdr[k] = v
+				}
+			}
+			resp, _ := b.do(t, "PUT", op.blob+op.query, op.body, hdr)
+			wantStatus(t, resp, tc.status, tc.code, op.name+", bad "+tc.what)
+		}
+		if b.exists(t, op.blob) {
+			t.Errorf("%s: a refused request stored %s", op.name, op.blob)
+		}
+	}
+}
