@@ -212,12 +212,7 @@ func TestClientGoneDuringCommit(t *testing.T) {
 func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
-	tx, err := conn.Begin(ctx)
+	tx, err := pgtest.Connect(t, dsn).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +227,7 @@ func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 func waitForLockWait(t *testing.T, dsn string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, dsn)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var n int

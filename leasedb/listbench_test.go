@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
@@ -76,11 +74,7 @@ func BenchmarkListPages(b *testing.B) {
 		if _, _, err := s.Migrate(ctx); err != nil {
 			b.Fatal(err)
 		}
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := pgtest.Connect(b, dsn)
 		fill(func(q string) error { _, err := conn.Exec(ctx, q); return err },
 			`SELECT 'acct', 'c', 'd' || lpad((i %% %[2]d)::text, 4, '0') || '/f' || lpad(i::text, 7, '0'), 'BlockBlob', '"b' || i || '"', '{"all":"1"}'
 			FROM generate_series(0, %[1]d) AS i`)

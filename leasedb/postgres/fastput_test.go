@@ -23,7 +23,7 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
-	watcher := connect(t, dsn)
+	watcher := pgtest.Connect(t, dsn)
 	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
 	})

@@ -10,20 +10,6 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
-// connect opens a plain connection to dsn beside the store (to hold a row
-// lock, watch pg_stat_activity or write rows the store would not), closed
-// when t ends.
-func connect(t testing.TB, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
-	return conn
-}
-
 // updateNow runs fn in one s.Update with the transaction's clock, failing
 // t on any error.
 func updateNow(t testing.TB, s leasedb.Store, fn func(tx leasedb.Tx, now time.Time) error) {

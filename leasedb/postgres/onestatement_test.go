@@ -32,8 +32,8 @@ func TestLockBlobClockAfterLock(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	seedBlob(t, s)
-	holder := connect(t, dsn)
-	watcher := connect(t, dsn)
+	holder := pgtest.Connect(t, dsn)
+	watcher := pgtest.Connect(t, dsn)
 	htx, err := holder.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

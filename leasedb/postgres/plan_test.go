@@ -365,7 +365,7 @@ func filledStore(t *testing.T, ctx context.Context, fill []string) (*postgres.St
 	}
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	for _, q := range fill {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

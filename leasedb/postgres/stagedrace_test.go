@@ -80,7 +80,7 @@ func TestPutBlockAwaitsPutBlockList(t *testing.T) {
 			s := open(t, dsn)
 			ps := &pausingStore{Store: s, writeLocker: tc.writeLocker}
 			db := &leasedb.DB{Store: ps}
-			watcher := connect(t, dsn)
+			watcher := pgtest.Connect(t, dsn)
 			updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 				if tc.versioning {
 					if err := tx.PutAccountSettings(ctx, "a", leasedb.AccountSettings{Versioning: true}); err != nil {
