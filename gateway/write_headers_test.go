@@ -47,3 +47,34 @@ func TestMetadataBeforeConditions(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockSourceChecks: Put Block From URL and Append Block From URL
+// refuse a body of their own and a source range longer than the block they
+// may write, before they read the source.
+func TestBlockSourceChecks(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "bsrc")
+	b.putBlobs(t, "bsrc/src")
+	if _, err := appendClient(b.client, "bsrc", "app").Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	src := b.serviceURL(0) + "bsrc/src"
+	id := "YmxrMQ=="
+	for _, tc := range []struct {
+		name, path, body, srcRange string
+		status                     int
+		code                       string
+	}{
+		{"Put Block From URL, body", "bsrc/blk?comp=block&blockid=" + id, "xx", "", 400, "InvalidHeaderValue"},
+		{"Put Block From URL, 4000 MiB + 1", "bsrc/blk?comp=block&blockid=" + id, "", "bytes=0-4194304000", 413, "RequestBodyTooLarge"},
+		{"Append Block From URL, body", "bsrc/app?comp=appendblock", "xx", "", 400, "InvalidHeaderValue"},
+		{"Append Block From URL, 100 MiB + 1", "bsrc/app?comp=appendblock", "", "bytes=0-104857600", 413, "RequestBodyTooLarge"},
+	} {
+		hdr := map[string]string{"x-ms-copy-source": src}
+		if tc.srcRange != "" {
+			hdr["x-ms-source-range"] = tc.srcRange
+		}
+		resp, _ := b.do(t, "PUT", tc.path, tc.body, hdr)
+		wantStatus(t, resp, tc.status, tc.code, tc.name)
+	}
+}
