@@ -54,9 +54,7 @@ func TestStoredAccessPolicies(t *testing.T) {
 func testStoredAccessPolicies(t *testing.T, kind string) {
 	b := setup(t, kind)
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "pol", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "pol")
 	if _, err := b.client.UploadBuffer(ctx, "pol", "doc.txt", []byte("policy"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +179,7 @@ func testStoredAccessPolicies(t *testing.T, kind string) {
 // TestSetContainerACLValidation: hand-built bodies the SDK will not send.
 func TestSetContainerACLValidation(t *testing.T) {
 	b := setup(t, "sqlite")
-	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "val", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "val")
 	put := func(body string, hdr map[string]string) *http.Response {
 		t.Helper()
 		resp, _ := b.do(t, http.MethodPut, "val?restype=container&comp=acl", body, hdr)

@@ -71,9 +71,7 @@ func TestBackendOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CreateContainer(ctx, "cont", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, client, "cont")
 	for _, n := range []string{"kept", "gone"} {
 		if _, err := client.UploadBuffer(ctx, "cont", n, []byte("bytes of "+n), nil); err != nil {
 			t.Fatal(err)

@@ -99,11 +99,7 @@ func TestBlobBatchSDK(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		for _, c := range []string{"bc1", "bc2"} {
-			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, b.client, "bc1", "bc2")
 		b.putBlobs(t, "bc1/a", "bc1/dir/b c", "bc2/x", "bc2/leased", "bc1/t1", "bc1/t2", "bc1/tleased")
 		for _, n := range []string{"bc2/leased", "bc1/tleased"} {
 			c, bl, _ := strings.Cut(n, "/")
@@ -210,9 +206,7 @@ func TestBlobBatchSDK(t *testing.T) {
 func TestBlobBatchSAS(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "sasc", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "sasc")
 	b.putBlobs(t, "sasc/a1", "sasc/a2", "sasc/t1", "sasc/t2", "sasc/h1", "sasc/h2", "sasc/h3", "sasc/s1")
 	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
 	if err != nil {
@@ -492,11 +486,7 @@ func wantRefusedBatch(t *testing.T, what string, resp *http.Response, subs []sub
 func TestBlobBatchMalformed(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	for _, c := range []string{"mal", "other"} {
-		if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createContainers(t, b.client, "mal", "other")
 	b.putBlobs(t, "mal/keep1", "mal/keep2", "other/o")
 	del := func(name string) string { return b.rawSub(t, "DELETE", name, nil, true) }
 	tier := func(name string) string {

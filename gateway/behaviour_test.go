@@ -26,9 +26,7 @@ import (
 func TestSetBlobPropertiesClears(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "props", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "props")
 	bc := b.client.ServiceClient().NewContainerClient("props").NewBlobClient("p")
 	if _, err := b.client.UploadBuffer(ctx, "props", "p", []byte("hello"), nil); err != nil {
 		t.Fatal(err)
@@ -82,9 +80,7 @@ func TestSetBlobPropertiesClears(t *testing.T) {
 func TestPutBlobMD5Rules(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "md5", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "md5")
 	good, wrong := b64(md5Of([]byte("body"))), b64(md5Of([]byte("other")))
 	crc := "AAAAAAAAAAA=" // 8 bytes; never reached when refused first
 	for _, tc := range []struct {
@@ -136,9 +132,7 @@ func TestPutBlobMD5Rules(t *testing.T) {
 func TestBlobHeadersAzure(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "hdrs", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "hdrs")
 	cc := b.client.ServiceClient().NewContainerClient("hdrs")
 	if _, err := b.client.UploadBuffer(ctx, "hdrs", "tiered", []byte("x"), nil); err != nil {
 		t.Fatal(err)
@@ -213,9 +207,7 @@ func TestBlobHeadersAzure(t *testing.T) {
 func TestSnapshotBlockListTags(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "snaps", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "snaps")
 	cc := b.client.ServiceClient().NewContainerClient("snaps")
 	bb := cc.NewBlockBlobClient("s")
 	id1, id2 := b64([]byte("block-1")), b64([]byte("block-2"))
@@ -273,10 +265,7 @@ func TestSnapshotBlockListTags(t *testing.T) {
 // (before, all were accepted and compared).
 func TestTagExpressionLimits(t *testing.T) {
 	b := setup(t, "sqlite")
-	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "tagq", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "tagq")
 	b.putBlobs(t, "tagq/x")
 	var terms []string
 	for i := 0; i < 11; i++ {
@@ -350,9 +339,7 @@ func TestContainerNames(t *testing.T) {
 func TestCopyArchivedAndUnreachable(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "arch", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "arch")
 	cc := b.client.ServiceClient().NewContainerClient("arch")
 	if _, err := b.client.UploadBuffer(ctx, "arch", "cold", []byte("frozen bytes"), nil); err != nil {
 		t.Fatal(err)
@@ -400,9 +387,7 @@ func TestCopyArchivedAndUnreachable(t *testing.T) {
 func TestCORSVary(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "vary", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "vary")
 	if _, err := b.client.UploadBuffer(ctx, "vary", "p", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -460,9 +445,7 @@ func TestCORSVary(t *testing.T) {
 func TestBlockCRC64Echo(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "crc", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "crc")
 	cc := b.client.ServiceClient().NewContainerClient("crc")
 	data := "some block bytes"
 	sr, err := cc.NewBlockBlobClient("b").StageBlock(ctx, b64([]byte("blk")), nopSeeker(data), nil)

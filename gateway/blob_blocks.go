@@ -86,13 +86,7 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	err = s.commit(r.Context(), []leasedb.Extent{ext}, func(ctx context.Context) error {
-		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
-			Ref: req.ref(), LeaseID: leaseID,
-			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
-		})
-	})
-	if err != nil {
+	if err := s.stageBlock(r.Context(), req, leaseID, id, ext); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -100,6 +94,17 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil
+}
+
+// stageBlock commits ext, written to the backend, as the staged block id
+// of the blob req names (Put Block, Put Block From URL).
+func (s *Server) stageBlock(ctx context.Context, req *request, leaseID, id string, ext leasedb.Extent) error {
+	return s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
+		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
+			Ref: req.ref(), LeaseID: leaseID,
+			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+		})
+	})
 }
 
 // parseBlockList reads a Put Block List body keeping the element order,
@@ -199,11 +204,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header, req.metaNames)
-	if err != nil {
-		return err
-	}
-	cond, leaseID, err := writeConds(r)
+	meta, cond, leaseID, err := metaWriteConds(r, req)
 	if err != nil {
 		return err
 	}

@@ -94,9 +94,7 @@ func TestPageBlobs(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "pages", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "pages")
 		pb := pageClient(c, "pages", "disk.vhd")
 		const size = 16 << 10
 		if _, err := pb.Create(ctx, size, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(3)),
@@ -324,9 +322,7 @@ func TestPageBlobRefusals(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "prr", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "prr")
 		pb := pageClient(c, "prr", "p")
 		if _, err := pb.Create(ctx, 4096, nil); err != nil {
 			t.Fatal(err)
@@ -454,9 +450,7 @@ func TestPageBlobModel(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "model", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "model")
 		const pages = 48
 		pb := pageClient(c, "model", "m")
 		if _, err := pb.Create(ctx, pages*512, nil); err != nil {
@@ -582,9 +576,7 @@ func TestPutPageFromURL(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "pfu", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "pfu")
 		data := randBytes(8<<10, 21)
 		src := c.ServiceClient().NewContainerClient("pfu").NewBlockBlobClient("src")
 		if _, err := src.Upload(ctx, rsc{bytes.NewReader(data)}, nil); err != nil {
@@ -654,9 +646,7 @@ func TestPageWritesRace(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind, setupOpts{replicas: 2})
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "race")
 			const pages = 16
 			if _, err := pageClient(b.client, "race", "r").Create(ctx, pages*512, nil); err != nil {
 				t.Fatal(err)
@@ -697,11 +687,7 @@ func TestCopyPageBlob(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		for _, name := range []string{"srcc", "dstc"} {
-			if _, err := c.CreateContainer(ctx, name, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, c, "srcc", "dstc")
 		src := pageClient(c, "srcc", "disk")
 		if _, err := src.Create(ctx, 8<<10, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(42))}); err != nil {
 			t.Fatal(err)
@@ -779,9 +765,7 @@ func TestPageBlobCompaction(t *testing.T) {
 		b := setup(t, kind, setupOpts{options: gateway.Options{PageCompactRuns: 4}})
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "compact", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "compact")
 		ref := leasedb.BlobRef{Account: config.DevAccountName, Container: "compact", Name: "d"}
 		runsOf := func() []leasedb.Extent {
 			var row *leasedb.Blob

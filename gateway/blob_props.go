@@ -18,6 +18,18 @@ func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
 	return cond, leaseID, err
 }
 
+// metaWriteConds parses a write that also sets the blob's metadata (Put
+// Block List, Copy Blob, Put Blob From URL): its x-ms-meta-* headers
+// first, then its conditions and lease id (writeConds).
+func metaWriteConds(r *http.Request, req *request) (map[string]string, leasedb.Conditions, string, error) {
+	meta, err := parseMetadata(r.Header, req.metaNames)
+	if err != nil {
+		return nil, leasedb.Conditions{}, "", err
+	}
+	cond, leaseID, err := writeConds(r)
+	return meta, cond, leaseID, err
+}
+
 // Set Blob Properties: PUT ?comp=properties → 200, new ETag. The
 // x-ms-blob-content-* set replaces the stored one wholesale.
 func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *request) error {

@@ -155,15 +155,22 @@ type xmlTags struct {
 	TagSet  []xmlTag `xml:"TagSet>Tag"`
 }
 
+// tagConds parses the lease id and the conditions (blobTagConditions) Get
+// and Set Blob Tags carry, in that order.
+func tagConds(r *http.Request) (string, leasedb.Conditions, error) {
+	leaseID, err := leaseIDHeader(r.Header)
+	if err != nil {
+		return "", leasedb.Conditions{}, err
+	}
+	cond, err := blobTagConditions.parse(r.Header)
+	return leaseID, cond, err
+}
+
 // Set Blob Tags: PUT ?comp=tags with a <Tags> body → 204. The tags replace
 // the blob's; ETag and Last-Modified stay (Set Blob Tags does not change
 // them on Azure).
 func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := blobTagConditions.parse(r.Header)
+	leaseID, cond, err := tagConds(r)
 	if err != nil {
 		return err
 	}
@@ -221,11 +228,7 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 
 // Get Blob Tags: GET ?comp=tags → 200 with the <Tags> document.
 func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := blobTagConditions.parse(r.Header)
+	leaseID, cond, err := tagConds(r)
 	if err != nil {
 		return err
 	}

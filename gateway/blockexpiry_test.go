@@ -18,9 +18,7 @@ func TestBlockExpiry(t *testing.T) {
 		ctx := context.Background()
 		const expiry = 2 * time.Second
 		b := setup(t, kind, setupOpts{options: gateway.Options{BlockExpiry: expiry}})
-		if _, err := b.client.CreateContainer(ctx, "exp", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "exp")
 		stage := func(bc *blockblob.Client, n int, data string) {
 			t.Helper()
 			if _, err := bc.StageBlock(ctx, blockID(n), nopSeeker(data), nil); err != nil {

@@ -37,9 +37,7 @@ func TestLargeTransfers(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "big", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "big")
 		data := randBytes(40<<20+12345, 11)
 		want := sha256.Sum256(data)
 		if _, err := b.client.UploadStream(ctx, "big", "blob", bytes.NewReader(data), &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4}); err != nil {
@@ -114,9 +112,7 @@ func TestBlockListSemantics(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "blocks", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "blocks")
 		bc := blockClient(b.client, "blocks", "x")
 		stage := func(c *blockblob.Client, n int, body string) {
 			t.Helper()
@@ -244,9 +240,7 @@ func TestAppendRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "app", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "app")
 		if _, err := b.client.ServiceClient().NewContainerClient("app").NewAppendBlobClient("log").Create(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -320,9 +314,7 @@ func TestAppendRace(t *testing.T) {
 func TestAppendConditions(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "app", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "app")
 	ab := b.client.ServiceClient().NewContainerClient("app").NewAppendBlobClient("log")
 	if _, err := ab.Create(ctx, nil); err != nil {
 		t.Fatal(err)

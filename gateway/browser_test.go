@@ -133,9 +133,7 @@ func TestBrowserCORS(t *testing.T) {
 
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "web", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "web")
 	cc := b.client.ServiceClient().NewContainerClient("web")
 	mux := http.NewServeMux()
 	// Not /index.html: http.ServeFile redirects that to "/".

@@ -51,9 +51,7 @@ func TestUncertainCommitKeepsBytes(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b, proxy := setupProxied(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "cut", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "cut")
 			arm := func(c pgtest.Cut) func() {
 				before := proxy.Cuts()
 				proxy.SetCut(pgtest.CutOnce(commitOfStagedBytes, c))
@@ -164,9 +162,7 @@ func TestUncertainCommitKeepsBytes(t *testing.T) {
 func TestClientGoneDuringCommit(t *testing.T) {
 	b := setup(t, "postgres")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "gone", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "gone")
 	oldData, newData := randBytes(64<<10, 3), randBytes(96<<10, 4)
 	if _, err := b.client.UploadBuffer(ctx, "gone", "x", oldData, nil); err != nil {
 		t.Fatal(err)
@@ -216,12 +212,7 @@ func TestClientGoneDuringCommit(t *testing.T) {
 func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
-	tx, err := conn.Begin(ctx)
+	tx, err := pgtest.Connect(t, dsn).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,11 +227,7 @@ func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 func waitForLockWait(t *testing.T, dsn string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, dsn)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var n int
@@ -267,9 +254,7 @@ func TestReadMissingExtent(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "lost", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "lost")
 			if _, err := b.client.UploadBuffer(ctx, "lost", "x", randBytes(10_000, 5), nil); err != nil {
 				t.Fatal(err)
 			}

@@ -29,9 +29,7 @@ func TestCreateOnlyRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1), b.clientFor(t, 2)}
 		const n = 32
 		start := make(chan struct{})
@@ -84,9 +82,7 @@ func TestCounterIncrements(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "ctr", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "ctr")
 		if _, err := b.client.UploadBuffer(ctx, "ctr", "n", []byte("0"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -152,9 +148,7 @@ func TestReadDuringOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{grace: time.Hour})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "overwrite", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "overwrite")
 		old := randBytes(8<<20, 7)
 		if _, err := b.client.UploadBuffer(ctx, "overwrite", "big", old, nil); err != nil {
 			t.Fatal(err)
@@ -193,9 +187,7 @@ func TestCollection(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind) // grace 0: due at once
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "gcc", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "gcc")
 		for i := 0; i < 3; i++ {
 			if _, err := b.client.UploadBuffer(ctx, "gcc", "a", randBytes(1000, int64(i)), nil); err != nil {
 				t.Fatal(err)

@@ -207,9 +207,7 @@ func TestContainerSoftDeleteExpiry(t *testing.T) {
 		b := setup(t, kind, setupOpts{options: gateway.Options{
 			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
 		svc := b.client.ServiceClient()
-		if _, err := b.client.CreateContainer(ctx, "brief", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "brief")
 		if _, err := b.client.UploadBuffer(ctx, "brief", "a", randBytes(1000, 1), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -253,9 +251,7 @@ func TestContainerDeleteWithoutRetention(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind)
-		if _, err := b.client.CreateContainer(ctx, "gone", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "gone")
 		if _, err := b.client.UploadBuffer(ctx, "gone", "a", []byte("bytes"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -281,9 +277,7 @@ func TestRestoreContainerHeaders(t *testing.T) {
 	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
 		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "hdr", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "hdr")
 	if _, err := b.client.DeleteContainer(ctx, "hdr", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +315,7 @@ func TestRestoreContainerSAS(t *testing.T) {
 		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
 	ctx := context.Background()
 	svc := b.client.ServiceClient()
-	if _, err := b.client.CreateContainer(ctx, "sas-restore", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "sas-restore")
 	cc := svc.NewContainerClient("sas-restore")
 	lc, err := lease.NewContainerClient(cc, nil)
 	if err != nil {
@@ -396,9 +388,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, kind, setupOpts{options: gateway.Options{
 			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		const writers = 8
 		var (
 			wg     sync.WaitGroup
@@ -478,9 +468,7 @@ func TestContainerSoftDeleteVersions(t *testing.T) {
 		b := setup(t, kind, setupOpts{options: gateway.Options{
 			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
 		svc := b.client.ServiceClient()
-		if _, err := b.client.CreateContainer(ctx, "vers", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "vers")
 		b.setVersioning(t, true)
 		bc := blockClient(b.client, "vers", "doc")
 		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)

@@ -115,11 +115,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	meta, err := parseMetadata(r.Header, req.metaNames)
-	if err != nil {
-		return err
-	}
-	cond, leaseID, err := writeConds(r)
+	meta, cond, leaseID, err := metaWriteConds(r, req)
 	if err != nil {
 		return err
 	}

@@ -29,11 +29,7 @@ func TestIncrementalCopy(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		for _, name := range []string{"disks", "backup"} {
-			if _, err := c.CreateContainer(ctx, name, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, c, "disks", "backup")
 		const size = 16 << 10
 		src := pageClient(c, "disks", "os.vhd")
 		if _, err := src.Create(ctx, size, &pageblob.CreateOptions{SequenceNumber: to.Ptr(int64(5)),

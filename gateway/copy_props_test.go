@@ -21,9 +21,7 @@ func TestCopyProperties(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "copies", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "copies")
 		data := randBytes(70_000, 41)
 		if _, err := b.client.UploadBuffer(ctx, "copies", "src", data, nil); err != nil {
 			t.Fatal(err)

@@ -22,11 +22,7 @@ func TestCopySharesObjects(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		for _, c := range []string{"share-a", "share-b"} {
-			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, b.client, "share-a", "share-b")
 		data := randBytes(600_000, 71)
 		putBlocks(t, b.client, "share-a", "src", data, 200_000)
 		objects := b.countObjects(t)
@@ -99,9 +95,7 @@ func TestCopyShareRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		versions := map[string]bool{}
 		version := func(i int) []byte {
 			return []byte(fmt.Sprintf("version %03d ", i) + string(randBytes(50_000, int64(i))))

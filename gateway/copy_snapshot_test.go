@@ -18,9 +18,7 @@ func TestCopyFromSnapshot(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "snaps", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "snaps")
 		v1 := randBytes(300<<10+5, 31)
 		base := putBlocks(t, b.client, "snaps", "doc", v1, 100<<10)
 		sr, err := base.CreateSnapshot(ctx, nil)

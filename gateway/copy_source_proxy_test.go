@@ -20,9 +20,7 @@ import (
 func TestCopySourceBehindProxy(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, "sqlite", setupOpts{options: gateway.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
-	if _, err := b.client.CreateContainer(ctx, "prox", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "prox")
 	if _, err := b.client.UploadBuffer(ctx, "prox", "src", []byte("source bytes"), nil); err != nil {
 		t.Fatal(err)
 	}

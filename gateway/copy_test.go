@@ -70,11 +70,7 @@ func TestCopyBlobSameAccount(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		for _, c := range []string{"src", "dst"} {
-			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, b.client, "src", "dst")
 		data := randBytes(700<<10+77, 21)
 		src := putBlocks(t, b.client, "src", "data.csv", data, 256<<10)
 		srcProps := getProps(t, src)
@@ -196,9 +192,7 @@ func TestCopyConditions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "box", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "box")
 		if _, err := b.client.UploadBuffer(ctx, "box", "src", []byte("source bytes"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -272,9 +266,7 @@ func TestCopyLeasedDestination(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "box", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "box")
 		for _, n := range []string{"src", "inf", "fixed"} {
 			if _, err := b.client.UploadBuffer(ctx, "box", n, []byte("content of "+n), nil); err != nil {
 				t.Fatal(err)
@@ -365,16 +357,12 @@ func TestCopyCrossAccount(t *testing.T) {
 		b := setup(t, kind, setupOpts{accounts: map[string]string{secondAccount: secondKey}})
 		ctx := context.Background()
 		other, cred := b.secondClient(t)
-		if _, err := other.CreateContainer(ctx, "theirs", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, other, "theirs")
 		data := randBytes(300<<10, 31)
 		if _, err := other.UploadBuffer(ctx, "theirs", "f.bin", data, &azblob.UploadBufferOptions{Metadata: map[string]*string{"acct": to.Ptr("second")}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.client.CreateContainer(ctx, "mine", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "mine")
 		srcURL := blockClient(other, "theirs", "f.bin").URL()
 		dst := blockClient(b.client, "mine", "f.bin")
 
@@ -480,16 +468,12 @@ func TestCopyFromExternal(t *testing.T) {
 		b := setup(t, kind)
 		remote := setup(t, kind)
 		ctx := context.Background()
-		if _, err := remote.client.CreateContainer(ctx, "export", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, remote.client, "export")
 		data := randBytes(1<<20+333, 41)
 		rsrc := putBlocks(t, remote.client, "export", "table.csv", data, 300<<10)
 		srcURL := rsrc.URL()
 		sasURL := withSAS(t, srcURL, remote.cred, "export", "table.csv", "r")
-		if _, err := b.client.CreateContainer(ctx, "import", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "import")
 
 		// Without a SAS the other gateway refuses the anonymous read.
 		dst := blockClient(b.client, "import", "table.csv")
@@ -605,9 +589,7 @@ func TestCopySourceDiesMidStream(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "box", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "box")
 		if _, err := b.client.UploadBuffer(ctx, "box", "dst", []byte("intact"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -654,9 +636,7 @@ func TestCopySourceDiesMidStream(t *testing.T) {
 func TestCopyRawRequests(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "box", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "box")
 	if _, err := b.client.UploadBuffer(ctx, "box", "src", []byte("0123456789"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,7 @@ import (
 func TestCORSAzureTables(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "tab", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "tab")
 	if _, err := b.client.UploadBuffer(ctx, "tab", "p", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -85,9 +85,7 @@ func checkCORSHeaders(t *testing.T, what string, resp *http.Response, status int
 func TestCORSPreflight(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "web", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "web")
 	blobURL := b.serviceURL(0) + "web/page.txt"
 
 	// No rules yet: refused (and this process caches "no rules").
@@ -198,9 +196,7 @@ func corsDo(t *testing.T, b *bundle, method, path, origin string, body string) *
 func TestCORSActualRequests(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "web", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "web")
 	if _, err := b.client.UploadBuffer(ctx, "web", "page.txt", []byte("hi"), &azblob.UploadBufferOptions{
 		Metadata: map[string]*string{"Color": to.Ptr("blue")},
 	}); err != nil {

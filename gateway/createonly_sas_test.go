@@ -22,9 +22,7 @@ func TestCreateOnlySASOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "cosas", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "cosas")
 		for _, n := range []string{"plain", "leased"} {
 			if _, err := b.client.UploadBuffer(ctx, "cosas", n, []byte("old "+n), nil); err != nil {
 				t.Fatal(err)

@@ -35,9 +35,7 @@ func TestTransactionalCRC64(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "crc", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "crc")
 		data := randBytes(300_000, 51)
 		wrong := blob.TransferValidationTypeCRC64(12345)
 
@@ -107,9 +105,7 @@ func TestTransactionalCRC64(t *testing.T) {
 func TestRangeDigests(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "ranges", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "ranges")
 	data := randBytes(5<<20+100, 61)
 	putBlocks(t, b.client, "ranges", "x", data, 1<<20) // the range below crosses blocks
 	part := data[1<<20-7 : 3<<20+11]

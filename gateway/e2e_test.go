@@ -91,9 +91,7 @@ func TestContainers(t *testing.T) {
 
 		// Listing with prefix and paging.
 		for i := 0; i < 5; i++ {
-			if _, err := c.CreateContainer(ctx, fmt.Sprintf("page-%02d", i), nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, c, fmt.Sprintf("page-%02d", i))
 		}
 		var names []string
 		pages := 0
@@ -127,9 +125,7 @@ func TestContainers(t *testing.T) {
 		wantErr(t, err, 404, "ContainerNotFound")
 		_, err = c.DeleteContainer(ctx, "alpha", nil)
 		wantErr(t, err, 404, "ContainerNotFound")
-		if _, err := c.CreateContainer(ctx, "alpha", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "alpha")
 		_, err = c.DownloadStream(ctx, "alpha", "x", nil)
 		wantErr(t, err, 404, "BlobNotFound")
 	})
@@ -150,9 +146,7 @@ func TestBlobCRUD(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "data", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "data")
 		body := randBytes(100_000, 1)
 		sum := md5.Sum(body)
 		up, err := c.UploadBuffer(ctx, "data", "dir/file one.bin", body, &azblob.UploadBufferOptions{
@@ -265,9 +259,7 @@ func TestRangeReads(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "rng", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "rng")
 		body := randBytes(1<<20+13, 2)
 		if _, err := c.UploadBuffer(ctx, "rng", "blob", body, nil); err != nil {
 			t.Fatal(err)
@@ -314,9 +306,7 @@ func TestListBlobs(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "lst", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "lst")
 		var all []string
 		for _, d := range []string{"a", "b", "b/sub", "c"} {
 			for i := 0; i < 5; i++ {
@@ -395,9 +385,7 @@ func TestConditionalHeaders(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "cond", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "cond")
 		up, err := c.UploadBuffer(ctx, "cond", "x", []byte("one"), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -532,9 +520,7 @@ func TestAuthRefused(t *testing.T) {
 	}
 	_, err = bad.CreateContainer(ctx, "nope", nil)
 	wantErr(t, err, 403, "AuthenticationFailed")
-	if _, err := b.client.CreateContainer(ctx, "yes", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "yes")
 	_, err = bad.UploadBuffer(ctx, "yes", "f", []byte("data"), nil)
 	wantErr(t, err, 403, "AuthenticationFailed")
 	_, err = bad.DeleteContainer(ctx, "yes", nil)

@@ -27,9 +27,7 @@ import (
 func TestErrorMessageTexts(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "texts", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "texts")
 	ab := b.client.ServiceClient().NewContainerClient("texts").NewAppendBlobClient("sealed")
 	if _, err := ab.Create(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -134,9 +132,7 @@ func readBody(t *testing.T, resp *http.Response) string {
 func TestLeaseIdMissingTexts(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "leased", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "leased")
 	if _, err := b.client.UploadBuffer(ctx, "leased", "b", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +141,7 @@ func TestLeaseIdMissingTexts(t *testing.T) {
 		resp, body := b.do(t, "PUT", path+query, "", map[string]string{"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1"})
 		wantStatus(t, resp, 201, "", "acquire "+path+": "+body)
 	}
-	if _, err := b.client.CreateContainer(ctx, "free", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "free")
 	lease("?comp=lease", "leased/b")
 	lease("?restype=container&comp=lease", "leased")
 	other := "11111111-2222-3333-4444-555555555555"

@@ -24,9 +24,7 @@ func TestPutBlobSmallRefusalOrder(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "order", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "order")
 		bb := b.client.ServiceClient().NewContainerClient("order").NewBlockBlobClient("b")
 		up, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader([]byte("before"))), nil)
 		if err != nil {
@@ -75,9 +73,7 @@ func TestPutBlobExpectContinue(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "expect", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "expect")
 			bb := b.client.ServiceClient().NewContainerClient("expect").NewBlockBlobClient("b")
 			if _, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader([]byte("before"))), nil); err != nil {
 				t.Fatal(err)

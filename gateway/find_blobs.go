@@ -37,9 +37,7 @@ func (s *Server) findBlobs(w http.ResponseWriter, r *http.Request, req *request)
 		return err
 	}
 	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
-	xmlEscape(&x.Builder, serviceEndpoint(r, req))
-	x.WriteString(`">`)
+	x.openEnumeration(r, req, "")
 	x.elem("Where", src)
 	x.open("Blobs")
 	for _, b := range res.Blobs {

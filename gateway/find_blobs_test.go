@@ -21,11 +21,7 @@ func TestFindBlobsByTags(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		for _, cont := range []string{"find-a", "find-b", "find-empty"} {
-			if _, err := c.CreateContainer(ctx, cont, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, c, "find-a", "find-b", "find-empty")
 		blobs := []struct {
 			cont, name string
 			tags       map[string]string

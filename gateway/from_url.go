@@ -52,11 +52,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 		return err
 	}
 	copyProps := !strings.EqualFold(r.Header.Get("x-ms-copy-source-blob-properties"), "false")
-	meta, err := parseMetadata(r.Header, req.metaNames)
-	if err != nil {
-		return err
-	}
-	cond, leaseID, err := writeConds(r)
+	meta, cond, leaseID, err := metaWriteConds(r, req)
 	if err != nil {
 		return err
 	}
@@ -144,6 +140,24 @@ func overrideProps(p *leasedb.Props, req leasedb.Props, h http.Header) {
 	}
 }
 
+// parseBlockSource parses a write whose block is its source (Put Block From
+// URL, Append Block From URL): no body of its own, the source
+// (parseCopySpec) and, when x-ms-source-range names one, a block of at
+// most max bytes (413 RequestBodyTooLarge, as a body that long would be).
+func parseBlockSource(r *http.Request, op copyOp, max int64) (*copySpec, error) {
+	if err := zeroBody(r); err != nil {
+		return nil, err
+	}
+	spec, err := parseCopySpec(r, op, max)
+	if err != nil {
+		return nil, err
+	}
+	if n := spec.rangeLen(); n > max {
+		return nil, svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	return spec, nil
+}
+
 // Put Block From URL: PUT ?comp=block&blockid=<id> with x-ms-copy-source →
 // 201. The block is the source (or its x-ms-source-range), staged as its
 // own object like any block.
@@ -153,15 +167,9 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	if err := zeroBody(r); err != nil {
-		return err
-	}
-	spec, err := parseCopySpec(r, opPutBlockFromURL, maxBlockSize)
+	spec, err := parseBlockSource(r, opPutBlockFromURL, maxBlockSize)
 	if err != nil {
 		return err
-	}
-	if n := spec.rangeLen(); n > maxBlockSize {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {
@@ -183,13 +191,7 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		s.discard(ext.Key)
 		return err
 	}
-	err = s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
-		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
-			Ref: req.ref(), LeaseID: leaseID,
-			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
-		})
-	})
-	if err != nil {
+	if err := s.stageBlock(ctx, req, leaseID, id, ext); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -204,15 +206,9 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 // at most 100 MiB.
 func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
-	if err := zeroBody(r); err != nil {
-		return err
-	}
-	spec, err := parseCopySpec(r, opAppendFromURL, maxAppendBlockSize)
+	spec, err := parseBlockSource(r, opAppendFromURL, maxAppendBlockSize)
 	if err != nil {
 		return err
-	}
-	if n := spec.rangeLen(); n > maxAppendBlockSize {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	areq, err := parseAppendRequest(r, req)
 	if err != nil {

@@ -20,9 +20,7 @@ func TestPutBlockFromURL(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "box", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "box")
 		data := randBytes(600<<10, 51)
 		src := putBlocks(t, b.client, "box", "src", data, 200<<10)
 		web := serveBytes(t, data)

@@ -188,20 +188,36 @@ func setVersionID(h http.Header, b *leasedb.Blob) {
 
 func writeContainerHeaders(h http.Header, c *leasedb.Container, now time.Time) {
 	setETagLM(h, c.ETag, c.LastModified)
+	for _, p := range containerProps(c, now) {
+		h.Set(p.header, p.value)
+	}
+	writeMetadata(h, c.Metadata)
+}
+
+// containerProp is one of a container's lease, access and encryption
+// properties: the header Get Container Properties sends it as and the
+// element List Containers writes it as.
+type containerProp struct{ header, elem, value string }
+
+// containerProps are c's lease, access and encryption properties in the
+// order of List Containers' Properties element.
+func containerProps(c *leasedb.Container, now time.Time) []containerProp {
 	status, state, duration := c.Lease.Headers(now)
-	h.Set("X-Ms-Lease-Status", status)
-	h.Set("X-Ms-Lease-State", state)
+	ps := []containerProp{
+		{"X-Ms-Lease-Status", "LeaseStatus", status},
+		{"X-Ms-Lease-State", "LeaseState", state},
+	}
 	if duration != "" {
-		h.Set("X-Ms-Lease-Duration", duration)
+		ps = append(ps, containerProp{"X-Ms-Lease-Duration", "LeaseDuration", duration})
 	}
 	if c.PublicAccess != "" {
-		h.Set("X-Ms-Blob-Public-Access", c.PublicAccess)
+		ps = append(ps, containerProp{"X-Ms-Blob-Public-Access", "PublicAccess", c.PublicAccess})
 	}
-	h.Set("X-Ms-Has-Immutability-Policy", "false")
-	h.Set("X-Ms-Has-Legal-Hold", "false")
-	h.Set("X-Ms-Default-Encryption-Scope", "$account-encryption-key")
-	h.Set("X-Ms-Deny-Encryption-Scope-Override", "false")
-	writeMetadata(h, c.Metadata)
+	return append(ps,
+		containerProp{"X-Ms-Default-Encryption-Scope", "DefaultEncryptionScope", "$account-encryption-key"},
+		containerProp{"X-Ms-Deny-Encryption-Scope-Override", "DenyEncryptionScopeOverride", "false"},
+		containerProp{"X-Ms-Has-Immutability-Policy", "HasImmutabilityPolicy", "false"},
+		containerProp{"X-Ms-Has-Legal-Hold", "HasLegalHold", "false"})
 }
 
 func parsePublicAccess(h http.Header) (string, error) {

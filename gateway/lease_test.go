@@ -38,9 +38,7 @@ func TestBlobLeaseLifecycle(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "leases", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "leases")
 		up, err := b.client.UploadBuffer(ctx, "leases", "x", []byte("v1"), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -165,9 +163,7 @@ func TestContainerLease(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "leased", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "leased")
 		cc := b.client.ServiceClient().NewContainerClient("leased")
 		before, err := cc.GetProperties(ctx, nil)
 		if err != nil {
@@ -219,9 +215,7 @@ func TestLeaseAcquireRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		if _, err := b.client.UploadBuffer(ctx, "race", "x", []byte("x"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -273,9 +267,7 @@ func TestLeaseHolderExclusive(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "excl", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "excl")
 		if _, err := b.client.UploadBuffer(ctx, "excl", "x", []byte("start"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -332,9 +324,7 @@ func TestLeaseRealExpiry(t *testing.T) {
 			t.Parallel()
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "expiry", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "expiry")
 			for _, n := range []string{"a", "b"} {
 				if _, err := b.client.UploadBuffer(ctx, "expiry", n, []byte(n), nil); err != nil {
 					t.Fatal(err)
@@ -378,9 +368,7 @@ func TestPutAndRelease(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "par", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "par")
 		put := func(body string, hdr map[string]string) *http.Response {
 			h := map[string]string{"x-ms-blob-type": "BlockBlob"}
 			for k, v := range hdr {
@@ -434,9 +422,7 @@ func TestPutAndRelease(t *testing.T) {
 func TestAppendPutAndRelease(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "apr", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "apr")
 	ab := b.client.ServiceClient().NewContainerClient("apr").NewAppendBlobClient("log")
 	if _, err := ab.Create(ctx, nil); err != nil {
 		t.Fatal(err)

@@ -86,9 +86,7 @@ func TestBodyIdleTimeout(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind, setupOpts{options: gateway.Options{BodyIdleTimeout: time.Second}})
-		if _, err := b.client.CreateContainer(ctx, "idle", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "idle")
 		start := time.Now()
 		conn, br := b.stalledPut(t, "idle", "stalled", 1<<20, 1)
 		conn.SetReadDeadline(time.Now().Add(15 * time.Second))
@@ -171,9 +169,7 @@ func TestMaxUploads(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind, setupOpts{options: gateway.Options{MaxUploads: 2, BodyIdleTimeout: time.Minute}})
-		if _, err := b.client.CreateContainer(ctx, "cap", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "cap")
 		if _, err := b.client.UploadBuffer(ctx, "cap", "kept", []byte("kept"), nil); err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,35 @@ func (x *xmlWriter) elem(name, value string) {
 	x.WriteString("</" + name + ">")
 }
 
+// openEnumeration writes the XML declaration and the opening
+// EnumerationResults tag a listing answers with (List Containers, List
+// Blobs, Find Blobs by Tags): its ServiceEndpoint and, when containerName
+// is not empty (List Blobs), its ContainerName.
+func (x *xmlWriter) openEnumeration(r *http.Request, req *request, containerName string) {
+	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
+	xmlEscape(&x.Builder, serviceEndpoint(r, req))
+	if containerName != "" {
+		x.WriteString(`" ContainerName="`)
+		xmlEscape(&x.Builder, containerName)
+	}
+	x.WriteString(`">`)
+}
+
+// echoPaging repeats the paging parameters of a List Containers or List
+// Blobs request: Prefix when the request has one (even empty), Marker
+// when it is not empty, MaxResults when the request set it.
+func (x *xmlWriter) echoPaging(req *request, prefix, marker string, max int) {
+	if _, ok := req.query["prefix"]; ok {
+		x.elem("Prefix", prefix)
+	}
+	if marker != "" {
+		x.elem("Marker", marker)
+	}
+	if _, ok := req.query["maxresults"]; ok {
+		x.elem("MaxResults", strconv.Itoa(max))
+	}
+}
+
 func (x *xmlWriter) open(name string)  { x.WriteString("<" + name + ">") }
 func (x *xmlWriter) close(name string) { x.WriteString("</" + name + ">") }
 
@@ -112,18 +141,8 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		return err
 	}
 	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
-	xmlEscape(&x.Builder, serviceEndpoint(r, req))
-	x.WriteString(`">`)
-	if _, ok := req.query["prefix"]; ok {
-		x.elem("Prefix", prefix)
-	}
-	if marker != "" {
-		x.elem("Marker", marker)
-	}
-	if _, ok := req.query["maxresults"]; ok {
-		x.elem("MaxResults", strconv.Itoa(max))
-	}
+	x.openEnumeration(r, req, "")
+	x.echoPaging(req, prefix, marker, max)
 	x.open("Containers")
 	for _, c := range rows {
 		x.open("Container")
@@ -135,19 +154,9 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		x.open("Properties")
 		x.elem("Last-Modified", httpTime(c.LastModified))
 		x.elem("Etag", c.ETag)
-		status, state, duration := c.Lease.Headers(now)
-		x.elem("LeaseStatus", status)
-		x.elem("LeaseState", state)
-		if duration != "" {
-			x.elem("LeaseDuration", duration)
+		for _, p := range containerProps(c.Container, now) {
+			x.elem(p.elem, p.value)
 		}
-		if c.PublicAccess != "" {
-			x.elem("PublicAccess", c.PublicAccess)
-		}
-		x.elem("DefaultEncryptionScope", "$account-encryption-key")
-		x.elem("DenyEncryptionScopeOverride", "false")
-		x.elem("HasImmutabilityPolicy", "false")
-		x.elem("HasLegalHold", "false")
 		if c.Deleted != nil {
 			x.elem("DeletedTime", httpTime(c.Deleted.DeletedAt))
 			x.elem("RemainingRetentionDays", strconv.Itoa(c.Deleted.RemainingDays(now)))
@@ -198,20 +207,8 @@ func (s *Server) listBlobs(w http.ResponseWriter, r *http.Request, req *request)
 		return err
 	}
 	var x xmlWriter
-	x.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="`)
-	xmlEscape(&x.Builder, serviceEndpoint(r, req))
-	x.WriteString(`" ContainerName="`)
-	xmlEscape(&x.Builder, req.container)
-	x.WriteString(`">`)
-	if _, ok := req.query["prefix"]; ok {
-		x.elem("Prefix", prefix)
-	}
-	if marker != "" {
-		x.elem("Marker", marker)
-	}
-	if _, ok := req.query["maxresults"]; ok {
-		x.elem("MaxResults", strconv.Itoa(max))
-	}
+	x.openEnumeration(r, req, req.container)
+	x.echoPaging(req, prefix, marker, max)
 	if delimiter != "" {
 		x.elem("Delimiter", delimiter)
 	}

@@ -27,9 +27,7 @@ func TestListStartFrom(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "sfrom", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "sfrom")
 			for _, n := range []string{"a/1", "a/2", "b/1", "b/2", "b/3", "c", "d/x/1", "e"} {
 				if _, err := b.client.UploadBuffer(ctx, "sfrom", n, []byte(n), nil); err != nil {
 					t.Fatal(err)

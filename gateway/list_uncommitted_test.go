@@ -41,9 +41,7 @@ func TestListUncommittedBlobs(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "unc", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "unc")
 		cc := b.client.ServiceClient().NewContainerClient("unc")
 		size := map[string]int64{} // committed blob sizes
 		for _, n := range []string{"a", "b/x", "d", "m"} {

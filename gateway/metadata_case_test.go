@@ -211,9 +211,7 @@ func TestMetadataCase(t *testing.T) {
 		if _, err := c.CreateContainer(ctx, "casec-made", &azblob.CreateContainerOptions{Metadata: ptrs(mixed)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CreateContainer(ctx, "casec-set", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "casec-set")
 		cc := c.ServiceClient().NewContainerClient("casec-set")
 		if _, err := cc.SetMetadata(ctx, &container.SetMetadataOptions{Metadata: ptrs(map[string]string{"CamelCase": "1"})}); err != nil {
 			t.Fatal(err)
@@ -327,9 +325,7 @@ func TestMetadataCase(t *testing.T) {
 // look-alikes of the next request).
 func TestMetadataCaseKeepAlive(t *testing.T) {
 	b := setup(t, "sqlite+disk")
-	if _, err := b.client.CreateContainer(context.Background(), "keepalive", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "keepalive")
 	p := "/" + config.DevAccountName + "/keepalive/"
 	w := dialWire(t, b, b.servers[0].Listener.Addr().String())
 	w.put(p+"one", []byte("1"), [2]string{"x-ms-meta-MyKey", "1"})
@@ -388,10 +384,7 @@ func (l captureListener) Accept() (net.Conn, error) {
 // exceeds its bound.
 func TestMetadataCaseLargeBody(t *testing.T) {
 	b := setup(t, "sqlite+disk")
-	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "big", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "big")
 	srv := httptest.NewUnstartedServer(b.gws[0])
 	conns := make(chan net.Conn, 1)
 	srv.Listener = captureListener{Listener: gateway.PreserveHeaderCase(srv.Listener), conns: conns}

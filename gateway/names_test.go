@@ -22,17 +22,13 @@ func TestPathTricksInNames(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind, setupOpts{accounts: map[string]string{"other": otherKey}})
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "mine", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "mine")
 			cred, _ := azblob.NewSharedKeyCredential("other", otherKey)
 			other, err := azblob.NewClientWithSharedKeyCredential(b.servers[0].URL+"/other/", cred, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := other.CreateContainer(ctx, "theirs", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, other, "theirs")
 			if _, err := other.UploadBuffer(ctx, "theirs", "secret.txt", []byte("secret"), nil); err != nil {
 				t.Fatal(err)
 			}

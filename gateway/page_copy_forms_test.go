@@ -20,14 +20,8 @@ func TestPageBlobCopyForms(t *testing.T) {
 		b := setup(t, kind)
 		remote := setup(t, kind)
 		ctx := context.Background()
-		for _, c := range []string{"disks"} {
-			if _, err := b.client.CreateContainer(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := remote.client.CreateContainer(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createContainers(t, b.client, "disks")
+		createContainers(t, remote.client, "disks")
 		const size = 8 << 10
 		local := pageClient(b.client, "disks", "local")
 		if _, err := local.Create(ctx, size, nil); err != nil {

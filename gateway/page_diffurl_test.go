@@ -41,9 +41,7 @@ func TestPageRangesPrevSnapshotURL(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "diffurl", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "diffurl")
 		pb := pageClient(c, "diffurl", "disk")
 		other := pageClient(c, "diffurl", "other")
 		for _, p := range []*pageblob.Client{pb, other} {

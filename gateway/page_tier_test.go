@@ -66,9 +66,7 @@ func TestPremiumPageTiers(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "tiers", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "tiers")
 		// Put Blob with a tier, in any letter case.
 		if _, err := pageClient(c, "tiers", "p4").Create(ctx, 512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP4)}); err != nil {
 			t.Fatal(err)
@@ -199,9 +197,7 @@ func TestPremiumPageTierSizes(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "sizes", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "sizes")
 		_, err := pageClient(c, "sizes", "big").Create(ctx, 32*gib+512, &pageblob.CreateOptions{Tier: to.Ptr(pageblob.PremiumPageBlobAccessTierP4)})
 		wantErr(t, err, 409, "BlobTierInadequateForContentLength")
 		if _, err := pageClient(c, "sizes", "big").GetProperties(ctx, nil); statusOf(err) != 404 {

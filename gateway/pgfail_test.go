@@ -7,7 +7,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+
+	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // TestLeaseOpConnectionLost: the Postgres connection of a gateway dies in
@@ -17,9 +18,7 @@ import (
 func TestLeaseOpConnectionLost(t *testing.T) {
 	b := setup(t, "postgres")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "pgfail", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "pgfail")
 	if _, err := b.client.UploadBuffer(ctx, "pgfail", "x", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +37,7 @@ func TestLeaseOpConnectionLost(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the gateway's backend is blocked on our lock, then kill it.
-	killer, err := pgx.Connect(ctx, b.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer killer.Close(ctx)
+	killer := pgtest.Connect(t, b.dsn)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var killed int

@@ -95,9 +95,7 @@ func TestSASProtocolBehindProxy(t *testing.T) {
 	behind := setup(t, "sqlite", setupOpts{options: gateway.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	exposed := setup(t, "sqlite", setupOpts{options: gateway.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}})
 	for _, b := range []*bundle{behind, exposed} {
-		if _, err := b.client.CreateContainer(ctx, "tls", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "tls")
 		if _, err := b.client.UploadBuffer(ctx, "tls", "a.txt", []byte("secret"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +171,7 @@ func TestSASOverTLS(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	if _, err := b.client.CreateContainer(ctx, "tls", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "tls")
 	base := srv.URL + "/devstoreaccount1/"
 	tok := strings.Replace(b.sasURL(t, "tls/h2.txt", httpsOnly("tls", "h2.txt", "")), b.serviceURL(0), base, 1)
 	c := sasBlobClient(t, tok, nil, srv.Client())

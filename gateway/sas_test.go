@@ -45,9 +45,7 @@ func noCredBlob(t *testing.T, u string) *blockblob.Client {
 func TestSAS(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "shared", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "shared")
 	if _, err := b.client.UploadBuffer(ctx, "shared", "doc.txt", []byte("hello"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,7 @@ func TestSealAppendBlob(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "seal", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "seal")
 		ab := appendClient(c, "seal", "log")
 		if _, err := ab.Create(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -203,9 +201,7 @@ func TestSealRacesAppends(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "sealrace", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "sealrace")
 		if _, err := appendClient(b.client, "sealrace", "log").Create(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -66,9 +66,7 @@ func TestServiceStatsSecondary(t *testing.T) {
 func TestSecondaryEndpoint(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "geo", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "geo")
 	if _, err := b.client.UploadBuffer(ctx, "geo", "a.txt", []byte("replicated"), nil); err != nil {
 		t.Fatal(err)
 	}

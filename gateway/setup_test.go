@@ -199,6 +199,17 @@ func (b *bundle) serviceURL(i int) string {
 	return b.servers[i].URL + "/" + config.DevAccountName + "/"
 }
 
+// createContainers creates each named container through c, failing t on
+// the first error: the set-up most tests begin with.
+func createContainers(t *testing.T, c *azblob.Client, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := c.CreateContainer(context.Background(), n, nil); err != nil {
+			t.Fatalf("create container %s: %v", n, err)
+		}
+	}
+}
+
 // statusOf returns the HTTP status of an SDK error (0 when err is nil).
 func statusOf(err error) int {
 	if err == nil {

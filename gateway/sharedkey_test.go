@@ -14,9 +14,7 @@ import (
 func TestSharedKeyWhitespaceTampering(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "wspace", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "wspace")
 	put := func(signedValue, sentValue string) *http.Response {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPut, b.serviceURL(0)+"wspace/m", bytes.NewReader([]byte("x")))

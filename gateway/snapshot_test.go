@@ -18,9 +18,7 @@ func TestSnapshots(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind) // grace 0: due objects go at the next pass
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "snaps", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "snaps")
 		up, err := b.client.UploadBuffer(ctx, "snaps", "doc", []byte("version one"), &azblob.UploadBufferOptions{Metadata: map[string]*string{"v": to.Ptr("1")}})
 		if err != nil {
 			t.Fatal(err)
@@ -140,9 +138,7 @@ func TestSnapshots(t *testing.T) {
 func TestSnapshotLease(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "snl", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "snl")
 	if _, err := b.client.UploadBuffer(ctx, "snl", "x", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}

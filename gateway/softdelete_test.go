@@ -119,9 +119,7 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 		if p := props.DeleteRetentionPolicy; p == nil || !*p.Enabled || p.Days == nil || *p.Days != 7 {
 			t.Fatalf("Get Blob Service Properties DeleteRetentionPolicy = %+v, want enabled, 7 days", p)
 		}
-		if _, err := b.client.CreateContainer(ctx, "soft", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "soft")
 		cc := b.client.ServiceClient().NewContainerClient("soft")
 		v1, v2, v3 := randBytes(300_000, 1), randBytes(200_000, 2), randBytes(1000, 3)
 		if _, err := b.client.UploadBuffer(ctx, "soft", "a", v1, nil); err != nil {
@@ -260,9 +258,7 @@ func TestSoftDeleteListDelimited(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, kind)
 		b.setRetention(t, 3)
-		if _, err := b.client.CreateContainer(ctx, "tree", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "tree")
 		for _, n := range []string{"d/x", "d/y", "e", "f", "g/z"} {
 			if _, err := b.client.UploadBuffer(ctx, "tree", n, []byte(n), nil); err != nil {
 				t.Fatal(err)
@@ -314,9 +310,7 @@ func TestSoftDeleteExpiry(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, kind)
 		b.setRetention(t, 1)
-		if _, err := b.client.CreateContainer(ctx, "exp", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "exp")
 		cc := b.client.ServiceClient().NewContainerClient("exp")
 		if _, err := b.client.UploadBuffer(ctx, "exp", "a", randBytes(5000, 4), nil); err != nil {
 			t.Fatal(err)
@@ -369,9 +363,7 @@ func TestSoftDeleteExpiryWait(t *testing.T) {
 			const day = 2 * time.Second
 			b := setup(t, kind, setupOpts{retentionDay: day})
 			b.setRetention(t, 1)
-			if _, err := b.client.CreateContainer(ctx, "wait", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "wait")
 			if _, err := b.client.UploadBuffer(ctx, "wait", "a", randBytes(2000, 6), nil); err != nil {
 				t.Fatal(err)
 			}
@@ -410,9 +402,7 @@ func TestSoftDeleteOff(t *testing.T) {
 		if p := props.DeleteRetentionPolicy; p == nil || *p.Enabled {
 			t.Fatalf("DeleteRetentionPolicy %+v, want disabled", p)
 		}
-		if _, err := b.client.CreateContainer(ctx, "hard", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "hard")
 		cc := b.client.ServiceClient().NewContainerClient("hard")
 		if _, err := b.client.UploadBuffer(ctx, "hard", "a", randBytes(1000, 7), nil); err != nil {
 			t.Fatal(err)
@@ -514,9 +504,7 @@ func TestSoftDeletePolicyRoundTrip(t *testing.T) {
 	if p == nil || !*p.Enabled || p.Days == nil || *p.Days != 3 || p.AllowPermanentDelete == nil || !*p.AllowPermanentDelete {
 		t.Fatalf("DeleteRetentionPolicy %+v, want enabled, 3 days, AllowPermanentDelete", p)
 	}
-	if _, err := b.client.CreateContainer(ctx, "pol", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "pol")
 	if _, err := b.client.UploadBuffer(ctx, "pol", "a", []byte("kept"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -544,9 +532,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		svc := b.client.ServiceClient()
 		data := randBytes(40_000, 11)
 		for _, name := range []string{"back", "gone"} {
-			if _, err := b.client.CreateContainer(ctx, name, nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, name)
 			if _, err := b.client.UploadBuffer(ctx, name, "a", data, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -596,9 +582,7 @@ func TestSoftDeletedRowsSurvivePlainOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind)
-		if _, err := b.client.CreateContainer(ctx, "plain", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "plain")
 		cc := b.client.ServiceClient().NewContainerClient("plain")
 		v1, v2 := randBytes(100_000, 11), randBytes(5_000, 12)
 		if _, err := b.client.UploadBuffer(ctx, "plain", "x", v1, nil); err != nil {

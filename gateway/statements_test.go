@@ -95,9 +95,7 @@ func TestStatementsPerOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CreateContainer(ctx, "count", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, client, "count")
 	cc := client.ServiceClient().NewContainerClient("count")
 	data := bytes.Repeat([]byte("x"), 4<<10)
 	put := func(bb *blockblob.Client, opts *blockblob.UploadOptions) *blockblob.UploadResponse {

@@ -71,9 +71,7 @@ func TestAccessTier(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "tiers", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "tiers")
 		// Uploaded with a tier: reported as set, not inferred.
 		if _, err := c.UploadBuffer(ctx, "tiers", "cool", []byte("cool data"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTierCool)}); err != nil {
 			t.Fatal(err)
@@ -208,9 +206,7 @@ func TestBlobTags(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "tagged", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "tagged")
 		tags := map[string]string{"project": "blobgw", "env": "prod", "path": "a/b c+d=e:f_g.h-i", "empty": ""}
 		if _, err := c.UploadBuffer(ctx, "tagged", "a", []byte("data"), &azblob.UploadBufferOptions{Tags: tags}); err != nil {
 			t.Fatal(err)
@@ -367,9 +363,7 @@ func TestIfTags(t *testing.T) {
 		b := setup(t, kind)
 		ctx := context.Background()
 		c := b.client
-		if _, err := c.CreateContainer(ctx, "cond", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, c, "cond")
 		tags := map[string]string{"state": "ready", "version": "0007"}
 		if _, err := c.UploadBuffer(ctx, "cond", "b", []byte("v1"), &azblob.UploadBufferOptions{Tags: tags}); err != nil {
 			t.Fatal(err)
@@ -461,9 +455,7 @@ func TestIfTags(t *testing.T) {
 func TestRehydratePriority(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "rehydrate", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "rehydrate")
 	if _, err := b.client.UploadBuffer(ctx, "rehydrate", "x", []byte("x"), &azblob.UploadBufferOptions{AccessTier: to.Ptr(blob.AccessTierArchive)}); err != nil {
 		t.Fatal(err)
 	}

@@ -106,9 +106,7 @@ func TestVersionRoundTrip(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "ver", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "ver")
 		b.setVersioning(t, true)
 		bc := blockClient(b.client, "ver", "doc")
 		var vids []string
@@ -268,9 +266,7 @@ func TestVersionRacingWriters(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind, setupOpts{replicas: 2})
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "race")
 			b.setVersioning(t, true)
 			first, err := blockClient(b.client, "race", "counter").Upload(ctx, rsc{bytes.NewReader([]byte("writer -1"))}, nil)
 			if err != nil {
@@ -351,9 +347,7 @@ func TestVersionBytesSurvive(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "keep", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "keep")
 			b.setVersioning(t, true)
 			data := randBytes(300_000, 5)
 			putBlocks(t, b.client, "keep", "b", data, 100_000)
@@ -418,9 +412,7 @@ func TestVersioningOffOnOff(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "toggle", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "toggle")
 			bc := blockClient(b.client, "toggle", "t")
 			upload := func(s string) *string {
 				t.Helper()
@@ -487,9 +479,7 @@ func TestVersionRestoreByCopy(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "restore", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "restore")
 			b.setVersioning(t, true)
 			bc := blockClient(b.client, "restore", "r")
 			old := randBytes(200_000, 9)
@@ -561,9 +551,7 @@ func TestVersionLeaseAndConditions(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			b := setup(t, kind)
 			ctx := context.Background()
-			if _, err := b.client.CreateContainer(ctx, "lease", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "lease")
 			b.setVersioning(t, true)
 			bc := blockClient(b.client, "lease", "l")
 			up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("one"))}, nil)
@@ -605,9 +593,7 @@ func TestVersionLeaseAndConditions(t *testing.T) {
 func TestVersionDeleteSAS(t *testing.T) {
 	b := setup(t, "sqlite+disk")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "vsas", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "vsas")
 	b.setVersioning(t, true)
 	up, err := b.client.UploadBuffer(ctx, "vsas", "v", []byte("one"), nil)
 	if err != nil {
@@ -653,9 +639,7 @@ func TestVersionDeleteSAS(t *testing.T) {
 func TestVersionListHierarchy(t *testing.T) {
 	b := setup(t, "postgres+disk")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "vtree", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "vtree")
 	b.setVersioning(t, true)
 	for _, n := range []string{"a", "a", "dir/x", "dir/x", "gone"} {
 		if _, err := b.client.UploadBuffer(ctx, "vtree", n, []byte(n), nil); err != nil {

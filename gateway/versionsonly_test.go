@@ -96,9 +96,7 @@ func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Cl
 	t.Helper()
 	b.setVersioning(t, true)
 	b.setRetention(t, 2)
-	if _, err := b.client.CreateContainer(context.Background(), name, nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, name)
 	return b.client.ServiceClient().NewContainerClient(name)
 }
 

@@ -79,11 +79,7 @@ func BenchmarkListPages(b *testing.B) {
 		if _, _, err := s.Migrate(ctx); err != nil {
 			b.Fatal(err)
 		}
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := pgtest.Connect(b, dsn)
 		if _, err := conn.Exec(ctx, pgSyncCommit); err != nil {
 			b.Fatal(err)
 		}

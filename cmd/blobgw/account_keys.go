@@ -84,7 +84,7 @@ func accountAddCommand() *cli.Command {
 		Flags:     configFlags(),
 		Action: accountAction(1, true, func(c *cli.Context, db *leasedb.DB, sealer *accounts.Sealer, args []string) error {
 			name := args[0]
-			if !validAccount(name) {
+			if !config.ValidAccountName(name) {
 				return cli.Exit(fmt.Sprintf("account add: %q is not a valid account name (3-24 lowercase letters and digits)", name), 2)
 			}
 			keys := make([]string, 2)
@@ -283,20 +283,6 @@ func startAccounts(ctx context.Context, cfg config.Config, store leasedb.Store, 
 	}
 	go table.Run(ctx, accounts.RefreshInterval)
 	return table, nil
-}
-
-// validAccount is Azure's account name rule: 3-24 lowercase letters and
-// digits.
-func validAccount(n string) bool {
-	if len(n) < 3 || len(n) > 24 {
-		return false
-	}
-	for _, c := range n {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // retryUnavailable runs fn again while it fails with

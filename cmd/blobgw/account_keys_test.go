@@ -349,3 +349,20 @@ func TestAccountKeysEncrypted(t *testing.T) {
 		t.Fatalf("rotate with the wrong key: %d\n%s", code, out)
 	}
 }
+
+// TestAccountAddRefusesBadName: account add applies Azure's account name
+// rule (config.ValidAccountName) before it stores anything: exit 2.
+func TestAccountAddRefusesBadName(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"BLOBGW_METADATA": filepath.Join(dir, "meta.db"), "BLOBGW_DATA_DIR": dir}
+	for _, name := range []string{"ab", "Alpha", "al_pha", strings.Repeat("a", 25)} {
+		out, code := runApp(t, env, "account", "add", name)
+		if code != 2 || !strings.Contains(out, "is not a valid account name") {
+			t.Errorf("account add %q: exit %d\n%s", name, code, out)
+		}
+	}
+	out, code := runApp(t, env, "account", "list", "--json")
+	if code != 0 || strings.Contains(out, "alpha") || strings.Contains(out, "Alpha") {
+		t.Errorf("account list after refused adds: exit %d\n%s", code, out)
+	}
+}

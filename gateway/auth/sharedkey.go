@@ -296,14 +296,20 @@ func writeCanonicalizedHeaders(b *strings.Builder, h http.Header, c canon) {
 			writeLower(b, k)
 			b.WriteByte(':')
 		}
-		for j, v := range h[k] {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strings.TrimSpace(v))
-		}
+		writeValues(b, h[k])
 	}
 	b.WriteByte('\n')
+}
+
+// writeValues writes a header's values as the canonicalized headers of the
+// string to sign hold them: each trimmed, separated by commas.
+func writeValues(b *strings.Builder, vs []string) {
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strings.TrimSpace(v))
+	}
 }
 
 // compareLower compares the ASCII-lowercased forms of x and y (what
@@ -376,12 +382,7 @@ func writeCanonicalizedHeadersSorted(b *strings.Builder, h http.Header, c canon)
 	for _, n := range names {
 		b.WriteString(n)
 		b.WriteByte(':')
-		for i, v := range vals[n] {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strings.TrimSpace(v))
-		}
+		writeValues(b, vals[n])
 		b.WriteByte('\n')
 	}
 }

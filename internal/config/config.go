@@ -206,7 +206,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, a := range c.Accounts {
-		if !validAccountName(a.Name) {
+		if !ValidAccountName(a.Name) {
 			return fmt.Errorf("accounts: %q is not a valid account name (3-24 lowercase letters and digits)", a.Name)
 		}
 		if seen[a.Name] {
@@ -254,7 +254,9 @@ func (c *Config) Validate() error {
 	return c.Serving.validate()
 }
 
-func validAccountName(n string) bool {
+// ValidAccountName is Azure's storage account name rule: 3-24 lowercase
+// letters and digits (the configured accounts, blobgw account add).
+func ValidAccountName(n string) bool {
 	if len(n) < 3 || len(n) > 24 {
 		return false
 	}

@@ -100,11 +100,7 @@ func TestPostgres(t *testing.T) {
 	}
 
 	// A newer blobgw's database is refused, naming both versions.
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, dsn)
 	if _, err := conn.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, 'future.sql')`, latest+7); err != nil {
 		t.Fatal(err)
 	}

@@ -12,18 +12,6 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func connect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
 // Each test gets its own database: what one writes, another does not see.
 func TestFreshDatabases(t *testing.T) {
 	ctx := context.Background()
@@ -31,7 +19,7 @@ func TestFreshDatabases(t *testing.T) {
 	if a == b {
 		t.Fatalf("two calls returned the same database %s", a)
 	}
-	ca, cb := connect(t, a), connect(t, b)
+	ca, cb := pgtest.Connect(t, a), pgtest.Connect(t, b)
 	if _, err := ca.Exec(ctx, `CREATE TABLE only_in_a (x int)`); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +55,7 @@ func TestDatabaseDroppedAtCleanup(t *testing.T) {
 		}
 	})
 	srv := pgtest.SharedServer(t)
-	conn := connect(t, srv.DSN("postgres"))
+	conn := pgtest.Connect(t, srv.DSN("postgres"))
 	var n int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -87,7 +75,7 @@ func TestPrivateServer(t *testing.T) {
 	var dsn string
 	t.Run("use", func(t *testing.T) {
 		dsn = srv.NewDatabase(t)
-		conn := connect(t, dsn)
+		conn := pgtest.Connect(t, dsn)
 		var one int
 		if err := conn.QueryRow(context.Background(), `SELECT 1`).Scan(&one); err != nil || one != 1 {
 			t.Fatalf("SELECT 1 = %d, %v", one, err)

@@ -115,6 +115,21 @@ func (p *Proxy) Cuts() int {
 	return p.cuts
 }
 
+// decide asks the proxy's cut function what to do with q, the statement
+// txn (the connection's transaction so far) ends with, and counts a cut.
+func (p *Proxy) decide(q string, txn []string) Cut {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Pass
+	if p.cut != nil {
+		c = p.cut(Query{SQL: q, Tx: append([]string(nil), txn...)})
+	}
+	if c != Pass {
+		p.cuts++
+	}
+	return c
+}
+
 // CutOnce returns a cut function that cuts the next query matching match
 // with c, and passes everything else (including later matches).
 func CutOnce(match func(q Query) bool, c Cut) func(Query) Cut {
@@ -245,14 +260,7 @@ func (p *Proxy) session(client, server net.Conn) {
 			// (and run); cut before it, the transaction dies with the
 			// connection; cut after the reply, it committed.
 			if q := prepared[stmt]; (Query{SQL: q}).IsCommit() {
-				p.mu.Lock()
-				if p.cut != nil {
-					c = p.cut(Query{SQL: q, Tx: append([]string(nil), txn...)})
-				}
-				if c != Pass {
-					p.cuts++
-				}
-				p.mu.Unlock()
+				c = p.decide(q, txn)
 			}
 		case 'Q':
 			q := string(bytes.TrimRight(msg[5:], "\x00"))
@@ -260,14 +268,7 @@ func (p *Proxy) session(client, server net.Conn) {
 				txn = txn[:0]
 			}
 			txn = append(txn, q)
-			p.mu.Lock()
-			if p.cut != nil {
-				c = p.cut(Query{SQL: q, Tx: append([]string(nil), txn...)})
-			}
-			if c != Pass {
-				p.cuts++
-			}
-			p.mu.Unlock()
+			c = p.decide(q, txn)
 		}
 		if c == CutBefore {
 			break

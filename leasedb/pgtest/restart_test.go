@@ -23,7 +23,7 @@ func TestRestart(t *testing.T) {
 	t.Cleanup(func() { srv.Stop() })
 	dsn := srv.NewDatabase(t)
 	ctx := context.Background()
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	var db string
 	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestRestart(t *testing.T) {
 	if _, err := conn.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET synchronous_commit = on`); err != nil {
 		t.Fatal(err)
 	}
-	conn2 := connect(t, dsn)
+	conn2 := pgtest.Connect(t, dsn)
 	if _, err := conn2.Exec(ctx, `CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)`); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRestart(t *testing.T) {
 	if p, err := os.FindProcess(pidBefore); err == nil && p.Signal(syscall.Signal(0)) == nil {
 		t.Errorf("backend %d of the old server is still alive", pidBefore)
 	}
-	conn3 := connect(t, dsn)
+	conn3 := pgtest.Connect(t, dsn)
 	var v int
 	if err := conn3.QueryRow(ctx, `SELECT v FROM kept`).Scan(&v); err != nil || v != 7 {
 		t.Fatalf("after restart: v = %d, %v", v, err)

@@ -19,7 +19,7 @@ func TestPairFailover(t *testing.T) {
 	p := pgtest.StartPair(t)
 	dsn := p.NewDatabase(t)
 	ctx := context.Background()
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	var port int
 	if err := conn.QueryRow(ctx, `SELECT inet_server_port()`).Scan(&port); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestPairFailover(t *testing.T) {
 	if err := p.Promote(); err != nil {
 		t.Fatal(err)
 	}
-	conn = connect(t, dsn)
+	conn = pgtest.Connect(t, dsn)
 	if err := conn.QueryRow(ctx, `SELECT inet_server_port()`).Scan(&port); err != nil {
 		t.Fatal(err)
 	}

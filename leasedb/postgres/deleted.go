@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
@@ -26,7 +24,7 @@ func (t *tx) MoveContainer(ctx context.Context, from, name, to string) error {
 		return fmt.Errorf("leasedb/postgres: move container %s/%s to %s: %w", from, name, to, sqlq.CtxErr(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
-		return t.shared().MoveRefused(ctx, from, name, to)
+		return t.MoveRefused(ctx, from, name, to)
 	}
 	b := &pgx.Batch{}
 	for _, q := range moveContainerSQL[1:] {
@@ -45,34 +43,4 @@ func (t *tx) MoveContainer(ctx context.Context, from, name, to string) error {
 		return fmt.Errorf("leasedb/postgres: move container %s/%s to %s: %w", from, name, to, sqlq.CtxErr(ctx, err))
 	}
 	return nil
-}
-
-// InsertDeletedContainer implements leasedb.Tx.
-func (t *tx) InsertDeletedContainer(ctx context.Context, d *leasedb.DeletedContainer) error {
-	return t.shared().InsertDeletedContainer(ctx, d)
-}
-
-// DeletedContainer implements leasedb.Tx.
-func (t *tx) DeletedContainer(ctx context.Context, account, name, version string) (*leasedb.DeletedContainer, error) {
-	return t.shared().DeletedContainer(ctx, account, name, version)
-}
-
-// RemoveDeletedContainer implements leasedb.Tx.
-func (t *tx) RemoveDeletedContainer(ctx context.Context, account, name, version string) error {
-	return t.shared().RemoveDeletedContainer(ctx, account, name, version)
-}
-
-// ListDeletedContainers implements leasedb.Tx.
-func (t *tx) ListDeletedContainers(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]*leasedb.DeletedContainer, error) {
-	return t.shared().ListDeletedContainers(ctx, account, prefix, after, afterVersion, limit)
-}
-
-// ExpiredContainers implements leasedb.Tx.
-func (t *tx) ExpiredContainers(ctx context.Context, before time.Time, limit int) ([]*leasedb.DeletedContainer, error) {
-	return t.shared().ExpiredContainers(ctx, before, limit)
-}
-
-// ListDeletedContainerRows implements leasedb.Tx.
-func (t *tx) ListDeletedContainerRows(ctx context.Context, account, prefix, after, afterVersion string, limit int) ([]leasedb.ListedContainer, error) {
-	return t.shared().ListDeletedContainerRows(ctx, account, prefix, after, afterVersion, limit)
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/svcerr"
@@ -25,24 +23,8 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
-	watcher, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(ctx)
-	update := func(fn func(tx leasedb.Tx, now time.Time) error) {
-		t.Helper()
-		if err := s.Update(ctx, func(tx leasedb.Tx) error {
-			now, err := tx.Now(ctx)
-			if err != nil {
-				return err
-			}
-			return fn(tx, now)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	update(func(tx leasedb.Tx, now time.Time) error {
+	watcher := pgtest.Connect(t, dsn)
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
 	})
 	row := func(name, key string, now time.Time) *leasedb.Blob {
@@ -76,20 +58,8 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 		<-locked
 		done := make(chan error, 1)
 		go func() { done <- put() }()
-		for {
-			var n int
-			if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				break
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
-			case <-time.After(10 * time.Millisecond):
-			}
+		if waited, err := awaitLockWait(t, watcher, done); !waited {
+			t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
 		}
 		close(proceed)
 		if err := <-held; err != nil {
@@ -98,7 +68,7 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 		return <-done
 	}
 	putBlob := func(name, key string, cond leasedb.Conditions) func() error {
-		update(func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
+		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
 		return func() error {
 			_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
 				Type: "BlockBlob", Extents: []leasedb.Extent{{Key: key, Size: 1}}, Cond: cond})
@@ -149,7 +119,7 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 		}
 	})
 	t.Run("a snapshot taken meanwhile keeps its key", func(t *testing.T) {
-		update(func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, row("snapped", "base-3", now)) })
+		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, row("snapped", "base-3", now)) })
 		if err := race("snapped", func(tx leasedb.Tx, now time.Time) error {
 			sn := row("snapped", "base-3", now)
 			sn.Snapshot = now.UTC().Format(leasedb.SnapshotFormat)

@@ -60,7 +60,7 @@ func (s *Store) QueuedReferencedKeys(ctx context.Context, fn func(key, ref strin
 // keyRefs runs q, a query of (key, ref) rows, and calls fn for each row.
 func (s *Store) keyRefs(ctx context.Context, q string, fn func(key, ref string) error) error {
 	err := s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, true, func(ltx leasedb.Tx) error {
-		return ltx.(*tx).shared().ReferencedKeys(ctx, q, fn)
+		return ltx.(*tx).ReferencedKeys(ctx, q, fn)
 	})
 	return markUnavailable(ctx, err)
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
@@ -15,19 +13,13 @@ import (
 func seedBlob(t *testing.T, s leasedb.Store) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.Update(ctx, func(tx leasedb.Tx) error {
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
 			return err
 		}
 		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x2"`,
 			Created: now, LastModified: now, Size: 3, Lease: leasedb.Lease{ID: "x", State: "leased", Duration: -1, Since: now}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // LockBlob reads the clock once its lock is granted, not before it waits:
@@ -40,16 +32,8 @@ func TestLockBlobClockAfterLock(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	seedBlob(t, s)
-	holder, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	watcher, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(ctx)
+	holder := pgtest.Connect(t, dsn)
+	watcher := pgtest.Connect(t, dsn)
 	htx, err := holder.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -71,21 +55,8 @@ func TestLockBlobClockAfterLock(t *testing.T) {
 		})
 		done <- r
 	}()
-	// Wait until LockBlob waits for the lock.
-	for {
-		var n int
-		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("LockBlob did not wait for the row lock: %+v", r)
-		case <-time.After(10 * time.Millisecond):
-		}
+	if waited, r := awaitLockWait(t, watcher, done); !waited {
+		t.Fatalf("LockBlob did not wait for the row lock: %+v", r)
 	}
 	var held time.Time
 	if err := htx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&held); err != nil {

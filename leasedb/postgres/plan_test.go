@@ -388,11 +388,7 @@ func filledStore(t *testing.T, ctx context.Context, fill []string) (*postgres.St
 	}
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := pgtest.Connect(t, dsn)
 	for _, q := range fill {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

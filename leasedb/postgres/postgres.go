@@ -154,7 +154,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	defer conn.Release()
 	// BEGIN goes with the transaction's first statement (lazyTx).
 	ptx := newLazyTx(conn.Conn(), opts)
-	t := &tx{tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
+	t := &tx{Tx: sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{ptx}}, tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	done := false
 	defer func() {
 		if !done && !t.committed { // fn panicked
@@ -453,6 +453,7 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 // tx is one transaction. It is not safe for concurrent use and must not be
 // used after the function it was passed to returns.
 type tx struct {
+	sqlq.Tx[pgtype.Timestamptz] // the Tx methods both drivers share
 	// offset is the Store's clockOffset when the transaction began.
 	offset   time.Duration
 	tx       *lazyTx
@@ -542,16 +543,6 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 		return nil, nil
 	}
 	return cs[0], nil
-}
-
-// InsertContainer implements leasedb.Tx (sqlq.Tx).
-func (t *tx) InsertContainer(ctx context.Context, c *leasedb.Container) error {
-	return t.shared().InsertContainer(ctx, c)
-}
-
-// UpdateContainer implements leasedb.Tx (sqlq.Tx).
-func (t *tx) UpdateContainer(ctx context.Context, c *leasedb.Container) error {
-	return t.shared().UpdateContainer(ctx, c)
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -652,11 +643,6 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 	return keys.Keys, nil
 }
 
-// ListContainers implements leasedb.Tx (sqlq.Tx).
-func (t *tx) ListContainers(ctx context.Context, account, prefix, after string, limit int) ([]*leasedb.Container, error) {
-	return t.shared().ListContainers(ctx, account, prefix, after, limit)
-}
-
 const blobCols = sqlq.BlobCols
 
 // Blob implements leasedb.Tx. With LockExclusive it first takes
@@ -752,41 +738,6 @@ func (t *tx) DeleteBlob(ctx context.Context, account, container, name string) er
 	return nil
 }
 
-// ListBlobs implements leasedb.Tx (sqlq.Tx).
-func (t *tx) ListBlobs(ctx context.Context, account, container, prefix, after string, limit int) ([]*leasedb.Blob, error) {
-	return t.shared().ListBlobs(ctx, account, container, prefix, after, limit)
-}
-
-// FindTagged implements leasedb.Tx (sqlq.Tx).
-func (t *tx) FindTagged(ctx context.Context, account, container string, r leasedb.TagRange, afterContainer, afterName string, limit int) ([]leasedb.TaggedBlob, error) {
-	return t.shared().FindTagged(ctx, account, container, r, afterContainer, afterName, limit)
-}
-
-// ListEntries implements leasedb.Tx (sqlq.Tx).
-func (t *tx) ListEntries(ctx context.Context, account, container, prefix, after, afterSnapshot string, limit int, inc leasedb.ListInclude) ([]leasedb.ListItem, error) {
-	return t.shared().ListEntries(ctx, account, container, prefix, after, afterSnapshot, limit, inc)
-}
-
-// PutSnapshot implements leasedb.Tx (sqlq.Tx).
-func (t *tx) PutSnapshot(ctx context.Context, b *leasedb.Blob) error {
-	return t.shared().PutSnapshot(ctx, b)
-}
-
-// Snapshot implements leasedb.Tx (sqlq.Tx).
-func (t *tx) Snapshot(ctx context.Context, account, container, blob, snapshot string) (*leasedb.Blob, error) {
-	return t.shared().Snapshot(ctx, account, container, blob, snapshot)
-}
-
-// Snapshots implements leasedb.Tx (sqlq.Tx).
-func (t *tx) Snapshots(ctx context.Context, account, container, blob string) ([]*leasedb.Blob, error) {
-	return t.shared().Snapshots(ctx, account, container, blob)
-}
-
-// DeleteSnapshot implements leasedb.Tx (sqlq.Tx).
-func (t *tx) DeleteSnapshot(ctx context.Context, account, container, blob, snapshot string) error {
-	return t.shared().DeleteSnapshot(ctx, account, container, blob, snapshot)
-}
-
 // StageBlock implements leasedb.Tx. It first takes the blob name's
 // advisory lock (the one Blob takes with LockExclusive; re-taking it in the
 // same transaction is free), so stagers of one name, and a commit holding
@@ -830,21 +781,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// Blocks implements leasedb.Tx (sqlq.Tx).
-func (t *tx) Blocks(ctx context.Context, account, container, blob string) ([]leasedb.Block, error) {
-	return t.shared().Blocks(ctx, account, container, blob)
-}
-
-// BlockStats implements leasedb.Tx (sqlq.Tx).
-func (t *tx) BlockStats(ctx context.Context, account, container, blob string) (count, idLen int, err error) {
-	return t.shared().BlockStats(ctx, account, container, blob)
-}
-
-// DeleteBlocks implements leasedb.Tx (sqlq.Tx).
-func (t *tx) DeleteBlocks(ctx context.Context, account, container, blob string) error {
-	return t.shared().DeleteBlocks(ctx, account, container, blob)
-}
-
 // leasedPred selects rows holding a lease. It must stay textually identical
 // to the WHERE clause of the partial indexes containers_leased and
 // blobs_leased (migration 0002), or the planner cannot prove they apply.
@@ -871,7 +807,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 		cw += " AND name = $" + n
 		bw += " AND container = $" + n
 	}
-	return t.shared().LeaseRows(ctx, `
+	return t.LeaseRows(ctx, `
 		SELECT account, name, ''::text COLLATE "C", 0, `+sqlq.LeaseCols+` FROM containers WHERE `+cw+`
 		UNION ALL
 		SELECT account, container, name, 1, `+sqlq.LeaseCols+` FROM blobs WHERE `+bw+`
@@ -1045,11 +981,6 @@ func (t *tx) ClaimAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRe
 		return h, false, nil
 	}
 	return leasedb.BlobRef{}, false, fmt.Errorf("leasedb/postgres: claim adopted key %s: its record keeps vanishing", key)
-}
-
-// MoveAdoptedKey implements leasedb.Tx (sqlq.Tx).
-func (t *tx) MoveAdoptedKey(ctx context.Context, key string, ref leasedb.BlobRef) error {
-	return t.shared().MoveAdoptedKey(ctx, key, ref)
 }
 
 // ---- keys shared by several blob names (migration 0008) ----

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -58,11 +57,7 @@ func TestTwoReplicas(t *testing.T) {
 // so the ordering tests above prove the schema's COLLATE "C".
 func TestDefaultCollationIsNotBytewise(t *testing.T) {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, pgtest.Start(t))
 	var lt bool
 	if err := conn.QueryRow(ctx, `SELECT 'a_b'::text < 'aB'::text`).Scan(&lt); err != nil {
 		t.Fatal(err)
@@ -187,11 +182,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, latest)
 	}
 
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, dsn)
 	storetest.RefuseNewerSchema(t, s, latest, func(t *testing.T, version int) {
 		if _, err := conn.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, 'future.sql')`, version); err != nil {
 			t.Fatal(err)
@@ -218,11 +209,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	s, dsn, latest := emptyStore(t)
 	storetest.MigrateFromVersion1(t, s, latest, func(t *testing.T, lm time.Time) {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := pgtest.Connect(t, dsn)
 		if _, err := conn.Exec(ctx, `INSERT INTO containers (account, name, etag, last_modified, metadata, public_access,
 				lease_id, lease_state, lease_duration, lease_expires, lease_break_at)
 			VALUES ('acct', 'c', '"0x1"', $1, '{"k":"v"}', 'blob', '11111111-2222-3333-4444-555555555555', 'leased', -1, NULL, NULL)`, lm); err != nil {
@@ -251,11 +238,7 @@ func TestTagIndexBackfill(t *testing.T) {
 	if _, _, err := s.MigrateTo(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, dsn)
 	insert := func(t *testing.T, container, name, tags string) {
 		var tv any
 		if tags != "" {

@@ -22,12 +22,6 @@ var driver = sqlq.Driver[pgtype.Timestamptz]{
 	},
 }
 
-// shared is the transaction as sqlq.Tx, whose methods the one-line Tx
-// methods of this package call.
-func (t *tx) shared() sqlq.Tx[pgtype.Timestamptz] {
-	return sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{t.tx}}
-}
-
 // txQuerier is a transaction as sqlq.Querier.
 type txQuerier struct{ tx *lazyTx }
 

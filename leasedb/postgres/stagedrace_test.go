@@ -80,24 +80,8 @@ func TestPutBlockAwaitsPutBlockList(t *testing.T) {
 			s := open(t, dsn)
 			ps := &pausingStore{Store: s, writeLocker: tc.writeLocker}
 			db := &leasedb.DB{Store: ps}
-			watcher, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer watcher.Close(ctx)
-			update := func(fn func(tx leasedb.Tx, now time.Time) error) {
-				t.Helper()
-				if err := s.Update(ctx, func(tx leasedb.Tx) error {
-					now, err := tx.Now(ctx)
-					if err != nil {
-						return err
-					}
-					return fn(tx, now)
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			update(func(tx leasedb.Tx, now time.Time) error {
+			watcher := pgtest.Connect(t, dsn)
+			updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 				if tc.versioning {
 					if err := tx.PutAccountSettings(ctx, "a", leasedb.AccountSettings{Versioning: true}); err != nil {
 						return err
@@ -107,7 +91,7 @@ func TestPutBlockAwaitsPutBlockList(t *testing.T) {
 			})
 			ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
 			stage := func(id, key string) error {
-				update(func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
+				updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
 				return db.StageBlock(ctx, leasedb.StageBlockRequest{Ref: ref, Block: leasedb.Block{ID: id, Key: key, Size: 1}})
 			}
 			if err := stage("B1", "k1"); err != nil {
@@ -128,26 +112,14 @@ func TestPutBlockAwaitsPutBlockList(t *testing.T) {
 			}()
 			<-read
 			staged := make(chan error, 1)
-			update(func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, "k2", now.Add(time.Hour)) })
+			updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, "k2", now.Add(time.Hour)) })
 			go func() {
 				staged <- db.StageBlock(ctx, leasedb.StageBlockRequest{Ref: ref, Block: leasedb.Block{ID: "B2", Key: "k2", Size: 1}})
 			}()
-			for {
-				var n int
-				if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				if n > 0 {
-					break
-				}
-				select {
-				case err := <-staged:
-					close(ps.proceed)
-					<-committed
-					t.Fatalf("Put Block committed while Put Block List held the staged blocks it read: %v", err)
-				case <-time.After(10 * time.Millisecond):
-				}
+			if waited, err := awaitLockWait(t, watcher, staged); !waited {
+				close(ps.proceed)
+				<-committed
+				t.Fatalf("Put Block committed while Put Block List held the staged blocks it read: %v", err)
 			}
 			close(ps.proceed)
 			if err := <-committed; err != nil {

@@ -11,22 +11,30 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
-// testReferencedKeys: every key of a blob row, a snapshot row, a staged
-// block, an intent and a queue entry, once each, in byte order (upper case
-// before lower case, '-' and '.' before '/', whatever the database's
-// collation), with a row's name when a row holds it.
-func testReferencedKeys(t *testing.T, s leasedb.Store) {
+// seedKeyRefs writes in container c (which it creates) blob b with
+// extents of blobKeys, its snapshot 2024-01-01T00:00:00.0000000Z with
+// snapKeys, block YmxrMQ== of blob u staged with key "a/Block", the
+// upload intent "in/1" and gcKeys queued for collection.
+func seedKeyRefs(t *testing.T, s leasedb.Store, blobKeys, snapKeys, gcKeys []string) {
+	t.Helper()
+	extents := func(keys []string) []leasedb.Extent {
+		var x []leasedb.Extent
+		for _, k := range keys {
+			x = append(x, leasedb.Extent{Key: k, Size: 1})
+		}
+		return x
+	}
 	mustInsertContainer(t, s, "c")
 	now := dbNow(t, s)
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
 		b := fullBlob("c", "b")
-		b.Extents = []leasedb.Extent{{Key: "obj/b/2", Size: 1}, {Key: "obj/b/1", Size: 1}, {Key: "Shared.k", Size: 1}, {Key: "obj/b/1", Size: 1}}
+		b.Extents = extents(blobKeys)
 		if err := tx.PutBlob(ctx, b); err != nil {
 			return err
 		}
 		snap := fullBlob("c", "b")
 		snap.Snapshot = "2024-01-01T00:00:00.0000000Z"
-		snap.Extents = []leasedb.Extent{{Key: "Shared.k", Size: 1}, {Key: "snap-only", Size: 1}}
+		snap.Extents = extents(snapKeys)
 		if err := tx.PutSnapshot(ctx, snap); err != nil {
 			return err
 		}
@@ -36,16 +44,36 @@ func testReferencedKeys(t *testing.T, s leasedb.Store) {
 		if err := tx.AddIntent(ctx, "in/1", now.Add(time.Hour)); err != nil {
 			return err
 		}
-		return tx.AddGC(ctx, []string{"gc/queued", "obj-b"}, now.Add(time.Hour))
+		return tx.AddGC(ctx, gcKeys, now.Add(time.Hour))
 	})
-	type ref struct{ key, ref string }
-	var got []ref
-	if err := s.ReferencedKeys(ctxT(t), func(key, r string) error {
-		got = append(got, ref{key, r})
+}
+
+// keyRef is one (key, ref) pair ReferencedKeys or QueuedReferencedKeys
+// listed.
+type keyRef struct{ key, ref string }
+
+// listKeyRefs returns what list (ReferencedKeys or QueuedReferencedKeys,
+// named what) lists, in its order.
+func listKeyRefs(t *testing.T, what string, list func(context.Context, func(key, ref string) error) error) []keyRef {
+	t.Helper()
+	var got []keyRef
+	if err := list(ctxT(t), func(key, r string) error {
+		got = append(got, keyRef{key, r})
 		return nil
 	}); err != nil {
-		t.Fatalf("ReferencedKeys: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
+	return got
+}
+
+// testReferencedKeys: every key of a blob row, a snapshot row, a staged
+// block, an intent and a queue entry, once each, in byte order (upper case
+// before lower case, '-' and '.' before '/', whatever the database's
+// collation), with a row's name when a row holds it.
+func testReferencedKeys(t *testing.T, s leasedb.Store) {
+	seedKeyRefs(t, s, []string{"obj/b/2", "obj/b/1", "Shared.k", "obj/b/1"}, []string{"Shared.k", "snap-only"},
+		[]string{"gc/queued", "obj-b"})
+	got := listKeyRefs(t, "ReferencedKeys", s.ReferencedKeys)
 	var keys []string
 	for _, r := range got {
 		keys = append(keys, r.key)
@@ -92,37 +120,10 @@ func testReferencedKeys(t *testing.T, s leasedb.Store) {
 // queued key nothing references and a referenced key the queue lacks are
 // not.
 func testQueuedReferencedKeys(t *testing.T, s leasedb.Store) {
-	mustInsertContainer(t, s, "c")
-	now := dbNow(t, s)
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		b := fullBlob("c", "b")
-		b.Extents = []leasedb.Extent{{Key: "obj/live", Size: 1}, {Key: "obj/queued", Size: 1}, {Key: "Shared.k", Size: 1}}
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		snap := fullBlob("c", "b")
-		snap.Snapshot = "2024-01-01T00:00:00.0000000Z"
-		snap.Extents = []leasedb.Extent{{Key: "Shared.k", Size: 1}, {Key: "snap/queued", Size: 1}}
-		if err := tx.PutSnapshot(ctx, snap); err != nil {
-			return err
-		}
-		if _, err := tx.StageBlock(ctx, acct, "c", "u", leasedb.Block{ID: "YmxrMQ==", Key: "a/Block", Size: 1, StagedAt: now}); err != nil {
-			return err
-		}
-		if err := tx.AddIntent(ctx, "in/1", now.Add(time.Hour)); err != nil {
-			return err
-		}
-		return tx.AddGC(ctx, []string{"gc/alone", "obj/queued", "snap/queued", "Shared.k", "a/Block"}, now.Add(time.Hour))
-	})
-	type ref struct{ key, ref string }
-	var got []ref
-	if err := s.QueuedReferencedKeys(ctxT(t), func(key, r string) error {
-		got = append(got, ref{key, r})
-		return nil
-	}); err != nil {
-		t.Fatalf("QueuedReferencedKeys: %v", err)
-	}
-	want := []ref{
+	seedKeyRefs(t, s, []string{"obj/live", "obj/queued", "Shared.k"}, []string{"Shared.k", "snap/queued"},
+		[]string{"gc/alone", "obj/queued", "snap/queued", "Shared.k", "a/Block"})
+	got := listKeyRefs(t, "QueuedReferencedKeys", s.QueuedReferencedKeys)
+	want := []keyRef{
 		{"Shared.k", ""}, // either row's name
 		{"a/Block", acct + "/c/u (staged block YmxrMQ==)"},
 		{"obj/queued", acct + "/c/b"},

@@ -265,6 +265,24 @@ func deleteContainer(t *testing.T, s leasedb.Store, name string) []string {
 	return keys
 }
 
+// putBlobsAndSnapshots writes in container c a blob under each of names
+// and, for each name snaps holds, a snapshot with each of its ids.
+func putBlobsAndSnapshots(ctx context.Context, tx leasedb.Tx, c string, names []string, snaps map[string][]string) error {
+	for _, n := range names {
+		if err := tx.PutBlob(ctx, fullBlob(c, n)); err != nil {
+			return err
+		}
+	}
+	for n, ids := range snaps {
+		for _, id := range ids {
+			if err := tx.PutSnapshot(ctx, fullSnapshot(c, n, id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // fillNeighbour gives container c2 a blob, a snapshot (snap1) and a
 // staged block under each of names (the block under the name and suffix):
 // entries of another container before, between and after those listed.

@@ -64,17 +64,8 @@ func testListDelimited(t *testing.T, s leasedb.Store) {
 	snaps := map[string][]string{"a/b": {snap1}, "b": {snap1, snap2}, "z": {snap1, snap2, snap3}, "s/only": {snap1}}
 	staged := []string{"a/u", "b", "u/1", "u/2", "w", "b/x/25"}
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		for _, n := range committed {
-			if err := tx.PutBlob(ctx, fullBlob("c", n)); err != nil {
-				return err
-			}
-		}
-		for n, ids := range snaps {
-			for _, id := range ids {
-				if err := tx.PutSnapshot(ctx, fullSnapshot("c", n, id)); err != nil {
-					return err
-				}
-			}
+		if err := putBlobsAndSnapshots(ctx, tx, "c", committed, snaps); err != nil {
+			return err
 		}
 		for i, n := range staged {
 			blk := leasedb.Block{ID: "YmxrMA==", Key: fmt.Sprintf("k/%d", i), Size: 1, StagedAt: base}

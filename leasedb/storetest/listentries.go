@@ -52,17 +52,8 @@ func testListEntries(t *testing.T, s leasedb.Store) {
 	// staged blocks, several each (a staged name is one entry).
 	staged := []string{"a0", "b", "b/y", "c", "d", "e", "b/y/z"}
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		for _, n := range committed {
-			if err := tx.PutBlob(ctx, fullBlob("c", n)); err != nil {
-				return err
-			}
-		}
-		for n, ids := range snaps {
-			for _, id := range ids {
-				if err := tx.PutSnapshot(ctx, fullSnapshot("c", n, id)); err != nil {
-					return err
-				}
-			}
+		if err := putBlobsAndSnapshots(ctx, tx, "c", committed, snaps); err != nil {
+			return err
 		}
 		for i, n := range staged {
 			for j := 0; j < 3; j++ {

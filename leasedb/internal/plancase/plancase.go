@@ -94,18 +94,20 @@ func (c Case) Want(model []Entry) []Entry {
 	return out
 }
 
+// includes are the include= combinations every listing case runs with.
+var includes = []struct {
+	label string
+	inc   leasedb.ListInclude
+}{
+	{"none", leasedb.ListInclude{}},
+	{"snapshots", leasedb.ListInclude{Snapshots: true}},
+	{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
+	{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
+}
+
 // Cases is every combination of includes, prefixes, cursors and page
 // sizes (1, 10 and 5000, the largest maxresults).
 func Cases() []Case {
-	incs := []struct {
-		label string
-		inc   leasedb.ListInclude
-	}{
-		{"none", leasedb.ListInclude{}},
-		{"snapshots", leasedb.ListInclude{Snapshots: true}},
-		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
-		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
-	}
 	prefixes := []struct {
 		label, prefix string
 		mid, before   string // a cursor inside the prefix (a name with snapshots), one before it
@@ -116,7 +118,7 @@ func Cases() []Case {
 		{"empty", "d/00123x", "d/00123x5", "d/00123"},  // between existing names, matches nothing
 	}
 	var out []Case
-	for _, in := range incs {
+	for _, in := range includes {
 		for _, p := range prefixes {
 			cursors := []struct{ label, after, snap string }{
 				{"start", "", ""},
@@ -276,15 +278,6 @@ func (c DelimCase) Want(model []Entry) []DelimEntry {
 // a cursor right after a prefix or in the middle of one, at limits 1 and
 // 5000.
 func DelimCases() []DelimCase {
-	incs := []struct {
-		label string
-		inc   leasedb.ListInclude
-	}{
-		{"none", leasedb.ListInclude{}},
-		{"snapshots", leasedb.ListInclude{Snapshots: true}},
-		{"uncommitted", leasedb.ListInclude{Uncommitted: true}},
-		{"both", leasedb.ListInclude{Snapshots: true, Uncommitted: true}},
-	}
 	shapes := []struct {
 		label, prefix, delim string
 		cursors              []string // besides the start
@@ -296,7 +289,7 @@ func DelimCases() []DelimCase {
 		{"absent", "d/01", "|", nil},
 	}
 	var out []DelimCase
-	for _, in := range incs {
+	for _, in := range includes {
 		for _, sh := range shapes {
 			for i, after := range append([]string{""}, sh.cursors...) {
 				for _, limit := range []int{1, 5000} {
