@@ -38,14 +38,11 @@ func refuseOperation(r *http.Request, req *request) error {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "versionid", req.query["versionid"], "a request names a snapshot or a version, not both")
 		}
 	}
-	if _, ok := req.query["deletetype"]; ok && req.op.name == "DeleteBlob" {
+	if v, ok := req.query["deletetype"]; ok && req.op.name == "DeleteBlob" && targetOf(req) == blobTarget {
 		// Delete Blob deletetype=permanent removes a soft-deleted
-		// snapshot or version for good (DeleteRetentionPolicy
-		// AllowPermanentDelete); not built, and never to be taken for
-		// a plain delete.
-		e := svcerr.Query(svcerr.NotImplemented, "deletetype", req.query["deletetype"], "permanent delete is not implemented")
-		e.Message = "Delete Blob with deletetype (permanent delete of soft-deleted data) is not implemented by this gateway."
-		return e
+		// snapshot or version (blob_permdelete.go); on the base blob it
+		// names nothing, and is never to be taken for a plain delete.
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "deletetype", v, "deletetype applies to a snapshot or a version (snapshot= or versionid=), not to the base blob")
 	}
 	if req.op.name == "ListBlobs" {
 		// List Blobs include=deletedwithversions lists the names whose

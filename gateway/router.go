@@ -30,6 +30,9 @@ type operation struct {
 	// headers must be present (with the given value, in any case, when
 	// one is set).
 	headers []headerIs
+	// query, when set, names a query parameter the request must carry
+	// (any value; the handler checks it).
+	query string
 
 	handle func(s *Server, w http.ResponseWriter, r *http.Request, req *request) error
 	// sas is the permission a SAS must grant; noSAS: no SAS grants it.
@@ -190,6 +193,10 @@ var operations = []operation{
 		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
 	{name: "GetBlobMetadata", on: snapshotTarget, methods: mRead, comp: "metadata",
 		handle: (*Server).getSnapshot, sas: auth.OpReadBlob, public: publicBlob},
+	// deletetype=permanent: a soft-deleted snapshot or version, for good
+	// (SAS: y, permanent delete; blob_permdelete.go).
+	{name: "DeleteBlob", on: snapshotTarget, methods: mDelete, query: "deletetype",
+		handle: (*Server).permanentDelete, sas: auth.OpPermanentDeleteBlob},
 	{name: "DeleteBlob", on: snapshotTarget, methods: mDelete,
 		handle: (*Server).deleteSnapshot, sas: auth.OpDeleteBlob},
 	{name: "GetBlockList", on: snapshotTarget, methods: mRead, comp: "blocklist",
@@ -211,6 +218,8 @@ var operations = []operation{
 		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
 	{name: "GetBlobMetadata", on: versionTarget, methods: mRead, comp: "metadata",
 		handle: (*Server).getVersion, sas: auth.OpReadBlob, public: publicBlob},
+	{name: "DeleteBlob", on: versionTarget, methods: mDelete, query: "deletetype",
+		handle: (*Server).permanentDelete, sas: auth.OpPermanentDeleteBlob},
 	{name: "DeleteBlob", on: versionTarget, methods: mDelete,
 		handle: (*Server).deleteVersion, sas: auth.OpDeleteBlobVersion},
 	{name: "GetBlobTags", on: versionTarget, methods: mGet, comp: "tags",
@@ -323,6 +332,9 @@ func (o *operation) matches(t target, m methods, r *http.Request, req *request) 
 		return false
 	}
 	if comp := req.query["comp"]; comp != o.comp && !(o.compAnyCase && strings.EqualFold(comp, o.comp)) {
+		return false
+	}
+	if _, ok := req.query[o.query]; o.query != "" && !ok {
 		return false
 	}
 	for _, h := range o.headers {

@@ -484,8 +484,9 @@ func TestSoftDeleteWithVersioning(t *testing.T) {
 
 // The policy round-trips through Get Blob Service Properties with
 // AllowPermanentDelete; a refused document (Days 0) leaves it as it was;
-// Delete Blob deletetype=permanent, which the policy allows on Azure, is
-// refused (501) and deletes nothing; x-ms-undelete-source is refused.
+// Delete Blob deletetype=permanent of the base blob (it applies to a
+// soft-deleted snapshot or version only) is 400 and deletes nothing;
+// x-ms-undelete-source is refused.
 func TestSoftDeletePolicyRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, "sqlite+disk")
@@ -509,7 +510,7 @@ func TestSoftDeletePolicyRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, body := b.do(t, "DELETE", "pol/a?deletetype=permanent", "", nil)
-	wantStatus(t, resp, 501, "NotImplemented", "Delete Blob deletetype=permanent: "+body)
+	wantStatus(t, resp, 400, "InvalidQueryParameterValue", "Delete Blob deletetype=permanent of the base blob: "+body)
 	if got := string(download(t, b.client, "pol", "a")); got != "kept" {
 		t.Fatalf("blob after a refused permanent delete: %q", got)
 	}

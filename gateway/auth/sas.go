@@ -68,6 +68,7 @@ const (
 	// OpBlobBatch is the Blob Batch request itself; each of its
 	// sub-requests (Delete Blob, Set Blob Tier) is checked on its own.
 	OpBlobBatch
+	OpPermanentDeleteBlob // Delete Blob deletetype=permanent of a soft-deleted snapshot or version
 )
 
 var opNames = [...]string{
@@ -99,6 +100,7 @@ var opNames = [...]string{
 	OpFindBlobsService:     "FindBlobsService",
 	OpDeleteBlobVersion:    "DeleteBlobVersion",
 	OpBlobBatch:            "BlobBatch",
+	OpPermanentDeleteBlob:  "PermanentDeleteBlob",
 }
 
 func (op Operation) String() string {
@@ -692,6 +694,9 @@ var opRules = map[Operation]opRule{
 	OpFindBlobsService:     {srt: 's', acct: "f"},
 	// Deleting a version needs x (delete version), not d.
 	OpDeleteBlobVersion: {svc: "x", srt: 'o', acct: "x"},
+	// Delete Blob deletetype=permanent needs y (permanent delete), which
+	// neither d nor x implies.
+	OpPermanentDeleteBlob: {svc: "y", srt: 'o', acct: "y"},
 	// Blob Batch: its sub-requests are Delete Blob (d) and Set Blob Tier
 	// (w), each checked against its own permission; a token that grants
 	// neither can run no sub-request. At service scope only an account SAS

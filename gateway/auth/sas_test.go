@@ -386,9 +386,10 @@ var permRows = map[Operation]permRow{
 	OpFindBlobsService:     {"", "s", "f", false},
 	OpDeleteBlobVersion:    {"x", "o", "x", false},
 	OpBlobBatch:            {"dw", "", "dw", false},
+	OpPermanentDeleteBlob:  {"y", "o", "y", false},
 }
 
-const lastOp = OpBlobBatch
+const lastOp = OpPermanentDeleteBlob
 
 func allOps() []Operation {
 	var ops []Operation
