@@ -138,7 +138,8 @@ func TestInlineAppend(t *testing.T) {
 		b.wantBytes(t, "apl", "log", data)
 
 		// Refused inline appends store nothing: appendpos, maxsize, a wrong
-		// Content-MD5, a body shorter than Content-Length.
+		// Content-MD5 or x-ms-content-crc64, a body shorter than
+		// Content-Length.
 		before := len(x)
 		_, err := ab.AppendBlock(ctx, nopSeeker("late"), &appendblob.AppendBlockOptions{
 			AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: to.Ptr(int64(3))}})
@@ -149,6 +150,18 @@ func TestInlineAppend(t *testing.T) {
 		bad := md5.Sum([]byte("other"))
 		_, err = ab.AppendBlock(ctx, nopSeeker("abc"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(bad[:])})
 		wantErr(t, err, http.StatusBadRequest, "Md5Mismatch")
+		_, err = ab.AppendBlock(ctx, nopSeeker("abc"), &appendblob.AppendBlockOptions{TransactionalValidation: blob.TransferValidationTypeCRC64(12345)})
+		wantErr(t, err, http.StatusBadRequest, "Crc64Mismatch")
+		req, err := http.NewRequest(http.MethodPut, b.serviceURL(0)+"apl/log?comp=appendblock", bytes.NewReader(make([]byte, 100)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = 200
+		b.sign(t, req)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			wantStatus(t, resp, http.StatusBadRequest, "InvalidInput", "a short inline Append Block body")
+		}
 		if x := b.rowExtents(t, "apl", "log"); len(x) != before {
 			t.Fatalf("a refused append changed the row: %d extents, want %d", len(x), before)
 		}
