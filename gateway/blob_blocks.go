@@ -350,6 +350,9 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	if err := s.db.PrecheckAppend(r.Context(), areq, size); err != nil {
 		return err
 	}
+	if size <= s.opt.InlineMaxBytes {
+		return s.appendInline(w, r, areq, size)
+	}
 	ext, sum, err := s.readBody(r, size)
 	if err != nil {
 		return err

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -18,10 +20,11 @@ import (
 // source's extents, container soft delete) copies the bytes with it, so
 // nothing of reference counting or collection applies to them.
 //
-// Only Put Blob (BlockBlob) goes inline: a Put Block's block would be one
-// of up to 50,000 in a block list, so inline blocks could make one row
-// unbounded; Append Block appends to a row that grows; page blobs are
-// written in place by Put Page. The From URL operations and a Copy Blob
+// Put Blob (BlockBlob) and Append Block go inline: a Put Block's block
+// would be one of up to 50,000 in a block list, so inline blocks could make
+// one row unbounded; an append blob's row grows with each block, so its
+// inline bytes together are bounded by InlineMaxBytes (appendInline); page
+// blobs are written in place by Put Page. The From URL operations and a Copy Blob
 // that copies bytes stage an object, as before. A Put Blob with Expect:
 // 100-continue still goes inline: its pre-check runs first
 // (precheckFirst), and the body, once the client sends it, is small.
@@ -54,4 +57,37 @@ func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent
 		return leasedb.Extent{}, sums{}, fmt.Errorf("reading request body: %w", hr.err)
 	}
 	return leasedb.Extent{Size: size, Data: buf[:size:size]}, hr.d.sums(), nil
+}
+
+// appendInline is Append Block of a body of at most Options.InlineMaxBytes:
+// the body is read into memory (readInline) and offered to the row as an
+// inline extent. Whether it fits is decided by the store under the row
+// lock (the blob's inline bytes after the append stay within
+// InlineMaxBytes; a racing append may have changed them since any
+// pre-check): when it does not, leasedb.ErrAppendStage says nothing was
+// committed, and the buffered bytes are staged as an object and appended
+// again, exactly as a larger block. The digests are those of readBody.
+func (s *Server) appendInline(w http.ResponseWriter, r *http.Request, areq leasedb.AppendRequest, size int64) error {
+	want, err := transactionalSums(r.Header)
+	if err != nil {
+		return err
+	}
+	ext, got, err := readInline(r.Body, size, want.md5 != nil, want.crc64 != nil || want.md5 == nil)
+	if err != nil {
+		return err
+	}
+	if err := want.mismatch(got); err != nil {
+		return err
+	}
+	areq.InlineMax = s.opt.InlineMaxBytes
+	err = s.commitAppend(r.Context(), w, areq, ext, got)
+	if !errors.Is(err, leasedb.ErrAppendStage) {
+		return err
+	}
+	staged, _, err := s.stage(r.Context(), bytes.NewReader(ext.Data), size, false, false)
+	if err != nil {
+		return err
+	}
+	areq.InlineMax = 0
+	return s.commitAppend(r.Context(), w, areq, staged, got)
 }

@@ -70,7 +70,8 @@ type Options struct {
 	PageCompactRuns int
 	// InlineMaxBytes: a Put Blob of a block blob whose body is at most
 	// this many bytes keeps the bytes in the metadata row instead of a
-	// backend object (blob_inline.go). 0 (the zero value) keeps every body
+	// backend object (blob_inline.go), and so does an Append Block while
+	// the append blob's inline bytes stay within it (appendInline). 0 (the zero value) keeps every body
 	// in the backend; blobgw serve's default is config.DefaultInlineMaxBytes.
 	InlineMaxBytes int64
 	// TrustedProxies are the peers whose X-Forwarded-Proto /

@@ -2,6 +2,7 @@ package leasedb
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -209,7 +210,8 @@ func (d *DB) GetBlockList(ctx context.Context, ref BlobRef, leaseID string, ifTa
 	return out, err
 }
 
-// AppendRequest is Append Block: the bytes are durable under Extent.Key.
+// AppendRequest is Append Block: the bytes are durable under Extent.Key,
+// or, for an inline extent (Extent.Inline), in Extent.Data.
 type AppendRequest struct {
 	Ref       BlobRef
 	Extent    Extent
@@ -217,6 +219,10 @@ type AppendRequest struct {
 	Cond      Conditions
 	AppendPos int64 // -1 when absent
 	MaxSize   int64 // -1 when absent
+	// InlineMax bounds an inline Extent: the blob's inline bytes after the
+	// append (InlineBytes of its extents plus Extent.Size) must stay within
+	// it, or AppendBlock commits nothing and returns ErrAppendStage.
+	InlineMax int64
 
 	PutLease
 }
@@ -229,6 +235,24 @@ func (d *DB) PrecheckAppend(ctx context.Context, req AppendRequest, n int64) err
 		_, err := checkAppend(b, req, n, now)
 		return err
 	})
+}
+
+// ErrAppendStage is AppendBlock's answer to an inline append block that
+// would take the blob's inline bytes past AppendRequest.InlineMax. Nothing
+// was committed: the caller stages the bytes as an object and appends
+// again. The total is decided under the row lock, so racing appenders can
+// never together take a row past the bound.
+var ErrAppendStage = errors.New("leasedb: append block must be staged, the blob's inline bytes are at their bound")
+
+// InlineBytes is the sum of the sizes of the inline extents among extents.
+func InlineBytes(extents []Extent) int64 {
+	var n int64
+	for _, e := range extents {
+		if e.Inline() {
+			n += e.Size
+		}
+	}
+	return n
 }
 
 // AppendBlock appends one staged object at the current end, atomically under
@@ -251,12 +275,20 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 		if lease, leaseRes, err = applyPutLease(lease, req.PutLease, now); err != nil {
 			return err
 		}
-		ok, err := tx.TakeIntent(ctx, req.Extent.Key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errIntentLost()
+		if req.Extent.Inline() {
+			// Append Block inline: no object, so no intent to take; the
+			// row's inline total is checked here, under the lock.
+			if InlineBytes(b.Extents)+req.Extent.Size > req.InlineMax {
+				return ErrAppendStage
+			}
+		} else {
+			ok, err := tx.TakeIntent(ctx, req.Extent.Key)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errIntentLost()
+			}
 		}
 		etag, err := tx.NextETag(ctx)
 		if err != nil {

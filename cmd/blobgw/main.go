@@ -55,7 +55,7 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
 		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408 (default 60s)"},
 		&cli.IntFlag{Name: "max-uploads", EnvVars: []string{"BLOBGW_MAX_UPLOADS"}, Usage: "uploads served at once per replica; more get 503 ServerBusy (default 256)"},
-		&cli.Int64Flag{Name: "inline-max-bytes", EnvVars: []string{"BLOBGW_INLINE_MAX_BYTES"}, Usage: "keep a Put Blob body up to this size in the metadata row, not the backend; 0: off (default 8192, at most 65536)"},
+		&cli.Int64Flag{Name: "inline-max-bytes", EnvVars: []string{"BLOBGW_INLINE_MAX_BYTES"}, Usage: "keep a Put Blob or Append Block body up to this size in the metadata row, not the backend; 0: off (default 8192, at most 65536)"},
 		&cli.IntFlag{Name: "max-connections", EnvVars: []string{"BLOBGW_MAX_CONNECTIONS"}, Usage: "connections held at once per replica; more get 503 ServerBusy (default 4096)"},
 		&cli.DurationFlag{Name: "read-header-timeout", EnvVars: []string{"BLOBGW_READ_HEADER_TIMEOUT"}, Usage: "close a connection whose request headers take longer (default 30s)"},
 		&cli.DurationFlag{Name: "idle-timeout", EnvVars: []string{"BLOBGW_IDLE_TIMEOUT"}, Usage: "close a keep-alive connection idle this long (default 2m)"},

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"BlobOverwrite", testBlobOverwrite},
 		{"PutBlobPaths", testPutBlobPaths},
 		{"InlineExtents", testInlineExtents},
+		{"InlineAppend", testInlineAppend},
 		{"BlobDelete", testBlobDelete},
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},
