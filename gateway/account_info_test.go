@@ -16,9 +16,7 @@ import (
 func TestAccountInfoSKU(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "info", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "info")
 	if _, err := b.client.UploadBuffer(ctx, "info", "b", []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}

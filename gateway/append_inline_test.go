@@ -71,9 +71,7 @@ func TestInlineAppend(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "apl", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "apl")
 		ab := appendClient(b.client, "apl", "log")
 		if _, err := ab.Create(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -175,9 +173,7 @@ func TestInlineAppend(t *testing.T) {
 func TestInlineAppendOff(t *testing.T) {
 	b := setup(t, "sqlite+disk")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "apl", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "apl")
 	ab := appendClient(b.client, "apl", "log")
 	if _, err := ab.Create(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -200,9 +196,7 @@ func TestInlineAppendRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		ab := appendClient(b.client, "race", "log")
 		if _, err := ab.Create(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -301,9 +295,7 @@ func TestInlineAppendCopies(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "cps", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "cps")
 		ab := appendClient(b.client, "cps", "src")
 		if _, err := ab.Create(ctx, nil); err != nil {
 			t.Fatal(err)

@@ -80,9 +80,7 @@ func TestInlinePutGet(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "inl", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "inl")
 		n0 := b.countObjects(t)
 		data := randBytes(5000, 1)
 		sum := md5.Sum(data)
@@ -174,9 +172,7 @@ func TestInlineBodyChecks(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "chk", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "chk")
 		data := randBytes(3000, 4)
 		wrong := md5.Sum([]byte("other"))
 		bb := b.client.ServiceClient().NewContainerClient("chk").NewBlockBlobClient("x")
@@ -246,9 +242,7 @@ func TestInlineOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "ovw", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "ovw")
 		small1, large, small2 := randBytes(100, 5), randBytes(64<<10, 6), randBytes(9000, 7)
 		b.putBlob(t, "ovw", "o", small1, nil)
 		b.putBlob(t, "ovw", "o", large, nil)
@@ -307,9 +301,7 @@ func TestInlineCopies(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "cps", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "cps")
 		v1, v2, v3 := randBytes(1000, 8), randBytes(2000, 9), randBytes(3000, 10)
 		b.putBlob(t, "cps", "src", v1, nil)
 		bc := b.client.ServiceClient().NewContainerClient("cps").NewBlobClient("src")
@@ -407,9 +399,7 @@ func TestInlineIfMatchRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setupInline(t, kind)
 		ctx := context.Background()
-		if _, err := b.client.CreateContainer(ctx, "race", nil); err != nil {
-			t.Fatal(err)
-		}
+		createContainers(t, b.client, "race")
 		etag := *b.putBlob(t, "race", "hot", []byte("start"), nil).ETag
 		const writers, rounds = 6, 4
 		for round := 0; round < rounds; round++ {

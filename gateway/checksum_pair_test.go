@@ -25,9 +25,7 @@ import (
 func TestChecksumPairs(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
-	if _, err := b.client.CreateContainer(ctx, "sums", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "sums")
 	cont := b.client.ServiceClient().NewContainerClient("sums")
 	data := randBytes(4096, 77)
 	src := cont.NewBlockBlobClient("src")

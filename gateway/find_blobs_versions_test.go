@@ -23,9 +23,7 @@ func TestFindBlobsVersions(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
 	b.setVersioning(t, true)
-	if _, err := b.client.CreateContainer(ctx, "fvers", nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainers(t, b.client, "fvers")
 	cc := b.client.ServiceClient().NewContainerClient("fvers")
 	put := func(name, value string) {
 		t.Helper()

@@ -63,9 +63,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, true)
-			if _, err := b.client.CreateContainer(ctx, "perm", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "perm")
 			cc := b.client.ServiceClient().NewContainerClient("perm")
 			x1, x2 := randBytes(3000, 31), randBytes(2000, 32)
 			for _, x := range [][]byte{x1, x2} {
@@ -181,9 +179,7 @@ func TestPermanentDeleteRefused(t *testing.T) {
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, false)
 			b.setVersioning(t, true)
-			if _, err := b.client.CreateContainer(ctx, "ref", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "ref")
 			cc := b.client.ServiceClient().NewContainerClient("ref")
 			var vids []string
 			for i := 0; i < 3; i++ {
@@ -253,9 +249,7 @@ func TestPermanentDeleteSAS(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, true)
-			if _, err := b.client.CreateContainer(ctx, "sasp", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "sasp")
 			cc := b.client.ServiceClient().NewContainerClient("sasp")
 			if _, err := b.client.UploadBuffer(ctx, "sasp", "a", randBytes(800, 50), nil); err != nil {
 				t.Fatal(err)

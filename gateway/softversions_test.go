@@ -262,9 +262,7 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setRetention(t, 2)
-			if _, err := b.client.CreateContainer(ctx, "mix", nil); err != nil {
-				t.Fatal(err)
-			}
+			createContainers(t, b.client, "mix")
 			cc := b.client.ServiceClient().NewContainerClient("mix")
 			x1, x2 := randBytes(111, 29), randBytes(222, 30)
 			if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
