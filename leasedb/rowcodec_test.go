@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -40,6 +41,13 @@ func TestDecodeExtentsInline(t *testing.T) {
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, tt.x) {
 				t.Fatalf("DecodeExtents(%.200s) = %+v, want %+v", s, got, want)
 			}
+			// The extents' bytes may share one buffer, but an append
+			// to one must never write into the next.
+			for i, e := range got {
+				if cap(e.Data) != len(e.Data) {
+					t.Errorf("extent %d: Data of length %d has capacity %d", i, len(e.Data), cap(e.Data))
+				}
+			}
 		})
 	}
 	// Not the form after all: the plain decoder answers, errors included.
@@ -50,6 +58,33 @@ func TestDecodeExtentsInline(t *testing.T) {
 		if (err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want)) {
 			t.Fatalf("DecodeExtents(%s) = %+v, %v; encoding/json %+v, %v", s, got, err, want, werr)
 		}
+	}
+}
+
+// TestDecodeExtentsInlineHeapBytes: decoding a 4 KiB inline extent (each
+// Get Blob and Get Blob Properties of an inline blob does) allocates the
+// 4 KiB of bytes and little else. Before, a rest buffer as long as the
+// whole base64 text and a copy of the rest made it about 12 KiB.
+func TestDecodeExtentsInlineHeapBytes(t *testing.T) {
+	s, err := EncodeExtents([]Extent{{Size: 4096, Data: bytes.Repeat([]byte{7}, 4096)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for range n {
+		if x, err := DecodeExtents(s); err != nil || len(x) != 1 || len(x[0].Data) != 4096 {
+			t.Fatalf("DecodeExtents: %v, %d extents", err, len(x))
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	if per := (m1.TotalAlloc - m0.TotalAlloc) / n; per > 6<<10 {
+		t.Errorf("DecodeExtents of a 4 KiB inline extent: %d heap bytes, want at most %d", per, 6<<10)
+	}
+	if a := testing.AllocsPerRun(50, func() { DecodeExtents(s) }); a > 9 {
+		t.Errorf("DecodeExtents of a 4 KiB inline extent: %.0f allocations, want at most 9", a)
 	}
 }
 
