@@ -35,6 +35,12 @@ import (
 // "postgres") and a disk backend, with container "cnt" created.
 func hotServer(b testing.TB, kind string) *gateway.Server {
 	b.Helper()
+	return hotServerOpt(b, kind, gateway.Options{})
+}
+
+// hotServerOpt is hotServer with the gateway's options (InlineMaxBytes).
+func hotServerOpt(b testing.TB, kind string, opt gateway.Options) *gateway.Server {
+	b.Helper()
 	var dsn string
 	switch kind {
 	case "sqlite":
@@ -56,7 +62,7 @@ func hotServer(b testing.TB, kind string) *gateway.Server {
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct}, log, gateway.Options{})
+	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct}, log, opt)
 	b.Cleanup(func() { gw.Close(context.Background()) })
 	if rec := hotDo(b, gw, http.MethodPut, "/cnt?restype=container", nil, nil); rec.Code != http.StatusCreated {
 		b.Fatalf("create container: %d %s", rec.Code, rec.Body)
@@ -155,22 +161,37 @@ func BenchmarkHotPutBlobIfMatch(b *testing.B) {
 	})
 }
 
-// BenchmarkHotGetBlob: get-small, a 4 KiB Get Blob.
+// BenchmarkHotGetBlob: get-small, a 4 KiB Get Blob and Get Blob
+// Properties (HEAD), of a blob in the backend (staged) and of one kept in
+// its row (inline, Options.InlineMaxBytes), side by side.
 func BenchmarkHotGetBlob(b *testing.B) {
-	benchKinds(b, func(b *testing.B, kind string) {
-		gw := hotServer(b, kind)
-		body := bytes.Repeat([]byte("x"), 4096)
-		if rec := hotDo(b, gw, http.MethodPut, "/cnt/g", body, map[string]string{"X-Ms-Blob-Type": "BlockBlob"}); rec.Code != http.StatusCreated {
-			b.Fatalf("put: %d %s", rec.Code, rec.Body)
+	for _, where := range []struct {
+		name   string
+		inline int64
+	}{{"staged", 0}, {"inline", 64 << 10}} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			b.Run(where.name+"/"+method, func(b *testing.B) {
+				benchKinds(b, func(b *testing.B, kind string) {
+					gw := hotServerOpt(b, kind, gateway.Options{InlineMaxBytes: where.inline})
+					body := bytes.Repeat([]byte("x"), 4096)
+					if rec := hotDo(b, gw, http.MethodPut, "/cnt/g", body, map[string]string{"X-Ms-Blob-Type": "BlockBlob"}); rec.Code != http.StatusCreated {
+						b.Fatalf("put: %d %s", rec.Code, rec.Body)
+					}
+					want := len(body)
+					if method == http.MethodHead {
+						want = 0
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if rec := hotDo(b, gw, method, "/cnt/g", nil, nil); rec.Code != http.StatusOK || rec.Body.Len() != want {
+							b.Fatalf("%s: %d %d bytes", method, rec.Code, rec.Body.Len())
+						}
+					}
+				})
+			})
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if rec := hotDo(b, gw, http.MethodGet, "/cnt/g", nil, nil); rec.Code != http.StatusOK || rec.Body.Len() != len(body) {
-				b.Fatalf("get: %d %d bytes", rec.Code, rec.Body.Len())
-			}
-		}
-	})
+	}
 }
 
 // BenchmarkHotLeaseCycle: lease-cycle, Lease Blob acquire, renew and

@@ -122,6 +122,13 @@ func decodeInlineExtents(s string) (x []Extent, ok bool) {
 		prev = m.to // the closing quote stays: the member reads as "d":""
 	}
 	rest = append(rest, s[prev:]...)
+	if len(members) == 1 {
+		// A Put Blob's one inline extent needs no JSON decoder at all.
+		if size, ok := oneInlineSize(rest); ok {
+			n := members[0].n
+			return []Extent{{Size: size, Data: data[:n:n]}}, true
+		}
+	}
 	if err := json.Unmarshal(rest, &x); err != nil {
 		return nil, false
 	}
@@ -142,6 +149,27 @@ func decodeInlineExtents(s string) (x []Extent, ok bool) {
 		}
 	}
 	return x, k == len(members) && len(x) > 0
+}
+
+// oneInlineSize reads the rest of a single inline extent as json.Marshal
+// writes it, [{"k":"","n":SIZE,"d":""}], with its Data member emptied; ok
+// is false for any other text (json.Unmarshal then decodes it).
+func oneInlineSize(rest []byte) (size int64, ok bool) {
+	const head, tail = `[{"k":"","n":`, `,"d":""}]`
+	if len(rest) <= len(head)+len(tail) || string(rest[:len(head)]) != head || string(rest[len(rest)-len(tail):]) != tail {
+		return 0, false
+	}
+	digits := rest[len(head) : len(rest)-len(tail)]
+	if len(digits) > 18 || digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		size = size*10 + int64(c-'0')
+	}
+	return size, true
 }
 
 // DecodeTags reads a tags column ("" or NULL: no tags → nil).

@@ -22,6 +22,8 @@ func TestDecodeExtentsInline(t *testing.T) {
 		{"large", []Extent{{Size: 64 << 10, Data: data(64<<10, 0x9c)}}},
 		{"mixed", []Extent{{Key: "b/aa/bb/x", Size: 4}, {Size: 2, Data: []byte("ab")}, {Key: "k", Size: 1, BlockID: "QQ=="}, {Size: 1, Data: []byte("z")}}},
 		{"tricky keys", []Extent{{Key: `x/a,"d":"AAAA`, Size: 1}, {Size: 1, Data: []byte("q")}, {Key: `x/\",\"d\":\"`, Size: 2}, {Key: "x/ü<&>", Size: 3}}},
+		{"inline with block id", []Extent{{Size: 2, Data: []byte("ab"), BlockID: "QQ=="}}},
+		{"inline at", []Extent{{Size: 2, Data: []byte("ab"), At: 512}}},
 		{"key only", []Extent{{Key: `x/,"d":"`, Size: 9}}},
 	}
 	for _, tt := range tests {
@@ -83,8 +85,34 @@ func TestDecodeExtentsInlineHeapBytes(t *testing.T) {
 	if per := (m1.TotalAlloc - m0.TotalAlloc) / n; per > 6<<10 {
 		t.Errorf("DecodeExtents of a 4 KiB inline extent: %d heap bytes, want at most %d", per, 6<<10)
 	}
-	if a := testing.AllocsPerRun(50, func() { DecodeExtents(s) }); a > 9 {
-		t.Errorf("DecodeExtents of a 4 KiB inline extent: %.0f allocations, want at most 9", a)
+	if a := testing.AllocsPerRun(50, func() { DecodeExtents(s) }); a > 4 {
+		t.Errorf("DecodeExtents of a 4 KiB inline extent: %.0f allocations, want at most 4", a)
+	}
+}
+
+// TestOneInlineSize: only the exact rest of one inline extent takes the
+// shortcut past encoding/json.
+func TestOneInlineSize(t *testing.T) {
+	for _, tt := range []struct {
+		rest string
+		size int64
+		ok   bool
+	}{
+		{`[{"k":"","n":4096,"d":""}]`, 4096, true},
+		{`[{"k":"","n":1,"d":""}]`, 1, true},
+		{`[{"k":"","n":0,"d":""}]`, 0, false},
+		{`[{"k":"","n":01,"d":""}]`, 0, false},
+		{`[{"k":"","n":-1,"d":""}]`, 0, false},
+		{`[{"k":"","n":,"d":""}]`, 0, false},
+		{`[{"k":"","n":1e3,"d":""}]`, 0, false},
+		{`[{"k":"","n":1234567890123456789,"d":""}]`, 0, false},
+		{`[{"k":"","n":2,"d":"","id":"QQ=="}]`, 0, false},
+		{`[{"k":"x","n":2,"d":""}]`, 0, false},
+		{`[{"k":"","n":2,"d":""},{"k":"","n":2,"d":""}]`, 0, false},
+	} {
+		if size, ok := oneInlineSize([]byte(tt.rest)); size != tt.size && tt.ok || ok != tt.ok {
+			t.Errorf("oneInlineSize(%s) = %d, %v; want %d, %v", tt.rest, size, ok, tt.size, tt.ok)
+		}
 	}
 }
 
