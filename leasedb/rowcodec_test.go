@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -21,6 +22,8 @@ func TestDecodeExtentsInline(t *testing.T) {
 		{"large", []Extent{{Size: 64 << 10, Data: data(64<<10, 0x9c)}}},
 		{"mixed", []Extent{{Key: "b/aa/bb/x", Size: 4}, {Size: 2, Data: []byte("ab")}, {Key: "k", Size: 1, BlockID: "QQ=="}, {Size: 1, Data: []byte("z")}}},
 		{"tricky keys", []Extent{{Key: `x/a,"d":"AAAA`, Size: 1}, {Size: 1, Data: []byte("q")}, {Key: `x/\",\"d\":\"`, Size: 2}, {Key: "x/ü<&>", Size: 3}}},
+		{"inline with block id", []Extent{{Size: 2, Data: []byte("ab"), BlockID: "QQ=="}}},
+		{"inline at", []Extent{{Size: 2, Data: []byte("ab"), At: 512}}},
 		{"key only", []Extent{{Key: `x/,"d":"`, Size: 9}}},
 	}
 	for _, tt := range tests {
@@ -40,6 +43,13 @@ func TestDecodeExtentsInline(t *testing.T) {
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, tt.x) {
 				t.Fatalf("DecodeExtents(%.200s) = %+v, want %+v", s, got, want)
 			}
+			// The extents' bytes may share one buffer, but an append
+			// to one must never write into the next.
+			for i, e := range got {
+				if cap(e.Data) != len(e.Data) {
+					t.Errorf("extent %d: Data of length %d has capacity %d", i, len(e.Data), cap(e.Data))
+				}
+			}
 		})
 	}
 	// Not the form after all: the plain decoder answers, errors included.
@@ -49,6 +59,59 @@ func TestDecodeExtentsInline(t *testing.T) {
 		werr := json.Unmarshal([]byte(s), &want)
 		if (err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want)) {
 			t.Fatalf("DecodeExtents(%s) = %+v, %v; encoding/json %+v, %v", s, got, err, want, werr)
+		}
+	}
+}
+
+// TestDecodeExtentsInlineHeapBytes: decoding a 4 KiB inline extent (each
+// Get Blob and Get Blob Properties of an inline blob does) allocates the
+// 4 KiB of bytes and little else. Before, a rest buffer as long as the
+// whole base64 text and a copy of the rest made it about 12 KiB.
+func TestDecodeExtentsInlineHeapBytes(t *testing.T) {
+	s, err := EncodeExtents([]Extent{{Size: 4096, Data: bytes.Repeat([]byte{7}, 4096)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for range n {
+		if x, err := DecodeExtents(s); err != nil || len(x) != 1 || len(x[0].Data) != 4096 {
+			t.Fatalf("DecodeExtents: %v, %d extents", err, len(x))
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	if per := (m1.TotalAlloc - m0.TotalAlloc) / n; per > 6<<10 {
+		t.Errorf("DecodeExtents of a 4 KiB inline extent: %d heap bytes, want at most %d", per, 6<<10)
+	}
+	if a := testing.AllocsPerRun(50, func() { DecodeExtents(s) }); a > 4 {
+		t.Errorf("DecodeExtents of a 4 KiB inline extent: %.0f allocations, want at most 4", a)
+	}
+}
+
+// TestOneInlineSize: only the exact rest of one inline extent takes the
+// shortcut past encoding/json.
+func TestOneInlineSize(t *testing.T) {
+	for _, tt := range []struct {
+		rest string
+		size int64
+		ok   bool
+	}{
+		{`[{"k":"","n":4096,"d":""}]`, 4096, true},
+		{`[{"k":"","n":1,"d":""}]`, 1, true},
+		{`[{"k":"","n":0,"d":""}]`, 0, false},
+		{`[{"k":"","n":01,"d":""}]`, 0, false},
+		{`[{"k":"","n":-1,"d":""}]`, 0, false},
+		{`[{"k":"","n":,"d":""}]`, 0, false},
+		{`[{"k":"","n":1e3,"d":""}]`, 0, false},
+		{`[{"k":"","n":1234567890123456789,"d":""}]`, 0, false},
+		{`[{"k":"","n":2,"d":"","id":"QQ=="}]`, 0, false},
+		{`[{"k":"x","n":2,"d":""}]`, 0, false},
+		{`[{"k":"","n":2,"d":""},{"k":"","n":2,"d":""}]`, 0, false},
+	} {
+		if size, ok := oneInlineSize([]byte(tt.rest)); size != tt.size && tt.ok || ok != tt.ok {
+			t.Errorf("oneInlineSize(%s) = %d, %v; want %d, %v", tt.rest, size, ok, tt.size, tt.ok)
 		}
 	}
 }
