@@ -50,36 +50,14 @@ func BenchmarkListPages(b *testing.B) {
 		}
 	}
 	b.Run("sqlite", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "meta.db")
-		s, err := sqlite.Open(ctx, path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if _, _, err := s.Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer raw.Close()
+		db, raw := benchSqlite(b)
 		fill(func(q string) error { _, err := raw.ExecContext(ctx, q); return err },
 			`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 			SELECT 'acct', 'c', printf('d%%04d/f%%07d', i %% %d, i), 'BlockBlob', '"b' || i || '"', '{"all":"1"}' FROM n`)
-		benchPages(b, &leasedb.DB{Store: s}, n)
+		benchPages(b, db, n)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		dsn := pgtest.Start(b)
-		s, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if _, _, err := s.Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		conn := pgtest.Connect(b, dsn)
+		db, conn := benchPostgres(b)
 		if _, err := conn.Exec(ctx, pgSyncCommit); err != nil {
 			b.Fatal(err)
 		}
@@ -89,8 +67,47 @@ func BenchmarkListPages(b *testing.B) {
 		if _, err := conn.Exec(ctx, `VACUUM ANALYZE blobs, blob_tags`); err != nil {
 			b.Fatal(err)
 		}
-		benchPages(b, &leasedb.DB{Store: s}, n)
+		benchPages(b, db, n)
 	})
+}
+
+// benchSqlite opens a migrated SQLite store in a temporary folder and,
+// beside it, a raw connection to the same file that fills it in bulk.
+func benchSqlite(b *testing.B) (*leasedb.DB, *sql.DB) {
+	b.Helper()
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "meta.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { raw.Close() })
+	return &leasedb.DB{Store: s}, raw
+}
+
+// benchPostgres starts a test server and opens a migrated store on it
+// and, beside it, a side connection that fills it in bulk.
+func benchPostgres(b *testing.B) (*leasedb.DB, *pgx.Conn) {
+	b.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Start(b)
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return &leasedb.DB{Store: s}, pgtest.Connect(b, dsn)
 }
 
 // pgSyncCommit makes the fill's commits durable before VACUUM runs: the
@@ -209,48 +226,22 @@ func BenchmarkListPrefixPages(b *testing.B) {
 	for _, dirs := range shapes {
 		label := fmt.Sprintf("N=%d/dirs=%d", n, dirs)
 		b.Run("sqlite/"+label, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "meta.db")
-			s, err := sqlite.Open(ctx, path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, _, err := s.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer raw.Close()
+			db, raw := benchSqlite(b)
 			for _, q := range benchFill(n, dirs, sqliteSeries) {
 				if _, err := raw.ExecContext(ctx, q); err != nil {
 					b.Fatalf("fill: %v", err)
 				}
 			}
-			benchPrefixPages(b, &leasedb.DB{Store: s}, nil, n, dirs)
+			benchPrefixPages(b, db, nil, n, dirs)
 		})
 		b.Run("postgres/"+label, func(b *testing.B) {
-			dsn := pgtest.Start(b)
-			s, err := postgres.Open(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, _, err := s.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(ctx)
+			db, conn := benchPostgres(b)
 			for _, q := range append(append([]string{pgSyncCommit}, benchFill(n, dirs, pgSeries)...), `VACUUM ANALYZE blobs, blob_tags`) {
 				if _, err := conn.Exec(ctx, q); err != nil {
 					b.Fatalf("fill: %v", err)
 				}
 			}
-			benchPrefixPages(b, &leasedb.DB{Store: s}, conn, n, dirs)
+			benchPrefixPages(b, db, conn, n, dirs)
 		})
 	}
 }
