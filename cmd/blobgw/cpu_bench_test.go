@@ -30,19 +30,9 @@ import (
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkGatewayCPU(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
-	rounds := int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	bins := map[string]string{"after": bin}
-	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
-		bins["before"] = before
-	}
+	dir, bins := cpuBenchBins(b)
 	pg, err := pgtest.StartServerArgs()
 	if err != nil {
 		b.Fatal(err)
@@ -96,4 +86,31 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			b.ReportMetric(v, r.Workload+"-"+r.Set+"-us/op")
 		}
 	}
+}
+
+// cpuBenchKnobs reads the CPU benchmarks' knobs: BLOBGW_BENCH_DURATION
+// (default 5s), BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS
+// (default 2).
+func cpuBenchKnobs(b *testing.B) (duration time.Duration, clients, rounds int) {
+	b.Helper()
+	return envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second),
+		int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8)),
+		int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+}
+
+// cpuBenchBins builds this package's blobgw into a temporary folder and
+// returns that folder and the binaries to drive: "after" is the one just
+// built, "before" the one BLOBGW_BENCH_BEFORE names, if it is set.
+func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
+	b.Helper()
+	dir = b.TempDir()
+	bin := filepath.Join(dir, "blobgw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	bins = map[string]string{"after": bin}
+	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
+		bins["before"] = before
+	}
+	return dir, bins
 }

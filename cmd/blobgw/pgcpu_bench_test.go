@@ -49,20 +49,11 @@ import (
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkPostgresCPU(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
-	rounds := int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	bins := map[string]string{"after": bin}
-	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
-		bins["before"] = before
-	} else if os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
-		bins["before"] = bin // the same binary, another setting
+	dir, bins := cpuBenchBins(b)
+	if _, ok := bins["before"]; !ok && os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
+		bins["before"] = bins["after"] // the same binary, another setting
 	}
 	args := []string{"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
 		"-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on",
