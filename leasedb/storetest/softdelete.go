@@ -46,25 +46,12 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 		}
 		return tx.PutBlob(ctx, live)
 	})
-	ctx := ctxT(t)
-	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, deletedRow("c", "n", "", del, 1)) })
-	if !errors.Is(err, leasedb.ErrExists) {
-		t.Errorf("second soft-deleted base: %v, want ErrExists", err)
-	}
-	err = s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, deletedRow("nope", "n", "", del, 1)) })
-	if !errors.Is(err, leasedb.ErrNotFound) {
-		t.Errorf("soft-deleted row without its container: %v, want ErrNotFound", err)
-	}
+	putDeletedFails(t, s, deletedRow("c", "n", "", del, 1), leasedb.ErrExists, "second soft-deleted base")
+	putDeletedFails(t, s, deletedRow("nope", "n", "", del, 1), leasedb.ErrNotFound, "soft-deleted row without its container")
 	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		rows, err := tx.DeletedBlobs(ctx, acct, "c", "n")
-		if err != nil {
+		if err := checkDeletedRows(t, ctx, tx, "n", baseRow, snapRow); err != nil {
 			return err
 		}
-		if len(rows) != 2 {
-			t.Fatalf("DeletedBlobs = %d rows, want 2", len(rows))
-		}
-		checkBlob(t, baseRow, rows[0])
-		checkBlob(t, snapRow, rows[1])
 		nr, err := tx.NameRows(ctx, acct, "c", "n")
 		if err != nil {
 			return err
@@ -72,15 +59,10 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 		if len(nr) != 2 || nr[0].Snapshot != snapA || nr[0].DeletedTime.IsZero() || nr[1].Snapshot != "" || !nr[1].DeleteExpires.Equal(baseRow.DeleteExpires) {
 			t.Errorf("NameRows = %+v, want the soft-deleted snapshot then base", nr)
 		}
-		exp, err := tx.ExpiredBlobs(ctx, del.Add(36*time.Hour), 10)
-		if err != nil {
+		if err := checkExpired(t, ctx, tx, del.Add(36*time.Hour), leasedb.DeletedRef{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "n"}, Snapshot: snapA}); err != nil {
 			return err
 		}
-		want := []leasedb.DeletedRef{{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "n"}, Snapshot: snapA}}
-		if !reflect.DeepEqual(exp, want) {
-			t.Errorf("ExpiredBlobs after 36 h = %+v, want %+v", exp, want)
-		}
-		if exp, err = tx.ExpiredBlobs(ctx, del.Add(-time.Hour), 10); err != nil || len(exp) != 0 {
+		if exp, err := tx.ExpiredBlobs(ctx, del.Add(-time.Hour), 10); err != nil || len(exp) != 0 {
 			t.Errorf("ExpiredBlobs before the deletion = %+v, %v", exp, err)
 		}
 
@@ -140,7 +122,8 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
 		return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA)
 	})
-	err = s.Update(ctx, func(tx leasedb.Tx) error { return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA) })
+	ctx := ctxT(t)
+	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA) })
 	if !errors.Is(err, leasedb.ErrNotFound) {
 		t.Errorf("removing a removed row: %v, want ErrNotFound", err)
 	}
