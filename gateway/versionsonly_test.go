@@ -96,8 +96,7 @@ func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Cl
 	t.Helper()
 	b.setVersioning(t, true)
 	b.setRetention(t, 2)
-	createContainers(t, b.client, name)
-	return b.client.ServiceClient().NewContainerClient(name)
+	return b.newContainer(t, name)
 }
 
 // List Blobs include=deletedwithversions lists, once each and in name
