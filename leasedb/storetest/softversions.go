@@ -172,13 +172,7 @@ func testSoftDeletedVersions(t *testing.T, s leasedb.Store) {
 		}
 	}
 
-	refs := map[string]string{}
-	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
-		refs[key] = ref
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	refs := keyRefs(t, s)
 	if refs["k/a-v2"] != acct+"/c/a?versionid="+ver2+" (soft-deleted)" || refs["k/a-s"] != acct+"/c/a?snapshot="+ver2+" (soft-deleted)" {
 		t.Errorf("ReferencedKeys = %q", refs)
 	}
@@ -299,21 +293,7 @@ func testSoftDeleteVersionOps(t *testing.T, s leasedb.Store) {
 	if got := queued(t, s); len(got) != 0 {
 		t.Fatalf("queued %q after a plain overwrite, want nothing (k/1 and k/2 are held by soft-deleted versions)", got)
 	}
-	co, ok := s.(leasedb.ClockOffsetter)
-	if !ok {
-		t.Fatalf("%T does not offer ClockOffsetter", s)
-	}
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 0 {
-		t.Fatalf("purge before expiry: %d, %v", n, err)
-	}
-	co.SetClockOffset(3*24*time.Hour + time.Minute)
-	defer co.SetClockOffset(0)
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 3 {
-		t.Fatalf("purge after expiry: %d rows, %v; want 3", n, err)
-	}
-	if got := sortedCopy(queued(t, s)); !reflect.DeepEqual(got, []string{"k/1", "k/2"}) {
-		t.Errorf("queued after the purge %q, want k/1 and k/2", got)
-	}
+	purgeAfterRetention(t, s, db)
 	if err := db.UndeleteBlob(ctx, ref); err != nil {
 		t.Errorf("Undelete Blob of a live blob with nothing soft-deleted: %v", err)
 	}

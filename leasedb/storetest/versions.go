@@ -202,13 +202,7 @@ func testVersionKeys(t *testing.T, s leasedb.Store) {
 		gone.Extents = []leasedb.Extent{{Key: "k/gone", Size: 1}}
 		return tx.PutVersion(ctx, gone)
 	})
-	refs := map[string]string{}
-	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
-		refs[key] = ref
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	refs := keyRefs(t, s)
 	want := map[string]string{
 		"k/shared":       acct + "/c/b",
 		"k/version-only": acct + "/c/b?versionid=" + ver1,
