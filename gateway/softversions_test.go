@@ -21,34 +21,27 @@ import (
 func listSoftVersions(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, pageSize int32, vids ...string) string {
 	t.Helper()
 	var out []string
-	p := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)})
-	for p.More() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.VersionID != nil {
-				n := "?"
-				for i, v := range vids {
-					if v == *it.VersionID {
-						n = fmt.Sprint(i + 1)
-					}
+	for _, it := range flatItems(t, cc, &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)}) {
+		s := *it.Name
+		if it.VersionID != nil {
+			n := "?"
+			for i, v := range vids {
+				if v == *it.VersionID {
+					n = fmt.Sprint(i + 1)
 				}
-				s += "@v" + n
 			}
-			if it.IsCurrentVersion != nil && *it.IsCurrentVersion {
-				s += "*"
-			}
-			if it.Deleted != nil && *it.Deleted {
-				if it.Properties.DeletedTime == nil || it.Properties.RemainingRetentionDays == nil {
-					t.Fatalf("%s listed deleted without DeletedTime or RemainingRetentionDays", s)
-				}
-				s += fmt.Sprintf(" (deleted, %d days)", *it.Properties.RemainingRetentionDays)
-			}
-			out = append(out, s)
+			s += "@v" + n
 		}
+		if it.IsCurrentVersion != nil && *it.IsCurrentVersion {
+			s += "*"
+		}
+		if it.Deleted != nil && *it.Deleted {
+			if it.Properties.DeletedTime == nil || it.Properties.RemainingRetentionDays == nil {
+				t.Fatalf("%s listed deleted without DeletedTime or RemainingRetentionDays", s)
+			}
+			s += fmt.Sprintf(" (deleted, %d days)", *it.Properties.RemainingRetentionDays)
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
 }

@@ -12,9 +12,7 @@ import (
 )
 
 // listVersionsOnly lists a container flat, pageSize entries a page, and
-// renders each entry: name, "@snap" for a snapshot, " (deleted)" for a
-// soft-deleted row, " (versions only, N bytes)" for a HasVersionsOnly
-// entry, which must name no version.
+// renders each entry with renderVersionsOnly.
 func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
 	t.Helper()
 	var out []string
@@ -22,28 +20,8 @@ func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlob
 	if prefix != "" {
 		opts.Prefix = to.Ptr(prefix)
 	}
-	p := cc.NewListBlobsFlatPager(opts)
-	for p.More() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.Snapshot != nil {
-				s += "@snap"
-			}
-			if it.Deleted != nil && *it.Deleted {
-				s += " (deleted)"
-			}
-			if it.HasVersionsOnly != nil && *it.HasVersionsOnly {
-				if it.VersionID != nil || it.IsCurrentVersion != nil {
-					t.Errorf("%s: HasVersionsOnly entry names version %v, current %v", s, it.VersionID, it.IsCurrentVersion)
-				}
-				s += fmt.Sprintf(" (versions only, %d bytes)", *it.Properties.ContentLength)
-			}
-			out = append(out, s)
-		}
+	for _, it := range flatItems(t, cc, opts) {
+		out = append(out, renderVersionsOnly(t, it))
 	}
 	return strings.Join(out, ", ")
 }
@@ -70,17 +48,7 @@ func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.List
 			es = append(es, entry{*bp.Name, *bp.Name})
 		}
 		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.Deleted != nil && *it.Deleted {
-				s += " (deleted)"
-			}
-			if it.HasVersionsOnly != nil && *it.HasVersionsOnly {
-				if it.VersionID != nil || it.IsCurrentVersion != nil {
-					t.Errorf("%s: HasVersionsOnly entry names version %v, current %v", s, it.VersionID, it.IsCurrentVersion)
-				}
-				s += fmt.Sprintf(" (versions only, %d bytes)", *it.Properties.ContentLength)
-			}
-			es = append(es, entry{*it.Name, s})
+			es = append(es, entry{*it.Name, renderVersionsOnly(t, it)})
 		}
 		sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
 		for _, e := range es {
