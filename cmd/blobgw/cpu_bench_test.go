@@ -33,17 +33,10 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
 	dir, bins := cpuBenchBins(b)
-	pg, err := pgtest.StartServerArgs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pg.Stop() })
+	pg := startBenchPG(b)
 
 	pids := map[string]int{}
 	var sets []bench.Set
-	ep := func(u string) []bench.Endpoint {
-		return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
-	}
 	for _, which := range []string{"before", "after"} {
 		bin, ok := bins[which]
 		if !ok {
@@ -52,11 +45,11 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"))
 		name := "sqlite-" + which
 		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metadata", pg.NewDatabase(b))
 		name = "postgres-" + which
 		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 	}
 	hook := func(set, workload string) func(*bench.Result) {
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
@@ -113,4 +106,22 @@ func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
 		bins["before"] = before
 	}
 	return dir, bins
+}
+
+// startBenchPG starts a private Postgres server with the extra server
+// arguments ("-c", "name=value", ...) and stops it with the benchmark.
+func startBenchPG(b *testing.B, args ...string) *pgtest.Server {
+	b.Helper()
+	pg, err := pgtest.StartServerArgs(args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pg.Stop() })
+	return pg
+}
+
+// devEndpoint is the bench endpoint of a gateway at u, as the
+// development account.
+func devEndpoint(u string) []bench.Endpoint {
+	return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
 }

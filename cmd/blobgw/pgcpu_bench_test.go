@@ -14,8 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blobgw/blobgw/internal/bench"
-	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // BenchmarkPostgresCPU shows where Postgres spends its CPU on small Put
@@ -59,11 +57,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		"-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on",
 		"-c", "pg_stat_statements.track_utility=on", "-c", "pg_stat_statements.max=1000"}
 	args = append(args, strings.Fields(os.Getenv("BLOBGW_BENCH_PG_ARGS"))...)
-	pg, err := pgtest.StartServerArgs(args...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pg.Stop() })
+	pg := startBenchPG(b, args...)
 	admin, err := pgxpool.New(ctx, pg.DSN("postgres")+"&pool_max_conns=1")
 	if err != nil {
 		b.Fatal(err)
@@ -114,7 +108,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn)
 		g.pid = pid
 		gws[which] = g
-		sets = append(sets, bench.Set{Name: which, Endpoints: []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}})
+		sets = append(sets, bench.Set{Name: which, Endpoints: devEndpoint(u)})
 	}
 
 	details := map[string]*pgPhase{}
