@@ -72,3 +72,11 @@ func renderVersionsOnly(t *testing.T, it *container.BlobItem) string {
 	}
 	return s
 }
+
+// prefixOpt is the Prefix option of a listing: none for "".
+func prefixOpt(prefix string) *string {
+	if prefix == "" {
+		return nil
+	}
+	return &prefix
+}

@@ -16,10 +16,7 @@ import (
 func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
 	t.Helper()
 	var out []string
-	opts := &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)}
-	if prefix != "" {
-		opts.Prefix = to.Ptr(prefix)
-	}
+	opts := &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize), Prefix: prefixOpt(prefix)}
 	for _, it := range flatItems(t, cc, opts) {
 		out = append(out, renderVersionsOnly(t, it))
 	}
@@ -32,10 +29,7 @@ func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlob
 func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
 	t.Helper()
 	var out []string
-	opts := &container.ListBlobsHierarchyOptions{Include: inc, MaxResults: to.Ptr(pageSize)}
-	if prefix != "" {
-		opts.Prefix = to.Ptr(prefix)
-	}
+	opts := &container.ListBlobsHierarchyOptions{Include: inc, MaxResults: to.Ptr(pageSize), Prefix: prefixOpt(prefix)}
 	p := cc.NewListBlobsHierarchyPager("/", opts)
 	for p.More() {
 		page, err := p.NextPage(context.Background())
