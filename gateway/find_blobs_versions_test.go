@@ -23,8 +23,7 @@ func TestFindBlobsVersions(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
 	b.setVersioning(t, true)
-	createContainers(t, b.client, "fvers")
-	cc := b.client.ServiceClient().NewContainerClient("fvers")
+	cc := b.newContainer(t, "fvers")
 	put := func(name, value string) {
 		t.Helper()
 		_, err := cc.NewBlockBlobClient(name).UploadBuffer(ctx, []byte(value), &blockblob.UploadBufferOptions{Tags: map[string]string{"k": value}})

@@ -63,8 +63,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, true)
-			createContainers(t, b.client, "perm")
-			cc := b.client.ServiceClient().NewContainerClient("perm")
+			cc := b.newContainer(t, "perm")
 			x1, x2 := randBytes(3000, 31), randBytes(2000, 32)
 			for _, x := range [][]byte{x1, x2} {
 				if _, err := b.client.UploadBuffer(ctx, "perm", "a", x, nil); err != nil {
@@ -129,11 +128,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 			y := [][]byte{randBytes(1500, 33), randBytes(1200, 34), randBytes(900, 35)}
 			var vids []string
 			for _, x := range y {
-				up, err := b.client.UploadBuffer(ctx, "perm", "v", x, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vids = append(vids, vidOf(t, "upload", up.VersionID))
+				vids = append(vids, b.uploadVersion(t, "perm", "v", x))
 			}
 			for _, v := range vids[:2] {
 				if _, err := b.versionClient(t, "perm", "v", v).Delete(ctx, nil); err != nil {
@@ -179,15 +174,10 @@ func TestPermanentDeleteRefused(t *testing.T) {
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, false)
 			b.setVersioning(t, true)
-			createContainers(t, b.client, "ref")
-			cc := b.client.ServiceClient().NewContainerClient("ref")
+			cc := b.newContainer(t, "ref")
 			var vids []string
 			for i := 0; i < 3; i++ {
-				up, err := b.client.UploadBuffer(ctx, "ref", "a", randBytes(700, int64(40+i)), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vids = append(vids, vidOf(t, "upload", up.VersionID))
+				vids = append(vids, b.uploadVersion(t, "ref", "a", randBytes(700, int64(40+i))))
 			}
 			live, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
 			if err != nil {
@@ -249,8 +239,7 @@ func TestPermanentDeleteSAS(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setPermanentDelete(t, 3, true)
-			createContainers(t, b.client, "sasp")
-			cc := b.client.ServiceClient().NewContainerClient("sasp")
+			cc := b.newContainer(t, "sasp")
 			if _, err := b.client.UploadBuffer(ctx, "sasp", "a", randBytes(800, 50), nil); err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
 )
 
 // setRetention sets the account's blob DeleteRetentionPolicy (0: off)
@@ -119,8 +118,7 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 		if p := props.DeleteRetentionPolicy; p == nil || !*p.Enabled || p.Days == nil || *p.Days != 7 {
 			t.Fatalf("Get Blob Service Properties DeleteRetentionPolicy = %+v, want enabled, 7 days", p)
 		}
-		createContainers(t, b.client, "soft")
-		cc := b.client.ServiceClient().NewContainerClient("soft")
+		cc := b.newContainer(t, "soft")
 		v1, v2, v3 := randBytes(300_000, 1), randBytes(200_000, 2), randBytes(1000, 3)
 		if _, err := b.client.UploadBuffer(ctx, "soft", "a", v1, nil); err != nil {
 			t.Fatal(err)
@@ -310,8 +308,7 @@ func TestSoftDeleteExpiry(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, kind)
 		b.setRetention(t, 1)
-		createContainers(t, b.client, "exp")
-		cc := b.client.ServiceClient().NewContainerClient("exp")
+		cc := b.newContainer(t, "exp")
 		if _, err := b.client.UploadBuffer(ctx, "exp", "a", randBytes(5000, 4), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -335,9 +332,7 @@ func TestSoftDeleteExpiry(t *testing.T) {
 		if n := b.countObjects(t); n != 2 {
 			t.Fatalf("%d objects before expiry, want 2", n)
 		}
-		for _, s := range b.stores {
-			s.(leasedb.ClockOffsetter).SetClockOffset(24*time.Hour + time.Minute)
-		}
+		b.setClockOffset(24*time.Hour + time.Minute)
 		b.collectAll(t) // purges, queues a's object (grace 0) ...
 		b.collectAll(t) // ... and deletes it
 		if n := b.countObjects(t); n != 1 {
@@ -402,8 +397,7 @@ func TestSoftDeleteOff(t *testing.T) {
 		if p := props.DeleteRetentionPolicy; p == nil || *p.Enabled {
 			t.Fatalf("DeleteRetentionPolicy %+v, want disabled", p)
 		}
-		createContainers(t, b.client, "hard")
-		cc := b.client.ServiceClient().NewContainerClient("hard")
+		cc := b.newContainer(t, "hard")
 		if _, err := b.client.UploadBuffer(ctx, "hard", "a", randBytes(1000, 7), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -583,8 +577,7 @@ func TestSoftDeletedRowsSurvivePlainOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind)
-		createContainers(t, b.client, "plain")
-		cc := b.client.ServiceClient().NewContainerClient("plain")
+		cc := b.newContainer(t, "plain")
 		v1, v2 := randBytes(100_000, 11), randBytes(5_000, 12)
 		if _, err := b.client.UploadBuffer(ctx, "plain", "x", v1, nil); err != nil {
 			t.Fatal(err)

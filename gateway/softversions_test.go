@@ -11,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb"
 )
 
 // listSoftVersions lists a container flat, pageSize entries a page, with
@@ -22,34 +21,27 @@ import (
 func listSoftVersions(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, pageSize int32, vids ...string) string {
 	t.Helper()
 	var out []string
-	p := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)})
-	for p.More() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.VersionID != nil {
-				n := "?"
-				for i, v := range vids {
-					if v == *it.VersionID {
-						n = fmt.Sprint(i + 1)
-					}
+	for _, it := range flatItems(t, cc, &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)}) {
+		s := *it.Name
+		if it.VersionID != nil {
+			n := "?"
+			for i, v := range vids {
+				if v == *it.VersionID {
+					n = fmt.Sprint(i + 1)
 				}
-				s += "@v" + n
 			}
-			if it.IsCurrentVersion != nil && *it.IsCurrentVersion {
-				s += "*"
-			}
-			if it.Deleted != nil && *it.Deleted {
-				if it.Properties.DeletedTime == nil || it.Properties.RemainingRetentionDays == nil {
-					t.Fatalf("%s listed deleted without DeletedTime or RemainingRetentionDays", s)
-				}
-				s += fmt.Sprintf(" (deleted, %d days)", *it.Properties.RemainingRetentionDays)
-			}
-			out = append(out, s)
+			s += "@v" + n
 		}
+		if it.IsCurrentVersion != nil && *it.IsCurrentVersion {
+			s += "*"
+		}
+		if it.Deleted != nil && *it.Deleted {
+			if it.Properties.DeletedTime == nil || it.Properties.RemainingRetentionDays == nil {
+				t.Fatalf("%s listed deleted without DeletedTime or RemainingRetentionDays", s)
+			}
+			s += fmt.Sprintf(" (deleted, %d days)", *it.Properties.RemainingRetentionDays)
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
 }
@@ -72,11 +64,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 		x1, x2, x3, y1 := randBytes(3000, 21), randBytes(2000, 22), randBytes(1000, 23), randBytes(500, 24)
 		var vids []string
 		for _, x := range [][]byte{x1, x2, x3} {
-			up, err := b.client.UploadBuffer(ctx, "softv", "a", x, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vids = append(vids, vidOf(t, "upload", up.VersionID))
+			vids = append(vids, b.uploadVersion(t, "softv", "a", x))
 		}
 		if _, err := b.client.UploadBuffer(ctx, "softv", "b", y1, nil); err != nil {
 			t.Fatal(err)
@@ -142,14 +130,10 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 			b := setup(t, kind)
 			cc := b.versionedSoftContainer(t, "noc")
 			x1, x2 := randBytes(700, 25), randBytes(800, 26)
-			up1, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v1 := vidOf(t, "upload", up1.VersionID)
+			v1 := b.uploadVersion(t, "noc", "a", x1)
 			b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
 			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+			_, err := cc.NewBlobClient("a").GetProperties(ctx, nil)
 			wantErr(t, err, 404, "BlobNotFound")
 			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days)"; got != want {
 				t.Errorf("listing: %s, want %s", got, want)
@@ -165,11 +149,7 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 			}
 			// Soft-delete it again, then write: the new id follows it.
 			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			up2, err := b.client.UploadBuffer(ctx, "noc", "a", x2, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v2 := vidOf(t, "upload", up2.VersionID)
+			v2 := b.uploadVersion(t, "noc", "a", x2)
 			if v2 <= v1 {
 				t.Errorf("version id %s after the soft-deleted %s", v2, v1)
 			}
@@ -218,9 +198,7 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 		if n := b.countObjects(t); n != 2 {
 			t.Fatalf("%d objects before expiry, want 2", n)
 		}
-		for _, s := range b.stores {
-			s.(leasedb.ClockOffsetter).SetClockOffset(2*24*time.Hour + time.Minute)
-		}
+		b.setClockOffset(2*24*time.Hour + time.Minute)
 		b.collectAll(t) // purges v1; x1 stays, v2 holds it
 		b.collectAll(t)
 		if n := b.countObjects(t); n != 2 {
@@ -228,9 +206,7 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 		}
 		checkBytes(t, b.downloadVersion(t, "vexp", "a", v2), x1, "version sharing the purged one's bytes")
 		b.deleteRaw(t, "vexp/a?versionid="+v2, nil) // expires two days from the moved clock
-		for _, s := range b.stores {
-			s.(leasedb.ClockOffsetter).SetClockOffset(4*24*time.Hour + 2*time.Minute)
-		}
+		b.setClockOffset(4*24*time.Hour + 2*time.Minute)
 		b.collectAll(t)
 		b.collectAll(t)
 		if n := b.countObjects(t); n != 1 {
@@ -262,19 +238,14 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, kind)
 			b.setRetention(t, 2)
-			createContainers(t, b.client, "mix")
-			cc := b.client.ServiceClient().NewContainerClient("mix")
+			cc := b.newContainer(t, "mix")
 			x1, x2 := randBytes(111, 29), randBytes(222, 30)
 			if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
 				t.Fatal(err)
 			}
 			b.deleteRaw(t, "mix/a", nil) // soft-deleted base
 			b.setVersioning(t, true)
-			up, err := b.client.UploadBuffer(ctx, "mix", "a", x2, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v1 := vidOf(t, "upload", up.VersionID)
+			v1 := b.uploadVersion(t, "mix", "a", x2)
 			b.deleteRaw(t, "mix/a", nil) // v1 becomes a previous version
 
 			inc := container.ListBlobsInclude{Deleted: true, DeletedWithVersions: true}
@@ -313,14 +284,10 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 				ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
 			b.versionedSoftContainer(t, "vback")
 			x1, x2 := randBytes(9000, 31), randBytes(100, 32)
-			up1, err := b.client.UploadBuffer(ctx, "vback", "a", x1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			v1 := b.uploadVersion(t, "vback", "a", x1)
 			if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
 				t.Fatal(err)
 			}
-			v1 := vidOf(t, "upload", up1.VersionID)
 			b.deleteRaw(t, "vback/a?versionid="+v1, nil)
 			if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
 				t.Fatal(err)
@@ -363,11 +330,7 @@ func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
 		b := setup(t, kind)
 		cc := b.versionedSoftContainer(t, "vplain")
 		x1 := randBytes(6000, 33)
-		up1, err := b.client.UploadBuffer(ctx, "vplain", "a", x1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v1 := vidOf(t, "upload", up1.VersionID)
+		v1 := b.uploadVersion(t, "vplain", "a", x1)
 		// With versioning off, Set Blob Metadata keeps v1 as a version
 		// and leaves a current blob without a version id on the same
 		// bytes.

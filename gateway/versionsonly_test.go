@@ -12,38 +12,13 @@ import (
 )
 
 // listVersionsOnly lists a container flat, pageSize entries a page, and
-// renders each entry: name, "@snap" for a snapshot, " (deleted)" for a
-// soft-deleted row, " (versions only, N bytes)" for a HasVersionsOnly
-// entry, which must name no version.
+// renders each entry with renderVersionsOnly.
 func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
 	t.Helper()
 	var out []string
-	opts := &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize)}
-	if prefix != "" {
-		opts.Prefix = to.Ptr(prefix)
-	}
-	p := cc.NewListBlobsFlatPager(opts)
-	for p.More() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.Snapshot != nil {
-				s += "@snap"
-			}
-			if it.Deleted != nil && *it.Deleted {
-				s += " (deleted)"
-			}
-			if it.HasVersionsOnly != nil && *it.HasVersionsOnly {
-				if it.VersionID != nil || it.IsCurrentVersion != nil {
-					t.Errorf("%s: HasVersionsOnly entry names version %v, current %v", s, it.VersionID, it.IsCurrentVersion)
-				}
-				s += fmt.Sprintf(" (versions only, %d bytes)", *it.Properties.ContentLength)
-			}
-			out = append(out, s)
-		}
+	opts := &container.ListBlobsFlatOptions{Include: inc, MaxResults: to.Ptr(pageSize), Prefix: prefixOpt(prefix)}
+	for _, it := range flatItems(t, cc, opts) {
+		out = append(out, renderVersionsOnly(t, it))
 	}
 	return strings.Join(out, ", ")
 }
@@ -54,10 +29,7 @@ func listVersionsOnly(t *testing.T, cc *container.Client, inc container.ListBlob
 func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.ListBlobsInclude, prefix string, pageSize int32) string {
 	t.Helper()
 	var out []string
-	opts := &container.ListBlobsHierarchyOptions{Include: inc, MaxResults: to.Ptr(pageSize)}
-	if prefix != "" {
-		opts.Prefix = to.Ptr(prefix)
-	}
+	opts := &container.ListBlobsHierarchyOptions{Include: inc, MaxResults: to.Ptr(pageSize), Prefix: prefixOpt(prefix)}
 	p := cc.NewListBlobsHierarchyPager("/", opts)
 	for p.More() {
 		page, err := p.NextPage(context.Background())
@@ -70,17 +42,7 @@ func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.List
 			es = append(es, entry{*bp.Name, *bp.Name})
 		}
 		for _, it := range page.Segment.BlobItems {
-			s := *it.Name
-			if it.Deleted != nil && *it.Deleted {
-				s += " (deleted)"
-			}
-			if it.HasVersionsOnly != nil && *it.HasVersionsOnly {
-				if it.VersionID != nil || it.IsCurrentVersion != nil {
-					t.Errorf("%s: HasVersionsOnly entry names version %v, current %v", s, it.VersionID, it.IsCurrentVersion)
-				}
-				s += fmt.Sprintf(" (versions only, %d bytes)", *it.Properties.ContentLength)
-			}
-			es = append(es, entry{*it.Name, s})
+			es = append(es, entry{*it.Name, renderVersionsOnly(t, it)})
 		}
 		sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
 		for _, e := range es {
@@ -96,8 +58,7 @@ func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Cl
 	t.Helper()
 	b.setVersioning(t, true)
 	b.setRetention(t, 2)
-	createContainers(t, b.client, name)
-	return b.client.ServiceClient().NewContainerClient(name)
+	return b.newContainer(t, name)
 }
 
 // List Blobs include=deletedwithversions lists, once each and in name

@@ -22,8 +22,7 @@ func TestVersionsOnlyEntryShape(t *testing.T) {
 	b := setup(t, "sqlite")
 	ctx := context.Background()
 	b.setVersioning(t, true)
-	createContainers(t, b.client, "shape")
-	bb := b.client.ServiceClient().NewContainerClient("shape").NewBlockBlobClient("v")
+	bb := b.newContainer(t, "shape").NewBlockBlobClient("v")
 	if _, err := bb.UploadBuffer(ctx, randBytes(100, 1), &blockblob.UploadBufferOptions{HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("text/old")}}); err != nil {
 		t.Fatal(err)
 	}

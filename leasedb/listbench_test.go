@@ -23,7 +23,7 @@ import (
 // BenchmarkListPages measures List Blobs and Find Blobs by Tags pages in
 // a container of N blobs (BLOBGW_LIST_BENCH_N, default 10,000; set it to
 // 1000000 for the large case) spread over benchDirs directories, named
-// dNNNN/fNNNNNNN and tagged all=1, on both stores: a flat page of 5,000
+// dNNNNNN/fNNNNNNN and tagged all=1, on both stores: a flat page of 5,000
 // and of 1,000 blobs, a page with delimiter "/" of 1,000 prefixes, a page
 // with a delimiter no name holds (5,000 blobs through the delimited
 // query) and a Find page of 5,000, each from the start, from a marker in
@@ -37,60 +37,65 @@ func BenchmarkListPages(b *testing.B) {
 			b.Fatalf("BLOBGW_LIST_BENCH_N=%q: want a number of at least 10000", v)
 		}
 	}
-	ctx := context.Background()
-	fill := func(exec func(q string) error, series string) {
-		b.Helper()
-		for _, q := range []string{
-			`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"')`,
-			`INSERT INTO blobs (account, container, name, blob_type, etag, tags) ` + fmt.Sprintf(series, n-1, benchDirs),
-		} {
-			if err := exec(q); err != nil {
-				b.Fatalf("fill: %v", err)
-			}
-		}
-	}
 	b.Run("sqlite", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "meta.db")
-		s, err := sqlite.Open(ctx, path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if _, _, err := s.Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer raw.Close()
-		fill(func(q string) error { _, err := raw.ExecContext(ctx, q); return err },
-			`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-			SELECT 'acct', 'c', printf('d%%04d/f%%07d', i %% %d, i), 'BlockBlob', '"b' || i || '"', '{"all":"1"}' FROM n`)
-		benchPages(b, &leasedb.DB{Store: s}, n)
+		benchPages(b, benchSqlite(b, benchFill(n, benchDirs, sqliteSeries)), n)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		dsn := pgtest.Start(b)
-		s, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if _, _, err := s.Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		conn := pgtest.Connect(b, dsn)
-		if _, err := conn.Exec(ctx, pgSyncCommit); err != nil {
-			b.Fatal(err)
-		}
-		fill(func(q string) error { _, err := conn.Exec(ctx, q); return err },
-			`SELECT 'acct', 'c', 'd' || lpad((i %% %[2]d)::text, 4, '0') || '/f' || lpad(i::text, 7, '0'), 'BlockBlob', '"b' || i || '"', '{"all":"1"}'
-			FROM generate_series(0, %[1]d) AS i`)
-		if _, err := conn.Exec(ctx, `VACUUM ANALYZE blobs, blob_tags`); err != nil {
-			b.Fatal(err)
-		}
-		benchPages(b, &leasedb.DB{Store: s}, n)
+		db, _ := benchPostgres(b, benchFill(n, benchDirs, pgSeries))
+		benchPages(b, db, n)
 	})
+}
+
+// benchSqlite opens a migrated SQLite store in a temporary folder and
+// runs the fill statements on a raw connection to the same file.
+func benchSqlite(b *testing.B, fill []string) *leasedb.DB {
+	b.Helper()
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "meta.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range fill {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+	}
+	return &leasedb.DB{Store: s}
+}
+
+// benchPostgres starts a test server, opens a migrated store on it and
+// runs the fill statements on a side connection, which it returns: with
+// durable commits first (pgSyncCommit), VACUUM ANALYZE of the listing's
+// tables last.
+func benchPostgres(b *testing.B, fill []string) (*leasedb.DB, *pgx.Conn) {
+	b.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Start(b)
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	conn := pgtest.Connect(b, dsn)
+	for _, q := range append(append([]string{pgSyncCommit}, fill...), `VACUUM ANALYZE blobs, blob_tags`) {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+	}
+	return &leasedb.DB{Store: s}, conn
 }
 
 // pgSyncCommit makes the fill's commits durable before VACUUM runs: the
@@ -104,24 +109,8 @@ const benchDirs = 3000
 
 func benchPages(b *testing.B, db *leasedb.DB, n int) {
 	ctx := context.Background()
-	// The name of the i-th blob in name order: directory by directory.
-	nameAt := func(i int) string {
-		// Directory d holds the numbers d, d+benchDirs, ...
-		per, extra := n/benchDirs, n%benchDirs
-		d, k := 0, i
-		for {
-			size := per
-			if d < extra {
-				size++
-			}
-			if k < size {
-				return fmt.Sprintf("d%04d/f%07d", d, d+k*benchDirs)
-			}
-			k -= size
-			d++
-		}
-	}
-	dir := func(d int) string { return fmt.Sprintf("d%04d", d) }
+	nameAt := func(i int) string { return benchNameAt(n, benchDirs, i) }
+	dir := func(d int) string { return fmt.Sprintf("d%06d", d) }
 	where, err := leasedb.ParseTagFilter(`"all" = '1'`)
 	if err != nil {
 		b.Fatal(err)
@@ -205,52 +194,14 @@ func BenchmarkListPrefixPages(b *testing.B) {
 	if n >= 1000000 {
 		shapes = []int{n * 3 / 10, 3000}
 	}
-	ctx := context.Background()
 	for _, dirs := range shapes {
 		label := fmt.Sprintf("N=%d/dirs=%d", n, dirs)
 		b.Run("sqlite/"+label, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "meta.db")
-			s, err := sqlite.Open(ctx, path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, _, err := s.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer raw.Close()
-			for _, q := range benchFill(n, dirs, sqliteSeries) {
-				if _, err := raw.ExecContext(ctx, q); err != nil {
-					b.Fatalf("fill: %v", err)
-				}
-			}
-			benchPrefixPages(b, &leasedb.DB{Store: s}, nil, n, dirs)
+			benchPrefixPages(b, benchSqlite(b, benchFill(n, dirs, sqliteSeries)), nil, n, dirs)
 		})
 		b.Run("postgres/"+label, func(b *testing.B) {
-			dsn := pgtest.Start(b)
-			s, err := postgres.Open(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, _, err := s.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(ctx)
-			for _, q := range append(append([]string{pgSyncCommit}, benchFill(n, dirs, pgSeries)...), `VACUUM ANALYZE blobs, blob_tags`) {
-				if _, err := conn.Exec(ctx, q); err != nil {
-					b.Fatalf("fill: %v", err)
-				}
-			}
-			benchPrefixPages(b, &leasedb.DB{Store: s}, conn, n, dirs)
+			db, conn := benchPostgres(b, benchFill(n, dirs, pgSeries))
+			benchPrefixPages(b, db, conn, n, dirs)
 		})
 	}
 }

@@ -30,30 +30,13 @@ import (
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkGatewayCPU(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
-	rounds := int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	bins := map[string]string{"after": bin}
-	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
-		bins["before"] = before
-	}
-	pg, err := pgtest.StartServerArgs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pg.Stop() })
+	dir, bins := cpuBenchBins(b)
+	pg := startBenchPG(b)
 
 	pids := map[string]int{}
 	var sets []bench.Set
-	ep := func(u string) []bench.Endpoint {
-		return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
-	}
 	for _, which := range []string{"before", "after"} {
 		bin, ok := bins[which]
 		if !ok {
@@ -62,11 +45,11 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"))
 		name := "sqlite-" + which
 		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metadata", pg.NewDatabase(b))
 		name = "postgres-" + which
 		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: ep(u)})
+		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 	}
 	hook := func(set, workload string) func(*bench.Result) {
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
@@ -96,4 +79,49 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			b.ReportMetric(v, r.Workload+"-"+r.Set+"-us/op")
 		}
 	}
+}
+
+// cpuBenchKnobs reads the CPU benchmarks' knobs: BLOBGW_BENCH_DURATION
+// (default 5s), BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS
+// (default 2).
+func cpuBenchKnobs(b *testing.B) (duration time.Duration, clients, rounds int) {
+	b.Helper()
+	return envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second),
+		int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8)),
+		int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+}
+
+// cpuBenchBins builds this package's blobgw into a temporary folder and
+// returns that folder and the binaries to drive: "after" is the one just
+// built, "before" the one BLOBGW_BENCH_BEFORE names, if it is set.
+func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
+	b.Helper()
+	dir = b.TempDir()
+	bin := filepath.Join(dir, "blobgw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	bins = map[string]string{"after": bin}
+	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
+		bins["before"] = before
+	}
+	return dir, bins
+}
+
+// startBenchPG starts a private Postgres server with the extra server
+// arguments ("-c", "name=value", ...) and stops it with the benchmark.
+func startBenchPG(b *testing.B, args ...string) *pgtest.Server {
+	b.Helper()
+	pg, err := pgtest.StartServerArgs(args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pg.Stop() })
+	return pg
+}
+
+// devEndpoint is the bench endpoint of a gateway at u, as the
+// development account.
+func devEndpoint(u string) []bench.Endpoint {
+	return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
 }

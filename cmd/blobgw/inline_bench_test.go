@@ -12,7 +12,6 @@ import (
 
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/internal/bench"
-	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
@@ -84,7 +83,7 @@ func BenchmarkInline(b *testing.B) {
 			}
 			u, pid := startServeProc(b, bin, filepath.Join(dir, name), args...)
 			servers[name] = server{pid: pid, postgres: store == "postgres"}
-			sets = append(sets, bench.Set{Name: name, Endpoints: []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}})
+			sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 		}
 	}
 	hook := func(set, workload string) func(*bench.Result) {

@@ -32,6 +32,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
@@ -399,38 +400,17 @@ func TestImportAzureMissingSourceBlob(t *testing.T) {
 }
 
 func TestExportS3(t *testing.T) {
-	// No miniotest.Main here (TestMain is pgtest.Main), so start a private
-	// server and stop it with the test.
-	srv, err := miniotest.StartServer()
-	if err != nil {
-		if errors.Is(err, miniotest.ErrNotInstalled) {
-			t.Skipf("export s3 test needs MinIO: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	cfg := srv.NewBucket(t)
-
+	bucket := startExportBucket(t)
 	src := newMigGateway(t, nil)
 	blobs := fillSource(t, src)
-	args := []string{"export", "s3", "--source-url", src.url, "--endpoint", cfg.Endpoint, "--region", cfg.Region,
-		"--bucket", cfg.Bucket, "--prefix", "gw/", "--access-key", cfg.AccessKey, "--secret-key", cfg.SecretKey, "--path-style"}
+	args := bucket.exportArgs(src)
 	out, code := runApp(t, nil, args...)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
 		t.Fatalf("export (%d):\n%s", code, out)
 	}
-	ctx := context.Background()
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
-		obj, err := srv.Client().GetObject(ctx, &awss3.GetObjectInput{Bucket: &cfg.Bucket, Key: &key})
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		got, err := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		obj, got := bucket.object(t, key)
 		if !bytes.Equal(got, b.data) {
 			t.Errorf("%s: bytes differ", key)
 		}
@@ -447,6 +427,50 @@ func TestExportS3(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
 		t.Fatalf("second export (%d):\n%s", code, out)
 	}
+}
+
+// exportBucket is the target of an `export s3` test: a private MinIO
+// server (TestMain here is pgtest.Main, not miniotest.Main) that stops
+// with the test, and a bucket on it.
+type exportBucket struct {
+	srv *miniotest.Server
+	cfg s3.Config
+}
+
+func startExportBucket(t *testing.T) *exportBucket {
+	t.Helper()
+	srv, err := miniotest.StartServer()
+	if err != nil {
+		if errors.Is(err, miniotest.ErrNotInstalled) {
+			t.Skipf("export s3 test needs MinIO: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return &exportBucket{srv: srv, cfg: srv.NewBucket(t)}
+}
+
+// exportArgs are the arguments of `export s3` that copy src's blobs into
+// the bucket under gw/.
+func (e *exportBucket) exportArgs(src *migGateway) []string {
+	cfg := e.cfg
+	return []string{"export", "s3", "--source-url", src.url, "--endpoint", cfg.Endpoint, "--region", cfg.Region,
+		"--bucket", cfg.Bucket, "--prefix", "gw/", "--access-key", cfg.AccessKey, "--secret-key", cfg.SecretKey, "--path-style"}
+}
+
+// object gets the object at key and reads its bytes.
+func (e *exportBucket) object(t *testing.T, key string) (*awss3.GetObjectOutput, []byte) {
+	t.Helper()
+	obj, err := e.srv.Client().GetObject(context.Background(), &awss3.GetObjectInput{Bucket: &e.cfg.Bucket, Key: &key})
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	got, err := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj, got
 }
 
 // kindsContainer holds the blobs of fillKinds.

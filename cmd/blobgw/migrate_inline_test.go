@@ -3,14 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/leasedb"
@@ -42,15 +38,7 @@ func (g *migGateway) inlineBlobs(t *testing.T, blobs []srcBlob) int {
 // (kept in the metadata row) out whole, and `import azure` into a gateway
 // that keeps small bodies inline copies them so.
 func TestExportImportInline(t *testing.T) {
-	srv, err := miniotest.StartServer()
-	if err != nil {
-		if errors.Is(err, miniotest.ErrNotInstalled) {
-			t.Skipf("export s3 test needs MinIO: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	cfg := srv.NewBucket(t)
+	bucket := startExportBucket(t)
 	opt := gateway.Options{InlineMaxBytes: 16 << 10}
 	src := newMigGatewayWith(t, nil, opt)
 	blobs := fillSource(t, src)
@@ -60,24 +48,13 @@ func TestExportImportInline(t *testing.T) {
 	if n := src.inlineBlobs(t, blobs); n != small {
 		t.Fatalf("%d inline blobs in the source, want %d", n, small)
 	}
-	args := []string{"export", "s3", "--source-url", src.url, "--endpoint", cfg.Endpoint, "--region", cfg.Region,
-		"--bucket", cfg.Bucket, "--prefix", "gw/", "--access-key", cfg.AccessKey, "--secret-key", cfg.SecretKey, "--path-style"}
-	out, code := runApp(t, nil, args...)
+	out, code := runApp(t, nil, bucket.exportArgs(src)...)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
 		t.Fatalf("export (%d):\n%s", code, out)
 	}
-	ctx := context.Background()
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
-		obj, err := srv.Client().GetObject(ctx, &awss3.GetObjectInput{Bucket: &cfg.Bucket, Key: &key})
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		got, err := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, got := bucket.object(t, key)
 		if !bytes.Equal(got, b.data) {
 			t.Errorf("%s: %d bytes exported, want %d", key, len(got), len(b.data))
 		}

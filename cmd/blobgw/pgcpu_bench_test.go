@@ -14,8 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blobgw/blobgw/internal/bench"
-	"github.com/blobgw/blobgw/internal/config"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // BenchmarkPostgresCPU shows where Postgres spends its CPU on small Put
@@ -49,30 +47,17 @@ import (
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkPostgresCPU(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
-	rounds := int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	bins := map[string]string{"after": bin}
-	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
-		bins["before"] = before
-	} else if os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
-		bins["before"] = bin // the same binary, another setting
+	dir, bins := cpuBenchBins(b)
+	if _, ok := bins["before"]; !ok && os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
+		bins["before"] = bins["after"] // the same binary, another setting
 	}
 	args := []string{"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
 		"-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on",
 		"-c", "pg_stat_statements.track_utility=on", "-c", "pg_stat_statements.max=1000"}
 	args = append(args, strings.Fields(os.Getenv("BLOBGW_BENCH_PG_ARGS"))...)
-	pg, err := pgtest.StartServerArgs(args...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pg.Stop() })
+	pg := startBenchPG(b, args...)
 	admin, err := pgxpool.New(ctx, pg.DSN("postgres")+"&pool_max_conns=1")
 	if err != nil {
 		b.Fatal(err)
@@ -123,7 +108,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn)
 		g.pid = pid
 		gws[which] = g
-		sets = append(sets, bench.Set{Name: which, Endpoints: []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}})
+		sets = append(sets, bench.Set{Name: which, Endpoints: devEndpoint(u)})
 	}
 
 	details := map[string]*pgPhase{}

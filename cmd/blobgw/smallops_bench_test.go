@@ -57,11 +57,7 @@ func BenchmarkSmallOps(b *testing.B) {
 	}
 
 	az := startAzurite(b)
-	pg, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pg.Stop() })
+	pg := startBenchPG(b, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
 	dsn := pg.NewDatabase(b)
 	admin, err := pgxpool.New(ctx, dsn)
 	if err != nil {

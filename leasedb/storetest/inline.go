@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 )
@@ -71,13 +70,7 @@ func testInlineExtents(t *testing.T, s leasedb.Store) {
 		}
 		// A key extent, then inline over it: the key is queued, "" never.
 		key := account + "/obj"
-		update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-			now, err := tx.Now(ctx)
-			if err != nil {
-				return err
-			}
-			return tx.AddIntent(ctx, key, now.Add(time.Hour))
-		})
+		addIntent(t, s, key)
 		put("a", []leasedb.Extent{{Key: key, Size: 3}}, leasedb.CopyTarget{})
 		put("a", inline("world!"), leasedb.CopyTarget{})
 		wantData("overwrite", get("a"), "world!")

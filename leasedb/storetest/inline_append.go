@@ -1,11 +1,9 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -29,13 +27,7 @@ func testInlineAppend(t *testing.T, s leasedb.Store) {
 		t.Fatal(err)
 	}
 	key := account + "/obj"
-	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		return tx.AddIntent(ctx, key, now.Add(time.Hour))
-	})
+	addIntent(t, s, key)
 	inline := func(data string) leasedb.Extent { return leasedb.Extent{Size: int64(len(data)), Data: []byte(data)} }
 	appendX := func(x leasedb.Extent, pos int64) (*leasedb.Blob, int64, error) {
 		b, off, _, err := db.AppendBlock(ctx, leasedb.AppendRequest{Ref: ref, Extent: x, AppendPos: pos, MaxSize: -1, InlineMax: 10})

@@ -46,25 +46,12 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 		}
 		return tx.PutBlob(ctx, live)
 	})
-	ctx := ctxT(t)
-	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, deletedRow("c", "n", "", del, 1)) })
-	if !errors.Is(err, leasedb.ErrExists) {
-		t.Errorf("second soft-deleted base: %v, want ErrExists", err)
-	}
-	err = s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, deletedRow("nope", "n", "", del, 1)) })
-	if !errors.Is(err, leasedb.ErrNotFound) {
-		t.Errorf("soft-deleted row without its container: %v, want ErrNotFound", err)
-	}
+	putDeletedFails(t, s, deletedRow("c", "n", "", del, 1), leasedb.ErrExists, "second soft-deleted base")
+	putDeletedFails(t, s, deletedRow("nope", "n", "", del, 1), leasedb.ErrNotFound, "soft-deleted row without its container")
 	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		rows, err := tx.DeletedBlobs(ctx, acct, "c", "n")
-		if err != nil {
+		if err := checkDeletedRows(t, ctx, tx, "n", baseRow, snapRow); err != nil {
 			return err
 		}
-		if len(rows) != 2 {
-			t.Fatalf("DeletedBlobs = %d rows, want 2", len(rows))
-		}
-		checkBlob(t, baseRow, rows[0])
-		checkBlob(t, snapRow, rows[1])
 		nr, err := tx.NameRows(ctx, acct, "c", "n")
 		if err != nil {
 			return err
@@ -72,15 +59,10 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 		if len(nr) != 2 || nr[0].Snapshot != snapA || nr[0].DeletedTime.IsZero() || nr[1].Snapshot != "" || !nr[1].DeleteExpires.Equal(baseRow.DeleteExpires) {
 			t.Errorf("NameRows = %+v, want the soft-deleted snapshot then base", nr)
 		}
-		exp, err := tx.ExpiredBlobs(ctx, del.Add(36*time.Hour), 10)
-		if err != nil {
+		if err := checkExpired(t, ctx, tx, del.Add(36*time.Hour), leasedb.DeletedRef{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "n"}, Snapshot: snapA}); err != nil {
 			return err
 		}
-		want := []leasedb.DeletedRef{{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "n"}, Snapshot: snapA}}
-		if !reflect.DeepEqual(exp, want) {
-			t.Errorf("ExpiredBlobs after 36 h = %+v, want %+v", exp, want)
-		}
-		if exp, err = tx.ExpiredBlobs(ctx, del.Add(-time.Hour), 10); err != nil || len(exp) != 0 {
+		if exp, err := tx.ExpiredBlobs(ctx, del.Add(-time.Hour), 10); err != nil || len(exp) != 0 {
 			t.Errorf("ExpiredBlobs before the deletion = %+v, %v", exp, err)
 		}
 
@@ -127,20 +109,15 @@ func testSoftDeletedRows(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
-	refs := map[string]string{}
-	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
-		refs[key] = ref
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	refs := keyRefs(t, s)
 	if refs["k/base"] != acct+"/c/n (soft-deleted)" || refs["k/snap"] != acct+"/c/n?snapshot="+snapA+" (soft-deleted)" {
 		t.Errorf("ReferencedKeys = %q", refs)
 	}
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
 		return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA)
 	})
-	err = s.Update(ctx, func(tx leasedb.Tx) error { return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA) })
+	ctx := ctxT(t)
+	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.RemoveDeletedBlob(ctx, acct, "c", "n", snapA) })
 	if !errors.Is(err, leasedb.ErrNotFound) {
 		t.Errorf("removing a removed row: %v, want ErrNotFound", err)
 	}
@@ -218,21 +195,7 @@ func testSoftDeleteOps(t *testing.T, s leasedb.Store) {
 	if err := db.DeleteBlob(ctx, ref, "", leasedb.Conditions{}, leasedb.IncludeSnapshots); err != nil {
 		t.Fatal(err)
 	}
-	co, ok := s.(leasedb.ClockOffsetter)
-	if !ok {
-		t.Fatalf("%T does not offer ClockOffsetter", s)
-	}
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 0 {
-		t.Fatalf("purge before expiry: %d, %v", n, err)
-	}
-	co.SetClockOffset(3*24*time.Hour + time.Minute)
-	defer co.SetClockOffset(0)
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 3 {
-		t.Fatalf("purge after expiry: %d rows, %v; want 3", n, err)
-	}
-	if got := sortedCopy(queued(t, s)); !reflect.DeepEqual(got, []string{"k/1", "k/2"}) {
-		t.Errorf("queued after the purge %q, want k/1, k/2", got)
-	}
+	purgeAfterRetention(t, s, db)
 	if err := db.UndeleteBlob(ctx, ref); err == nil {
 		t.Error("Undelete Blob after the purge succeeded")
 	}
@@ -246,4 +209,97 @@ func queued(t *testing.T, s leasedb.Store) []string {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// putDeletedFails puts r as a soft-deleted row in a transaction of its
+// own and checks that the store refuses it with wantErr.
+func putDeletedFails(t *testing.T, s leasedb.Store, r *leasedb.Blob, wantErr error, what string) {
+	t.Helper()
+	ctx := ctxT(t)
+	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, r) })
+	if !errors.Is(err, wantErr) {
+		t.Errorf("%s: %v, want %v", what, err, wantErr)
+	}
+}
+
+// checkDeletedRows checks the soft-deleted rows of blob name in container
+// "c" against want, in order.
+func checkDeletedRows(t *testing.T, ctx context.Context, tx leasedb.Tx, name string, want ...*leasedb.Blob) error {
+	t.Helper()
+	rows, err := tx.DeletedBlobs(ctx, acct, "c", name)
+	if err != nil {
+		return err
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("DeletedBlobs of %s = %d rows, want %d", name, len(rows), len(want))
+	}
+	for i, w := range want {
+		checkBlob(t, w, rows[i])
+	}
+	return nil
+}
+
+// checkExpired checks the first 10 soft-deleted rows that have expired by
+// at against want.
+func checkExpired(t *testing.T, ctx context.Context, tx leasedb.Tx, at time.Time, want ...leasedb.DeletedRef) error {
+	t.Helper()
+	exp, err := tx.ExpiredBlobs(ctx, at, 10)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(exp, want) {
+		t.Errorf("ExpiredBlobs at %v = %+v, want %+v", at, exp, want)
+	}
+	return nil
+}
+
+// keyRefs collects Store.ReferencedKeys: each object key with the
+// row that references it.
+func keyRefs(t *testing.T, s leasedb.Store) map[string]string {
+	t.Helper()
+	refs := map[string]string{}
+	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
+		refs[key] = ref
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return refs
+}
+
+// purgeAfterRetention purges nothing before the retention of 3 days is
+// over, then moves the database clock past it (back again when the test
+// ends) and checks that the purge removes 3 soft-deleted rows and queues
+// their objects k/1 and k/2 for collection.
+func purgeAfterRetention(t *testing.T, s leasedb.Store, db *leasedb.DB) {
+	t.Helper()
+	ctx := ctxT(t)
+	co, ok := s.(leasedb.ClockOffsetter)
+	if !ok {
+		t.Fatalf("%T does not offer ClockOffsetter", s)
+	}
+	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("purge before expiry: %d, %v", n, err)
+	}
+	co.SetClockOffset(3*24*time.Hour + time.Minute)
+	t.Cleanup(func() { co.SetClockOffset(0) })
+	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 3 {
+		t.Fatalf("purge after expiry: %d rows, %v; want 3", n, err)
+	}
+	if got := sortedCopy(queued(t, s)); !reflect.DeepEqual(got, []string{"k/1", "k/2"}) {
+		t.Errorf("queued after the purge %q, want k/1 and k/2", got)
+	}
+}
+
+// addIntent records an upload intent for key that expires an hour from
+// the database clock.
+func addIntent(t *testing.T, s leasedb.Store, key string) {
+	t.Helper()
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return tx.AddIntent(ctx, key, now.Add(time.Hour))
+	})
 }

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -62,21 +61,12 @@ func testSoftDeletedVersions(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
-	ctx := ctxT(t)
-	err := s.Update(ctx, func(tx leasedb.Tx) error { return tx.PutDeletedBlob(ctx, deletedVersion("c", "a", ver2, del, 1)) })
-	if !errors.Is(err, leasedb.ErrExists) {
-		t.Errorf("second soft-deleted version of one id: %v, want ErrExists", err)
-	}
+	putDeletedFails(t, s, deletedVersion("c", "a", ver2, del, 1), leasedb.ErrExists, "second soft-deleted version of one id")
 	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-		rows, err := tx.DeletedBlobs(ctx, acct, "c", "a")
-		if err != nil {
+		// The snapshot and the version.
+		if err := checkDeletedRows(t, ctx, tx, "a", aSnap, aDel); err != nil {
 			return err
 		}
-		if len(rows) != 2 {
-			t.Fatalf("DeletedBlobs = %d rows, want the snapshot and the version", len(rows))
-		}
-		checkBlob(t, aSnap, rows[0])
-		checkBlob(t, aDel, rows[1])
 		nr, err := tx.NameRows(ctx, acct, "c", "a")
 		if err != nil {
 			return err
@@ -89,15 +79,11 @@ func testSoftDeletedVersions(t *testing.T, s leasedb.Store) {
 		if fmt.Sprint(kinds) != fmt.Sprint(want) {
 			t.Errorf("NameRows (snapshot/version/non-current/deleted) = %q, want %q", kinds, want)
 		}
-		exp, err := tx.ExpiredBlobs(ctx, del.Add(36*time.Hour), 10)
-		if err != nil {
+		// The snapshot alone.
+		if err := checkExpired(t, ctx, tx, del.Add(36*time.Hour), leasedb.DeletedRef{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "a"}, Snapshot: ver2}); err != nil {
 			return err
 		}
-		wantExp := []leasedb.DeletedRef{{BlobRef: leasedb.BlobRef{Account: acct, Container: "c", Name: "a"}, Snapshot: ver2}}
-		if !reflect.DeepEqual(exp, wantExp) {
-			t.Errorf("ExpiredBlobs after 36 h = %+v, want the snapshot %+v", exp, wantExp)
-		}
-		exp, err = tx.ExpiredBlobs(ctx, del.Add(72*time.Hour), 100)
+		exp, err := tx.ExpiredBlobs(ctx, del.Add(72*time.Hour), 100)
 		if err != nil {
 			return err
 		}
@@ -179,37 +165,14 @@ func testSoftDeletedVersions(t *testing.T, s leasedb.Store) {
 	}
 	for _, tc := range tests {
 		for _, size := range []int{1, 2, 3, 100} {
-			var got []string
-			marker := ""
-			for pages := 0; ; pages++ {
-				if pages > 30 {
-					t.Fatalf("%+v %q size %d: marker loop", tc.inc, tc.delimiter, size)
-				}
-				res, err := db.ListBlobsInclude(ctxT(t), acct, "c", tc.prefix, tc.delimiter, marker, size, tc.inc)
-				if err != nil {
-					t.Fatalf("ListBlobsInclude %+v: %v", tc.inc, err)
-				}
-				for _, it := range res.Items {
-					got = append(got, entry(it))
-				}
-				if res.Next == "" {
-					break
-				}
-				marker = res.Next
-			}
+			got := listPages(t, db, tc.prefix, tc.delimiter, size, tc.inc, 30, entry)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("%+v prefix %q delimiter %q, pages of %d:\n got %q\nwant %q", tc.inc, tc.prefix, tc.delimiter, size, got, tc.want)
 			}
 		}
 	}
 
-	refs := map[string]string{}
-	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
-		refs[key] = ref
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	refs := keyRefs(t, s)
 	if refs["k/a-v2"] != acct+"/c/a?versionid="+ver2+" (soft-deleted)" || refs["k/a-s"] != acct+"/c/a?snapshot="+ver2+" (soft-deleted)" {
 		t.Errorf("ReferencedKeys = %q", refs)
 	}
@@ -223,6 +186,7 @@ func testSoftDeletedVersions(t *testing.T, s leasedb.Store) {
 		}
 		return nil
 	})
+	ctx := ctxT(t)
 	if err := s.Update(ctx, func(tx leasedb.Tx) error {
 		return tx.PutDeletedBlob(ctx, aDel)
 	}); err != nil {
@@ -329,21 +293,7 @@ func testSoftDeleteVersionOps(t *testing.T, s leasedb.Store) {
 	if got := queued(t, s); len(got) != 0 {
 		t.Fatalf("queued %q after a plain overwrite, want nothing (k/1 and k/2 are held by soft-deleted versions)", got)
 	}
-	co, ok := s.(leasedb.ClockOffsetter)
-	if !ok {
-		t.Fatalf("%T does not offer ClockOffsetter", s)
-	}
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 0 {
-		t.Fatalf("purge before expiry: %d, %v", n, err)
-	}
-	co.SetClockOffset(3*24*time.Hour + time.Minute)
-	defer co.SetClockOffset(0)
-	if n, err := db.PurgeExpiredBlobs(ctx, 10); err != nil || n != 3 {
-		t.Fatalf("purge after expiry: %d rows, %v; want 3", n, err)
-	}
-	if got := sortedCopy(queued(t, s)); !reflect.DeepEqual(got, []string{"k/1", "k/2"}) {
-		t.Errorf("queued after the purge %q, want k/1 and k/2", got)
-	}
+	purgeAfterRetention(t, s, db)
 	if err := db.UndeleteBlob(ctx, ref); err != nil {
 		t.Errorf("Undelete Blob of a live blob with nothing soft-deleted: %v", err)
 	}

@@ -174,24 +174,7 @@ func testVersionListing(t *testing.T, s leasedb.Store) {
 	}
 	for _, tc := range tests {
 		for _, size := range []int{1, 2, 3, 100} {
-			var got []string
-			marker := ""
-			for pages := 0; ; pages++ {
-				if pages > 20 {
-					t.Fatalf("%+v %q size %d: marker loop", tc.inc, tc.delimiter, size)
-				}
-				res, err := db.ListBlobsInclude(ctxT(t), acct, "c", "", tc.delimiter, marker, size, tc.inc)
-				if err != nil {
-					t.Fatalf("ListBlobsInclude %+v: %v", tc.inc, err)
-				}
-				for _, it := range res.Items {
-					got = append(got, entry(it))
-				}
-				if res.Next == "" {
-					break
-				}
-				marker = res.Next
-			}
+			got := listPages(t, db, "", tc.delimiter, size, tc.inc, 20, entry)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("%+v delimiter %q, pages of %d:\n got %q\nwant %q", tc.inc, tc.delimiter, size, got, tc.want)
 			}
@@ -219,13 +202,7 @@ func testVersionKeys(t *testing.T, s leasedb.Store) {
 		gone.Extents = []leasedb.Extent{{Key: "k/gone", Size: 1}}
 		return tx.PutVersion(ctx, gone)
 	})
-	refs := map[string]string{}
-	if err := s.ReferencedKeys(ctxT(t), func(key, ref string) error {
-		refs[key] = ref
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	refs := keyRefs(t, s)
 	want := map[string]string{
 		"k/shared":       acct + "/c/b",
 		"k/version-only": acct + "/c/b?versionid=" + ver1,
