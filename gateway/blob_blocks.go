@@ -30,12 +30,14 @@ const (
 // since version 2019-02-02 (it echoes a block's Content-MD5 only when the
 // request carried one). MD5 is never computed unasked: hashing every
 // block costs a core's worth of throughput, CRC64 a fraction of it.
-func (s *Server) readBody(r *http.Request, size int64) (leasedb.Extent, sums, error) {
+// With inline the body is read into memory as an inline extent instead
+// (readExtent; Append Block of a small body, appendInline).
+func (s *Server) readBody(r *http.Request, size int64, inline bool) (leasedb.Extent, sums, error) {
 	want, err := transactionalSums(r.Header)
 	if err != nil {
 		return leasedb.Extent{}, sums{}, err
 	}
-	ext, got, err := s.stage(r.Context(), r.Body, size, want.md5 != nil, want.crc64 != nil || want.md5 == nil)
+	ext, got, err := s.readExtent(r.Context(), r.Body, size, inline, want.md5 != nil, want.crc64 != nil || want.md5 == nil)
 	if err != nil {
 		return ext, sums{}, err
 	}
@@ -82,7 +84,7 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err := s.db.PrecheckBlock(r.Context(), req.ref(), leaseID); err != nil {
 		return err
 	}
-	ext, sum, err := s.readBody(r, size)
+	ext, sum, err := s.readBody(r, size, false)
 	if err != nil {
 		return err
 	}
@@ -353,7 +355,7 @@ func (s *Server) appendBlock(w http.ResponseWriter, r *http.Request, req *reques
 	if size <= s.opt.InlineMaxBytes {
 		return s.appendInline(w, r, areq, size)
 	}
-	ext, sum, err := s.readBody(r, size)
+	ext, sum, err := s.readBody(r, size, false)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -59,8 +60,18 @@ func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent
 	return leasedb.Extent{Size: size, Data: buf[:size:size]}, hr.d.sums(), nil
 }
 
+// readExtent reads a body of size bytes: into memory as an inline extent
+// (inline: Put Blob and Append Block of a small body), else staged as an
+// object under a new key (stage); either computes the digests asked for.
+func (s *Server) readExtent(ctx context.Context, body io.Reader, size int64, inline, md5Sum, crcSum bool) (leasedb.Extent, sums, error) {
+	if inline {
+		return readInline(body, size, md5Sum, crcSum)
+	}
+	return s.stage(ctx, body, size, md5Sum, crcSum)
+}
+
 // appendInline is Append Block of a body of at most Options.InlineMaxBytes:
-// the body is read into memory (readInline) and offered to the row as an
+// the body is read into memory (readBody, inline) and offered to the row as an
 // inline extent. Whether it fits is decided by the store under the row
 // lock (the blob's inline bytes after the append stay within
 // InlineMaxBytes; a racing append may have changed them since any
@@ -68,15 +79,8 @@ func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent
 // committed, and the buffered bytes are staged as an object and appended
 // again, exactly as a larger block. The digests are those of readBody.
 func (s *Server) appendInline(w http.ResponseWriter, r *http.Request, areq leasedb.AppendRequest, size int64) error {
-	want, err := transactionalSums(r.Header)
+	ext, got, err := s.readBody(r, size, true)
 	if err != nil {
-		return err
-	}
-	ext, got, err := readInline(r.Body, size, want.md5 != nil, want.crc64 != nil || want.md5 == nil)
-	if err != nil {
-		return err
-	}
-	if err := want.mismatch(got); err != nil {
 		return err
 	}
 	areq.InlineMax = s.opt.InlineMaxBytes

@@ -108,14 +108,9 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 
 	var got sums
 	if size > 0 {
-		var ext leasedb.Extent
-		var digests sums
-		if s.inlineBody(blobType, size) {
-			// Kept in the row (blob_inline.go): no intent, no object.
-			ext, digests, err = readInline(r.Body, size, true, want.crc64 != nil)
-		} else {
-			ext, digests, err = s.stage(ctx, r.Body, size, true, want.crc64 != nil)
-		}
+		// A small block blob is kept in the row (blob_inline.go): no
+		// intent, no object.
+		ext, digests, err := s.readExtent(ctx, r.Body, size, s.inlineBody(blobType, size), true, want.crc64 != nil)
 		if err != nil {
 			return late(err)
 		}

@@ -64,15 +64,9 @@ func (d *DB) PermanentDeleteBlob(ctx context.Context, ref BlobRef, id string, ve
 		if !AllowsPermanentDelete(doc) {
 			return permanentDeleteNotAllowed()
 		}
-		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+		row, err := deletedRow(ctx, tx, ref, key)
 		if err != nil {
 			return err
-		}
-		var row *Blob
-		for _, r := range rows {
-			if DeletedKey(r) == key {
-				row = r
-			}
 		}
 		if row == nil {
 			what := "snapshot"
@@ -81,16 +75,6 @@ func (d *DB) PermanentDeleteBlob(ctx context.Context, ref BlobRef, id string, ve
 			}
 			return svcerr.Newf(svcerr.BlobNotFound, "The blob has no soft-deleted %s %s (deletetype=permanent removes only soft-deleted snapshots and versions).", what, id)
 		}
-		if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, key); err != nil {
-			return err
-		}
-		kept, err := nameRows(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			kept = append(kept, b)
-		}
-		return release(ctx, tx, unreferenced([]*Blob{row}, kept), now.Add(d.Grace))
+		return d.dropDeleted(ctx, tx, ref, row, b, now)
 	})
 }

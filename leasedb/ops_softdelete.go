@@ -302,31 +302,15 @@ func (d *DB) PurgeExpiredBlobs(ctx context.Context, limit int) (int, error) {
 		done := false
 		err := d.blobTx(ctx, r.BlobRef, func(tx Tx, now time.Time, b *Blob) error {
 			done = false // the transaction may run again
-			rows, err := tx.DeletedBlobs(ctx, r.Account, r.Container, r.Name)
+			row, err := deletedRow(ctx, tx, r.BlobRef, r.Snapshot)
 			if err != nil {
 				return err
-			}
-			var row *Blob
-			for _, x := range rows {
-				if DeletedKey(x) == r.Snapshot {
-					row = x
-				}
 			}
 			if row == nil || now.Before(row.DeleteExpires) {
 				return nil // undeleted or purged meanwhile
 			}
-			if err := tx.RemoveDeletedBlob(ctx, r.Account, r.Container, r.Name, r.Snapshot); err != nil {
-				return err
-			}
-			kept, err := nameRows(ctx, tx, r.BlobRef)
-			if err != nil {
-				return err
-			}
-			if b != nil {
-				kept = append(kept, b)
-			}
 			done = true
-			return release(ctx, tx, unreferenced([]*Blob{row}, kept), now.Add(d.Grace))
+			return d.dropDeleted(ctx, tx, r.BlobRef, row, b, now)
 		})
 		var se *svcerr.Error
 		if errors.As(err, &se) && se.Code == svcerr.ContainerNotFound {
@@ -347,4 +331,37 @@ func (d *DB) PurgeExpiredBlobs(ctx context.Context, limit int) (int, error) {
 func retention(ctx context.Context, tx Tx, account string) (int, error) {
 	s, err := tx.AccountSettings(ctx, account)
 	return s.DeleteRetentionDays, err
+}
+
+// deletedRow is the soft-deleted row of ref whose DeletedKey is key, nil
+// when it has none.
+func deletedRow(ctx context.Context, tx Tx, ref BlobRef, key string) (*Blob, error) {
+	rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range rows {
+		if DeletedKey(x) == key {
+			return x, nil
+		}
+	}
+	return nil, nil
+}
+
+// dropDeleted removes the soft-deleted row of ref for good (the purge on
+// expiry, Delete Blob deletetype=permanent) and queues for collection
+// after the grace period the keys no other row of the name, nor its live
+// blob (nil when none), references.
+func (d *DB) dropDeleted(ctx context.Context, tx Tx, ref BlobRef, row, live *Blob, now time.Time) error {
+	if err := tx.RemoveDeletedBlob(ctx, ref.Account, ref.Container, ref.Name, DeletedKey(row)); err != nil {
+		return err
+	}
+	kept, err := nameRows(ctx, tx, ref)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		kept = append(kept, live)
+	}
+	return release(ctx, tx, unreferenced([]*Blob{row}, kept), now.Add(d.Grace))
 }
