@@ -267,10 +267,27 @@ func TestVerifySharedKey(t *testing.T) {
 			[2]string{"If-Match", `"0x8D"`},
 		)
 	}
-	signed := func(key string) func(t *testing.T) *http.Request {
+	// signedAs signs base() as account with key, once the edits have
+	// changed what the client sends (and signs).
+	signedAs := func(account, key string, edits ...func(*http.Request)) func(t *testing.T) *http.Request {
 		return func(t *testing.T) *http.Request {
 			r := base()
-			signReq(t, r, devAccount, key)
+			for _, edit := range edits {
+				edit(r)
+			}
+			signReq(t, r, account, key)
+			return r
+		}
+	}
+	signed := func(key string, edits ...func(*http.Request)) func(t *testing.T) *http.Request {
+		return signedAs(devAccount, key, edits...)
+	}
+	// afterSigning signs base() with devKey, then applies edit: a change
+	// on the way (a proxy, a tamperer) that the signature does not cover.
+	afterSigning := func(edit func(*http.Request)) func(t *testing.T) *http.Request {
+		return func(t *testing.T) *http.Request {
+			r := signed(devKey)(t)
+			edit(r)
 			return r
 		}
 	}
@@ -290,22 +307,12 @@ func TestVerifySharedKey(t *testing.T) {
 		{name: "exactly 15 minutes accepted", req: signed(devKey), now: vectorNow.Add(15 * time.Minute)},
 		{
 			name: "Date header alone is used for freshness",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				r.Header.Del("x-ms-date")
-				r.Header.Set("Date", vectorDate)
-				signReq(t, r, devAccount, devKey)
-				return r
-			},
+			req:  signed(devKey, delHeader("x-ms-date"), setHeader("Date", vectorDate)),
 		},
 		{
 			name: "fallback: Date and x-ms-date both sent, client signed an empty Date part",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				signReq(t, r, devAccount, devKey)
-				r.Header.Set("Date", "Mon, 01 Jan 2024 00:00:05 GMT") // added after signing, e.g. by a proxy
-				return r
-			},
+			// Date added after signing, e.g. by a proxy.
+			req: afterSigning(setHeader("Date", "Mon, 01 Jan 2024 00:00:05 GMT")),
 		},
 		{
 			// Values are signed as sent: whitespace changed after signing
@@ -324,12 +331,7 @@ func TestVerifySharedKey(t *testing.T) {
 		},
 		{
 			name: "header value with inner whitespace, signed as sent",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				r.Header.Set("x-ms-meta-color", "dark   blue")
-				signReq(t, r, devAccount, devKey)
-				return r
-			},
+			req:  signed(devKey, setHeader("x-ms-meta-color", "dark   blue")),
 		},
 		{
 			name: "fallback: azblob header order (x-ms-meta-a_b before x-ms-meta-a1)",
@@ -353,32 +355,20 @@ func TestVerifySharedKey(t *testing.T) {
 			wantErr: ErrNoCredentials,
 		},
 		{
-			name: "wrong key",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				signReq(t, r, devAccount, otherKey)
-				return r
-			},
+			name:       "wrong key",
+			req:        signed(otherKey),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "is not the same as any computed signature. Server used following string to sign: 'PUT\n",
 		},
 		{
-			name: "other account's key and name",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				signReq(t, r, otherAcct, otherKey)
-				return r
-			},
+			name:       "other account's key and name",
+			req:        signedAs(otherAcct, otherKey),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "does not match the account",
 		},
 		{
-			name: "valid signature for other account, addressed to that account's path but wrong key",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				signReq(t, r, otherAcct, devKey)
-				return r
-			},
+			name:        "valid signature for other account, addressed to that account's path but wrong key",
+			req:         signedAs(otherAcct, devKey),
 			pathAccount: otherAcct,
 			wantCode:    svcerr.AuthenticationFailed,
 			wantDetail:  "MAC signature",
@@ -392,104 +382,70 @@ func TestVerifySharedKey(t *testing.T) {
 			wantDetail:  "does not match the account",
 		},
 		{
-			name: "unknown account",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				signReq(t, r, "nosuchaccount", devKey)
-				return r
-			},
+			name:        "unknown account",
+			req:         signedAs("nosuchaccount", devKey),
 			pathAccount: "nosuchaccount",
 			wantCode:    svcerr.AuthenticationFailed,
 			wantDetail:  "not known",
 		},
 		{
-			name: "tampered x-ms header after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
-				r.Header.Set("x-ms-meta-color", "red")
-				return r
-			},
+			name:       "tampered x-ms header after signing",
+			req:        afterSigning(setHeader("x-ms-meta-color", "red")),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "x-ms-meta-color:red",
 		},
 		{
-			name: "added x-ms header after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
-				r.Header.Set("x-ms-delete-snapshots", "include")
-				return r
-			},
+			name:     "added x-ms header after signing",
+			req:      afterSigning(setHeader("x-ms-delete-snapshots", "include")),
 			wantCode: svcerr.AuthenticationFailed,
 		},
 		{
-			name: "tampered If-Match after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
-				r.Header.Set("If-Match", "*")
-				return r
-			},
+			name:     "tampered If-Match after signing",
+			req:      afterSigning(setHeader("If-Match", "*")),
 			wantCode: svcerr.AuthenticationFailed,
 		},
 		{
 			name: "tampered query after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
+			req: afterSigning(func(r *http.Request) {
 				r.URL.RawQuery = "comp=lease&timeout=30"
 				r.RequestURI = "/devstoreaccount1/c1/b1?" + r.URL.RawQuery
-				return r
-			},
+			}),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "comp:lease",
 		},
 		{
 			name: "tampered path after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
+			req: afterSigning(func(r *http.Request) {
 				r.RequestURI = "/devstoreaccount1/c1/b2?comp=metadata&timeout=30"
-				return r
-			},
+			}),
 			wantCode: svcerr.AuthenticationFailed,
 		},
 		{
 			name: "tampered method after signing",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
+			req: afterSigning(func(r *http.Request) {
 				r.Method = http.MethodDelete
-				return r
-			},
+			}),
 			wantCode: svcerr.AuthenticationFailed,
 		},
 		{
 			name: "undecodable query parameter is rejected, not dropped",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
+			req: afterSigning(func(r *http.Request) {
 				r.URL.RawQuery += "&x=%zz"
-				return r
-			},
+			}),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "query string",
 		},
 		{name: "16 minutes old", req: signed(devKey), now: vectorNow.Add(16 * time.Minute), wantCode: svcerr.AuthenticationFailed, wantDetail: "too old"},
 		{name: "16 minutes in the future", req: signed(devKey), now: vectorNow.Add(-16 * time.Minute), wantCode: svcerr.AuthenticationFailed, wantDetail: "future"},
 		{
-			name: "missing date",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				r.Header.Del("x-ms-date")
-				signReq(t, r, devAccount, devKey)
-				return r
-			},
+			name:       "missing date",
+			req:        signed(devKey, delHeader("x-ms-date")),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "date header not specified",
 		},
 		{
-			name: "unparsable date",
-			req: func(t *testing.T) *http.Request {
-				r := base()
-				r.Header.Set("x-ms-date", "2024-01-01T00:00:00Z")
-				signReq(t, r, devAccount, devKey)
-				return r
-			},
+			name:       "unparsable date",
+			req:        signed(devKey, setHeader("x-ms-date", "2024-01-01T00:00:00Z")),
 			wantCode:   svcerr.AuthenticationFailed,
 			wantDetail: "not a valid HTTP date",
 		},
@@ -504,11 +460,9 @@ func TestVerifySharedKey(t *testing.T) {
 		{name: "malformed Authorization sharedkey devstoreaccount1:c2ln", req: withAuth(base, "sharedkey devstoreaccount1:c2ln"), wantCode: svcerr.InvalidAuthenticationInfo},
 		{
 			name: "two Authorization headers",
-			req: func(t *testing.T) *http.Request {
-				r := signed(devKey)(t)
+			req: afterSigning(func(r *http.Request) {
 				r.Header.Add("Authorization", r.Header.Get("Authorization"))
-				return r
-			},
+			}),
 			wantCode: svcerr.InvalidAuthenticationInfo,
 		},
 	}
@@ -792,4 +746,13 @@ func (v *verifyRecorder) count() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.ok + len(v.failures)
+}
+
+// setHeader and delHeader are request edits for the signing helpers.
+func setHeader(name, value string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set(name, value) }
+}
+
+func delHeader(name string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Del(name) }
 }
