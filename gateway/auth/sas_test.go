@@ -665,6 +665,29 @@ func TestSASSecurity(t *testing.T) {
 	del := func(name string) func(*SASRequest) {
 		return func(r *SASRequest) { r.Query.Del(name) }
 	}
+	// tokenOf is good with its token swapped for one the SDK signs with
+	// these values, then the mutations.
+	tokenOf := func(account, key, container, blob, perm string, snap time.Time, muts ...func(*SASRequest)) func(*testing.T) SASRequest {
+		return func(t *testing.T) SASRequest {
+			r := good(t)
+			r.Query = mkBlob(t, account, key, container, blob, perm, snap)
+			for _, m := range muts {
+				m(&r)
+			}
+			return r
+		}
+	}
+	// acctReq is an HTTPS request for op on res under an account SAS of
+	// srt and perm, then the mutations.
+	acctReq := func(srt, perm string, res Resource, op Operation, muts ...func(*SASRequest)) func(*testing.T) SASRequest {
+		return func(t *testing.T) SASRequest {
+			r := SASRequest{Query: mkAcct(t, srt, perm), Resource: res, Op: op, HTTPS: true, Now: sasNow}
+			for _, m := range muts {
+				m(&r)
+			}
+			return r
+		}
+	}
 	onlyPolicy := func(container, id string) (StoredPolicy, bool) {
 		if container == "c1" && id == "pol1" {
 			return StoredPolicy{ID: id, Expiry: sasEnd, Permission: "rwdl"}, true
@@ -678,12 +701,16 @@ func TestSASSecurity(t *testing.T) {
 		}
 		return encodeToken(t, qp)
 	}
+	// siReq reads blobRes under a token that names stored policy pol1.
+	siReq := func(t *testing.T) SASRequest {
+		return SASRequest{Query: siToken(t), Resource: blobRes, Op: OpReadBlob, Now: sasNow}
+	}
 
 	// The base request must pass, or the cases below prove nothing.
 	if _, err := VerifySAS(good(t), accts, nil); err != nil {
 		t.Fatalf("base token refused: %v", err)
 	}
-	if _, err := VerifySAS(SASRequest{Query: siToken(t), Resource: blobRes, Op: OpReadBlob, Now: sasNow}, accts, onlyPolicy); err != nil {
+	if _, err := VerifySAS(siReq(t), accts, onlyPolicy); err != nil {
 		t.Fatalf("base si token refused: %v", err)
 	}
 
@@ -693,16 +720,8 @@ func TestSASSecurity(t *testing.T) {
 		policies Policies
 		want     svcerr.Code
 	}{
-		{"another account's key", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, otherKey, "c1", "b1", "r", time.Time{})
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"another account's token", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, otherAcct, otherKey, "c1", "b1", "r", time.Time{})
-			return r
-		}, nil, svcerr.AuthenticationFailed},
+		{"another account's key", tokenOf(devAccount, otherKey, "c1", "b1", "r", time.Time{}), nil, svcerr.AuthenticationFailed},
+		{"another account's token", tokenOf(otherAcct, otherKey, "c1", "b1", "r", time.Time{}), nil, svcerr.AuthenticationFailed},
 		{"own token on another account", func(t *testing.T) SASRequest {
 			r := good(t)
 			r.Resource.Account = otherAcct
@@ -745,48 +764,16 @@ func TestSASSecurity(t *testing.T) {
 		{"sig empty", with(good, set("sig", "")), nil, svcerr.AuthenticationFailed},
 		{"sp duplicated", with(good, func(r *SASRequest) { r.Query.Add("sp", "rwd") }), nil, svcerr.AuthenticationFailed},
 		{"sp duplicated by case", with(good, set("SP", "rwd")), nil, svcerr.AuthenticationFailed},
-		{"container SAS for A used on B", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "ca", "", "rl", time.Time{})
-			r.Resource = Resource{Account: devAccount, Container: "cb", Blob: "b1"}
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"container SAS for A listing B", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "ca", "", "rl", time.Time{})
-			r.Resource = Resource{Account: devAccount, Container: "cb"}
-			r.Op = OpListBlobs
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"container SAS at account level", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "c1", "", "racwdl", time.Time{})
-			r.Resource = Resource{Account: devAccount}
-			r.Op = OpListContainers
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"container SAS creating its container", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "c1", "", "racwdl", time.Time{})
-			r.Resource = Resource{Account: devAccount, Container: "c1"}
-			r.Op = OpCreateContainer
-			return r
-		}, nil, svcerr.AuthorizationPermissionMismatch},
+		{"container SAS for A used on B", tokenOf(devAccount, devKey, "ca", "", "rl", time.Time{}, resIs(Resource{Account: devAccount, Container: "cb", Blob: "b1"})), nil, svcerr.AuthenticationFailed},
+		{"container SAS for A listing B", tokenOf(devAccount, devKey, "ca", "", "rl", time.Time{}, resIs(Resource{Account: devAccount, Container: "cb"}), opIs(OpListBlobs)), nil, svcerr.AuthenticationFailed},
+		{"container SAS at account level", tokenOf(devAccount, devKey, "c1", "", "racwdl", time.Time{}, resIs(Resource{Account: devAccount}), opIs(OpListContainers)), nil, svcerr.AuthenticationFailed},
+		{"container SAS creating its container", tokenOf(devAccount, devKey, "c1", "", "racwdl", time.Time{}, resIs(Resource{Account: devAccount, Container: "c1"}), opIs(OpCreateContainer)), nil, svcerr.AuthorizationPermissionMismatch},
 		{"blob SAS on sibling blob", with(good, func(r *SASRequest) { r.Resource.Blob = "b2" }), nil, svcerr.AuthenticationFailed},
 		{"blob SAS on prefix-sibling blob", with(good, func(r *SASRequest) { r.Resource.Blob = "b1/x" }), nil, svcerr.AuthenticationFailed},
 		{"blob SAS on its container", with(good, func(r *SASRequest) { r.Resource.Blob = ""; r.Op = OpListBlobs }), nil, svcerr.AuthenticationFailed},
 		{"blob SAS on same name in other container", with(good, func(r *SASRequest) { r.Resource.Container = "c2" }), nil, svcerr.AuthenticationFailed},
-		{"snapshot SAS on base blob", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "c1", "b1", "r", time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC))
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"snapshot SAS on other snapshot", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "c1", "b1", "r", time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC))
-			r.Resource.Snapshot = "2024-01-01T11:00:00.0000000Z"
-			return r
-		}, nil, svcerr.AuthenticationFailed},
+		{"snapshot SAS on base blob", tokenOf(devAccount, devKey, "c1", "b1", "r", time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)), nil, svcerr.AuthenticationFailed},
+		{"snapshot SAS on other snapshot", tokenOf(devAccount, devKey, "c1", "b1", "r", time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC), func(r *SASRequest) { r.Resource.Snapshot = "2024-01-01T11:00:00.0000000Z" }), nil, svcerr.AuthenticationFailed},
 		{"1s past expiry", with(good, func(r *SASRequest) { r.Now = sasEnd.Add(time.Second) }), nil, svcerr.AuthenticationFailed},
 		{"1s before start", with(good, func(r *SASRequest) { r.Now = sasStart.Add(-time.Second) }), nil, svcerr.AuthenticationFailed},
 		{"IP below range", with(good, ipIs("9.255.255.255")), nil, svcerr.AuthorizationSourceIPMismatch},
@@ -796,52 +783,21 @@ func TestSASSecurity(t *testing.T) {
 		{"http when spr=https", with(good, httpsIs(false)), nil, svcerr.AuthorizationProtocolMismatch},
 		{"permission missing", with(good, opIs(OpPutBlock)), nil, svcerr.AuthorizationPermissionMismatch},
 		{"read-only SAS deleting", with(good, opIs(OpDeleteBlob)), nil, svcerr.AuthorizationPermissionMismatch},
-		{"create-only SAS overwriting", func(t *testing.T) SASRequest {
-			r := good(t)
-			r.Query = mkBlob(t, devAccount, devKey, "c1", "b1", "c", time.Time{})
-			r.Op = OpOverwriteBlob
-			return r
-		}, nil, svcerr.AuthorizationPermissionMismatch},
+		{"create-only SAS overwriting", tokenOf(devAccount, devKey, "c1", "b1", "c", time.Time{}, opIs(OpOverwriteBlob)), nil, svcerr.AuthorizationPermissionMismatch},
 		{"account SAS, ss lacks b", func(t *testing.T) SASRequest {
 			q := signAcct(t, devKey, devAccount, values("sv", "2020-12-06", "ss", "qtf", "srt", "sco", "sp", "rwdl",
 				"st", "2024-01-01T00:00:00Z", "se", "2024-01-02T00:00:00Z"))
 			return SASRequest{Query: q, Resource: blobRes, Op: OpReadBlob, Now: sasNow}
 		}, nil, svcerr.AuthorizationServiceMismatch},
-		{"account SAS, srt lacks o", func(t *testing.T) SASRequest {
-			return SASRequest{Query: mkAcct(t, "sc", "rwdl"), Resource: blobRes, Op: OpReadBlob, HTTPS: true, Now: sasNow}
-		}, nil, svcerr.AuthorizationResourceTypeMismatch},
-		{"account SAS, srt lacks c", func(t *testing.T) SASRequest {
-			return SASRequest{Query: mkAcct(t, "so", "rwdl"), Resource: Resource{Account: devAccount, Container: "c1"}, Op: OpListBlobs, HTTPS: true, Now: sasNow}
-		}, nil, svcerr.AuthorizationResourceTypeMismatch},
-		{"account SAS, srt lacks s", func(t *testing.T) SASRequest {
-			return SASRequest{Query: mkAcct(t, "co", "rwdl"), Resource: Resource{Account: devAccount}, Op: OpListContainers, HTTPS: true, Now: sasNow}
-		}, nil, svcerr.AuthorizationResourceTypeMismatch},
-		{"account SAS, container ACL", func(t *testing.T) SASRequest {
-			return SASRequest{Query: mkAcct(t, "sco", "rwdxylacupfti"), Resource: Resource{Account: devAccount, Container: "c1"}, Op: OpContainerACL, HTTPS: true, Now: sasNow}
-		}, nil, svcerr.AuthorizationPermissionMismatch},
-		{"account SAS, srt widened", func(t *testing.T) SASRequest {
-			r := SASRequest{Query: mkAcct(t, "c", "rwdl"), Resource: blobRes, Op: OpReadBlob, HTTPS: true, Now: sasNow}
-			r.Query.Set("srt", "sco")
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"account SAS, sp widened", func(t *testing.T) SASRequest {
-			r := SASRequest{Query: mkAcct(t, "sco", "r"), Resource: blobRes, Op: OpDeleteBlob, HTTPS: true, Now: sasNow}
-			r.Query.Set("sp", "rd")
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"account SAS, ss changed", func(t *testing.T) SASRequest {
-			r := SASRequest{Query: mkAcct(t, "sco", "r"), Resource: blobRes, Op: OpReadBlob, HTTPS: true, Now: sasNow}
-			r.Query.Set("ss", "bq")
-			return r
-		}, nil, svcerr.AuthenticationFailed},
-		{"account SAS on another account", func(t *testing.T) SASRequest {
-			return SASRequest{Query: mkAcct(t, "sco", "r"), Resource: Resource{Account: otherAcct, Container: "c1", Blob: "b1"}, Op: OpReadBlob, HTTPS: true, Now: sasNow}
-		}, nil, svcerr.AuthenticationFailed},
-		{"account SAS with sr added", func(t *testing.T) SASRequest {
-			r := SASRequest{Query: mkAcct(t, "sco", "r"), Resource: blobRes, Op: OpReadBlob, HTTPS: true, Now: sasNow}
-			r.Query.Set("sr", "b")
-			return r
-		}, nil, svcerr.AuthenticationFailed},
+		{"account SAS, srt lacks o", acctReq("sc", "rwdl", blobRes, OpReadBlob), nil, svcerr.AuthorizationResourceTypeMismatch},
+		{"account SAS, srt lacks c", acctReq("so", "rwdl", Resource{Account: devAccount, Container: "c1"}, OpListBlobs), nil, svcerr.AuthorizationResourceTypeMismatch},
+		{"account SAS, srt lacks s", acctReq("co", "rwdl", Resource{Account: devAccount}, OpListContainers), nil, svcerr.AuthorizationResourceTypeMismatch},
+		{"account SAS, container ACL", acctReq("sco", "rwdxylacupfti", Resource{Account: devAccount, Container: "c1"}, OpContainerACL), nil, svcerr.AuthorizationPermissionMismatch},
+		{"account SAS, srt widened", acctReq("c", "rwdl", blobRes, OpReadBlob, set("srt", "sco")), nil, svcerr.AuthenticationFailed},
+		{"account SAS, sp widened", acctReq("sco", "r", blobRes, OpDeleteBlob, set("sp", "rd")), nil, svcerr.AuthenticationFailed},
+		{"account SAS, ss changed", acctReq("sco", "r", blobRes, OpReadBlob, set("ss", "bq")), nil, svcerr.AuthenticationFailed},
+		{"account SAS on another account", acctReq("sco", "r", Resource{Account: otherAcct, Container: "c1", Blob: "b1"}, OpReadBlob), nil, svcerr.AuthenticationFailed},
+		{"account SAS with sr added", acctReq("sco", "r", blobRes, OpReadBlob, set("sr", "b")), nil, svcerr.AuthenticationFailed},
 		{"unknown si", func(t *testing.T) SASRequest {
 			qp, err := sas.BlobSignatureValues{ContainerName: "c1", Identifier: "nosuch"}.SignWithSharedKey(sdkCred(t, devAccount, devKey))
 			if err != nil {
@@ -849,17 +805,9 @@ func TestSASSecurity(t *testing.T) {
 			}
 			return SASRequest{Query: encodeToken(t, qp), Resource: blobRes, Op: OpReadBlob, Now: sasNow}
 		}, onlyPolicy, svcerr.AuthenticationFailed},
-		{"policy removed", func(t *testing.T) SASRequest {
-			return SASRequest{Query: siToken(t), Resource: blobRes, Op: OpReadBlob, Now: sasNow}
-		}, func(string, string) (StoredPolicy, bool) { return StoredPolicy{}, false }, svcerr.AuthenticationFailed},
-		{"no policy lookup", func(t *testing.T) SASRequest {
-			return SASRequest{Query: siToken(t), Resource: blobRes, Op: OpReadBlob, Now: sasNow}
-		}, nil, svcerr.AuthenticationFailed},
-		{"policy of another container", func(t *testing.T) SASRequest {
-			r := SASRequest{Query: siToken(t), Resource: blobRes, Op: OpReadBlob, Now: sasNow}
-			r.Resource.Container = "c2"
-			return r
-		}, func(container, id string) (StoredPolicy, bool) {
+		{"policy removed", siReq, func(string, string) (StoredPolicy, bool) { return StoredPolicy{}, false }, svcerr.AuthenticationFailed},
+		{"no policy lookup", siReq, nil, svcerr.AuthenticationFailed},
+		{"policy of another container", with(siReq, func(r *SASRequest) { r.Resource.Container = "c2" }), func(container, id string) (StoredPolicy, bool) {
 			return StoredPolicy{ID: id, Expiry: sasEnd, Permission: "rwdl"}, true // a c2 policy of the same name
 		}, svcerr.AuthenticationFailed},
 		{"skoid present", with(good, set("skoid", "00000000-0000-0000-0000-000000000000")), nil, svcerr.AuthenticationFailed},
@@ -1189,3 +1137,5 @@ func TestResponseOverrides(t *testing.T) {
 		}
 	}
 }
+
+func resIs(res Resource) func(*SASRequest) { return func(r *SASRequest) { r.Resource = res } }
