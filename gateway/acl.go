@@ -109,11 +109,7 @@ func formatACL(acl []leasedb.SignedIdentifier) aclXML {
 // Get Container ACL: GET|HEAD ?restype=container&comp=acl → 200 with the
 // public access level header and the stored access policies.
 func (s *Server) getContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
+	c, _, err := s.readContainer(r, req)
 	if err != nil {
 		return err
 	}
@@ -129,11 +125,7 @@ func (s *Server) getContainerACL(w http.ResponseWriter, r *http.Request, req *re
 // access level (header) and the stored access policies (body; an empty
 // body removes them all) are replaced together in one transaction.
 func (s *Server) setContainerACL(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := containerConditions(r, true)
+	leaseID, cond, err := containerWrite(r, true)
 	if err != nil {
 		return err
 	}
@@ -153,9 +145,7 @@ func (s *Server) setContainerACL(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	setETagLM(w.Header(), c.ETag, c.LastModified)
-	w.WriteHeader(http.StatusOK)
-	return nil
+	return writeContainerETag(w, c, http.StatusOK)
 }
 
 // sasPolicies returns the stored-policy lookup for one SAS request: the

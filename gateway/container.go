@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -21,18 +22,12 @@ func (s *Server) createContainer(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
-	setETagLM(w.Header(), c.ETag, c.LastModified)
-	w.WriteHeader(http.StatusCreated)
-	return nil
+	return writeContainerETag(w, c, http.StatusCreated)
 }
 
 // Get Container Properties / Metadata: GET|HEAD ?restype=container[&comp=metadata] → 200.
 func (s *Server) getContainerProperties(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	c, now, err := s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
+	c, now, err := s.readContainer(r, req)
 	if err != nil {
 		return err
 	}
@@ -55,13 +50,38 @@ func containerConditions(r *http.Request, allowIUS bool) (leasedb.Conditions, er
 	return cond, nil
 }
 
-// Set Container Metadata: PUT ?restype=container&comp=metadata → 200.
-func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
+// readContainer reads the container a Get Container Properties, Metadata
+// or ACL names, checking its x-ms-lease-id when one is sent.
+func (s *Server) readContainer(r *http.Request, req *request) (*leasedb.Container, time.Time, error) {
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
-	cond, err := containerConditions(r, false)
+	return s.db.GetContainer(r.Context(), req.account, req.container, leaseID)
+}
+
+// containerWrite parses what every container write (Set Container
+// Metadata, Set Container ACL, Delete Container) takes before its own
+// input: x-ms-lease-id and the container conditions.
+func containerWrite(r *http.Request, allowIUS bool) (leaseID string, cond leasedb.Conditions, err error) {
+	if leaseID, err = leaseIDHeader(r.Header); err != nil {
+		return "", cond, err
+	}
+	cond, err = containerConditions(r, allowIUS)
+	return leaseID, cond, err
+}
+
+// writeContainerETag answers a container write: the container's new ETag
+// and Last-Modified, and status.
+func writeContainerETag(w http.ResponseWriter, c *leasedb.Container, status int) error {
+	setETagLM(w.Header(), c.ETag, c.LastModified)
+	w.WriteHeader(status)
+	return nil
+}
+
+// Set Container Metadata: PUT ?restype=container&comp=metadata → 200.
+func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
+	leaseID, cond, err := containerWrite(r, false)
 	if err != nil {
 		return err
 	}
@@ -73,9 +93,7 @@ func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	setETagLM(w.Header(), c.ETag, c.LastModified)
-	w.WriteHeader(http.StatusOK)
-	return nil
+	return writeContainerETag(w, c, http.StatusOK)
 }
 
 // Delete Container: DELETE ?restype=container → 202. Blobs go with it;
@@ -83,11 +101,7 @@ func (s *Server) setContainerMetadata(w http.ResponseWriter, r *http.Request, re
 // container soft delete retention on, kept with them until it passes
 // (container_restore.go).
 func (s *Server) deleteContainer(w http.ResponseWriter, r *http.Request, req *request) error {
-	leaseID, err := leaseIDHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	cond, err := containerConditions(r, true)
+	leaseID, cond, err := containerWrite(r, true)
 	if err != nil {
 		return err
 	}
