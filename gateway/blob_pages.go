@@ -238,12 +238,7 @@ func (s *Server) putPageFromURL(w http.ResponseWriter, r *http.Request, req *req
 // commitPages commits a page write whose bytes (if any) are staged, and
 // answers it.
 func (s *Server) commitPages(ctx context.Context, w http.ResponseWriter, preq leasedb.PageWriteRequest, staged []leasedb.Extent, got sums) error {
-	var b *leasedb.Blob
-	var leaseRes leasedb.LeaseResult
-	err := s.commit(ctx, staged, func(ctx context.Context) (err error) {
-		b, leaseRes, err = s.db.WritePages(ctx, preq)
-		return err
-	})
+	b, leaseRes, err := commitBlob(ctx, s, staged, s.db.WritePages, preq)
 	if err != nil {
 		return err
 	}

@@ -142,12 +142,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 		}
 		preq.Props.ContentMD5 = sum
 	}
-	var b *leasedb.Blob
-	var leaseRes leasedb.LeaseResult
-	err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
-		b, leaseRes, err = s.db.PutBlob(ctx, preq)
-		return err
-	})
+	b, leaseRes, err := commitBlob(ctx, s, preq.Extents, s.db.PutBlob, preq)
 	if err != nil {
 		return err
 	}
@@ -258,6 +253,20 @@ func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ct
 	}
 	s.discardAll(staged)
 	return err
+}
+
+// commitBlob is Server.commit around a store write that answers with the
+// blob row and the lease outcome: PutBlob (Put Blob, the copies, Put Blob
+// From URL) and WritePages (Put Page, its clear and From URL forms).
+func commitBlob[R any](ctx context.Context, s *Server, staged []leasedb.Extent,
+	write func(context.Context, R) (*leasedb.Blob, leasedb.LeaseResult, error), req R) (*leasedb.Blob, leasedb.LeaseResult, error) {
+	var b *leasedb.Blob
+	var leaseRes leasedb.LeaseResult
+	err := s.commit(ctx, staged, func(ctx context.Context) (err error) {
+		b, leaseRes, err = write(ctx, req)
+		return err
+	})
+	return b, leaseRes, err
 }
 
 // discard deletes a staged object that will never be committed and drops

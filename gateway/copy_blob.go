@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -216,10 +215,8 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		if err := checkSourceMD5(r.Header, sum); err != nil {
 			return err
 		}
-		err := s.commit(ctx, nil, func(ctx context.Context) (err error) {
-			b, leaseRes, err = s.db.PutBlob(ctx, shared)
-			return err
-		})
+		var err error
+		b, leaseRes, err = commitBlob(ctx, s, nil, s.db.PutBlob, shared)
 		if err != nil && !errors.Is(err, leasedb.ErrSourceGone) {
 			return err
 		}
@@ -243,10 +240,7 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 			preq.Copy.BlockCount = 1
 		}
 		preq.Copy.Info = record(ext.Size)
-		err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
-			b, leaseRes, err = s.db.PutBlob(ctx, preq)
-			return err
-		})
+		b, leaseRes, err = commitBlob(ctx, s, preq.Extents, s.db.PutBlob, preq)
 		if err != nil {
 			return err
 		}

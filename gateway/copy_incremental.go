@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -97,11 +96,7 @@ func (s *Server) incrementalCopy(w http.ResponseWriter, r *http.Request, req *re
 	preq.Copy.Source = src.ref
 	preq.PageSize, preq.SequenceNumber = src.size, src.seq
 	preq.Props, preq.Metadata = src.props, src.meta
-	var b *leasedb.Blob
-	err = s.commit(ctx, nil, func(ctx context.Context) (err error) {
-		b, _, err = s.db.PutBlob(ctx, preq)
-		return err
-	})
+	b, _, err := commitBlob(ctx, s, nil, s.db.PutBlob, preq)
 	if errors.Is(err, leasedb.ErrSourceGone) {
 		// The snapshot went between the read and the commit.
 		return svcerr.New(svcerr.BlobNotFound)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,12 +94,7 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 		// The whole blob's MD5 is known: the bytes just went through.
 		preq.Props.ContentMD5 = sum
 	}
-	var b *leasedb.Blob
-	var leaseRes leasedb.LeaseResult
-	err = s.commit(ctx, preq.Extents, func(ctx context.Context) (err error) {
-		b, leaseRes, err = s.db.PutBlob(ctx, preq)
-		return err
-	})
+	b, leaseRes, err := commitBlob(ctx, s, preq.Extents, s.db.PutBlob, preq)
 	if err != nil {
 		return targetCond(err)
 	}
