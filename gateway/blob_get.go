@@ -23,11 +23,7 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // Range. Replaced objects outlive the grace period, so a read that started
 // before an overwrite finishes on the old bytes.
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, err := parseConditions(r.Header)
-	if err != nil {
-		return err
-	}
-	leaseID, err := leaseIDHeader(r.Header)
+	cond, leaseID, err := writeConds(r)
 	if err != nil {
 		return err
 	}

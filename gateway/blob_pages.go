@@ -360,11 +360,7 @@ func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *requ
 		return err
 	}
 	ctx := r.Context()
-	cond, err := parseConditions(r.Header)
-	if err != nil {
-		return err
-	}
-	leaseID, err := leaseIDHeader(r.Header)
+	cond, leaseID, err := writeConds(r)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// writeConds parses the conditions and lease id every blob write carries.
+// writeConds parses the conditions and lease id every blob write carries,
+// and the reads that take both (Get Blob, Get Page Ranges).
 func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
 	cond, err := parseConditions(r.Header)
 	if err != nil {

@@ -53,11 +53,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	cond, err := parseConditions(r.Header)
-	if err != nil {
-		return err
-	}
-	leaseID, err := leaseIDHeader(r.Header)
+	cond, leaseID, err := writeConds(r)
 	if err != nil {
 		return err
 	}
