@@ -88,7 +88,20 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	if err := s.stageBlock(r.Context(), req, leaseID, id, ext); err != nil {
+	return s.stageBlock(r.Context(), w, req, leaseID, id, ext, sum)
+}
+
+// stageBlock commits ext, written to the backend, as the staged block id
+// of the blob req names (Put Block, Put Block From URL), and answers 201
+// with the digests of the bytes.
+func (s *Server) stageBlock(ctx context.Context, w http.ResponseWriter, req *request, leaseID, id string, ext leasedb.Extent, sum sums) error {
+	err := s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
+		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
+			Ref: req.ref(), LeaseID: leaseID,
+			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
+		})
+	})
+	if err != nil {
 		return err
 	}
 	h := w.Header()
@@ -96,17 +109,6 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	h.Set("x-ms-request-server-encrypted", "true")
 	w.WriteHeader(http.StatusCreated)
 	return nil
-}
-
-// stageBlock commits ext, written to the backend, as the staged block id
-// of the blob req names (Put Block, Put Block From URL).
-func (s *Server) stageBlock(ctx context.Context, req *request, leaseID, id string, ext leasedb.Extent) error {
-	return s.commit(ctx, []leasedb.Extent{ext}, func(ctx context.Context) error {
-		return s.db.StageBlock(ctx, leasedb.StageBlockRequest{
-			Ref: req.ref(), LeaseID: leaseID,
-			Block: leasedb.Block{ID: id, Key: ext.Key, Size: ext.Size},
-		})
-	})
 }
 
 // parseBlockList reads a Put Block List body keeping the element order,

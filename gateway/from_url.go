@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -177,22 +178,27 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 		return err
 	}
 	defer src.Close()
-	ext, got, err := s.copyDigested(ctx, src, spec.max, false, spec.want.crc64 != nil)
+	ext, got, err := s.copyVerified(ctx, src, spec)
 	if err != nil {
 		return err
 	}
+	return s.stageBlock(ctx, w, req, leaseID, id, ext, got)
+}
+
+// copyVerified copies a block's source (at most spec.max bytes) to a new
+// object and checks it against the x-ms-source-content-md5 or
+// x-ms-source-content-crc64 sent (Put Block From URL, Append Block From
+// URL); a mismatch discards the object.
+func (s *Server) copyVerified(ctx context.Context, src *copySource, spec *copySpec) (leasedb.Extent, sums, error) {
+	ext, got, err := s.copyDigested(ctx, src, spec.max, false, spec.want.crc64 != nil)
+	if err != nil {
+		return ext, got, err
+	}
 	if err := spec.want.mismatch(got); err != nil {
 		s.discard(ext.Key)
-		return err
+		return leasedb.Extent{}, sums{}, err
 	}
-	if err := s.stageBlock(ctx, req, leaseID, id, ext); err != nil {
-		return err
-	}
-	h := w.Header()
-	setSumHeaders(h, got)
-	h.Set("x-ms-request-server-encrypted", "true")
-	w.WriteHeader(http.StatusCreated)
-	return nil
+	return ext, got, nil
 }
 
 // Append Block From URL: PUT ?comp=appendblock with x-ms-copy-source → 201.
@@ -219,12 +225,8 @@ func (s *Server) appendBlockFromURL(w http.ResponseWriter, r *http.Request, req 
 	if src.size == 0 {
 		return svcerr.Newf(svcerr.InvalidInput, "The copy source range is empty; an appended block must have at least one byte.")
 	}
-	ext, got, err := s.copyDigested(ctx, src, spec.max, false, spec.want.crc64 != nil)
+	ext, got, err := s.copyVerified(ctx, src, spec)
 	if err != nil {
-		return err
-	}
-	if err := spec.want.mismatch(got); err != nil {
-		s.discard(ext.Key)
 		return err
 	}
 	if ext.Size == 0 {
