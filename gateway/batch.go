@@ -298,16 +298,7 @@ func inheritSAS(sr, batch *http.Request) {
 // in its own part.
 func (s *Server) serveSub(w http.ResponseWriter, r *http.Request, batch *request) {
 	req := &request{id: uuid.NewString(), start: time.Now(), version: batch.version}
-	h := w.Header()
-	h.Set("x-ms-request-id", req.id)
-	if req.version == "" {
-		h.Set("x-ms-version", DefaultVersion)
-	} else {
-		h.Set("x-ms-version", req.version)
-	}
-	if id := r.Header.Get("x-ms-client-request-id"); id != "" && len(id) <= 1024 {
-		h.Set("x-ms-client-request-id", id)
-	}
+	setRequestHeaders(w.Header(), r, req)
 	rw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		if p := recover(); p != nil {

@@ -228,3 +228,19 @@ func parsePublicAccess(h http.Header) (string, error) {
 	}
 	return "", svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-blob-public-access", v)
 }
+
+// setRequestHeaders sets the headers every answer carries about its
+// request (each Blob Batch sub-request's too): x-ms-request-id,
+// x-ms-version (the request's, else DefaultVersion) and the
+// x-ms-client-request-id echoed when it is at most 1,024 characters.
+func setRequestHeaders(h http.Header, r *http.Request, req *request) {
+	h.Set("X-Ms-Request-Id", req.id)
+	if req.version == "" {
+		h.Set("X-Ms-Version", DefaultVersion)
+	} else {
+		h.Set("X-Ms-Version", req.version)
+	}
+	if id := r.Header.Get("X-Ms-Client-Request-Id"); id != "" && len(id) <= 1024 {
+		h.Set("X-Ms-Client-Request-Id", id)
+	}
+}
