@@ -87,34 +87,38 @@ func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, er
 	return tier, nil
 }
 
-// writeTierTagHeaders adds the tier and tag count to Get Blob / Get Blob
-// Properties: block blobs always report a tier (Hot, inferred, when none
-// was set), page blobs their premium tier when one was set;
-// x-ms-tag-count only when the blob has tags.
+// reportedTier is the access tier a read reports for b, if any: block
+// blobs always report one (Hot, inferred, when none was set), page blobs
+// their premium tier only when one was set, append blobs none.
+func reportedTier(b *leasedb.Blob) (tier string, inferred, ok bool) {
+	switch {
+	case b.AccessTier != "" && (b.Type == "BlockBlob" || b.Type == "PageBlob"):
+		return b.AccessTier, false, true
+	case b.Type == "BlockBlob":
+		return leasedb.TierHot, true, true
+	}
+	return "", false, false
+}
+
+// writeTierTagHeaders adds the tier (reportedTier) and tag count to Get
+// Blob / Get Blob Properties; x-ms-tag-count only when the blob has tags.
 func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
-	if b.Type == "BlockBlob" || (b.Type == "PageBlob" && b.AccessTier != "") {
-		if b.AccessTier == "" {
-			h.Set("x-ms-access-tier", leasedb.TierHot)
-			h.Set("x-ms-access-tier-inferred", "true")
-		} else {
-			h.Set("x-ms-access-tier", b.AccessTier)
-			h.Set("x-ms-access-tier-inferred", "false")
-		}
+	if tier, inferred, ok := reportedTier(b); ok {
+		h.Set("x-ms-access-tier", tier)
+		h.Set("x-ms-access-tier-inferred", strconv.FormatBool(inferred))
 	}
 	if len(b.Tags) > 0 {
 		h.Set("x-ms-tag-count", strconv.Itoa(len(b.Tags)))
 	}
 }
 
-// writeListTierTags adds the tier and tag count inside a List Blobs
-// <Properties> element (a page blob's tier only when one was set).
+// writeListTierTags adds the tier (reportedTier; AccessTierInferred only
+// when inferred) and tag count inside a List Blobs <Properties> element.
 func writeListTierTags(x *xmlWriter, b *leasedb.Blob) {
-	if b.Type == "BlockBlob" || (b.Type == "PageBlob" && b.AccessTier != "") {
-		if b.AccessTier == "" {
-			x.elem("AccessTier", leasedb.TierHot)
+	if tier, inferred, ok := reportedTier(b); ok {
+		x.elem("AccessTier", tier)
+		if inferred {
 			x.elem("AccessTierInferred", "true")
-		} else {
-			x.elem("AccessTier", b.AccessTier)
 		}
 	}
 	if len(b.Tags) > 0 {
