@@ -781,11 +781,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// leasedPred selects rows holding a lease. It must stay textually identical
-// to the WHERE clause of the partial indexes containers_leased and
-// blobs_leased (migration 0002), or the planner cannot prove they apply.
-const leasedPred = `lease_state NOT IN ('', 'available')`
-
 // ListLeases implements leasedb.Tx in one statement. Both halves read only
 // the partial indexes' rows; a container's own row (kind 0) sorts before
 // its blobs. Every text column is COLLATE "C", so the order is byte order.
@@ -793,7 +788,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 	if err := checkText(f.Account, f.Container); err != nil {
 		return nil, err
 	}
-	cw, bw := leasedPred, leasedPred
+	cw, bw := sqlq.LeasedPred, sqlq.LeasedPred
 	var args []any
 	if f.Account != "" {
 		args = append(args, f.Account)

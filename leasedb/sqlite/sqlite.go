@@ -626,11 +626,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// leasedPred selects rows holding a lease. It must stay textually identical
-// to the WHERE clause of the partial indexes containers_leased and
-// blobs_leased (migration 0002), or SQLite cannot use them.
-const leasedPred = `lease_state NOT IN ('', 'available')`
-
 // ListLeases implements leasedb.Tx. Both halves read only the partial
 // indexes' rows; a container's own row (kind 0) sorts before its blobs.
 // INDEXED BY pins the partial indexes: without statistics (blobgw never
@@ -641,7 +636,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 	if err := checkText(f.Account, f.Container); err != nil {
 		return nil, err
 	}
-	cw, bw := leasedPred, leasedPred
+	cw, bw := sqlq.LeasedPred, sqlq.LeasedPred
 	var cargs, bargs []any
 	if f.Account != "" {
 		cw += " AND account = ?"
