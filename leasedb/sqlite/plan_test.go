@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +19,9 @@ import (
 	"github.com/blobgw/blobgw/leasedb/sqlite"
 )
 
-// TestListEntriesPlan lists the container plancase describes, filled by
-// planFill.
-const (
-	planAccount   = plancase.Account
-	planContainer = plancase.Container
-	planOther     = plancase.Other
-	planNames     = plancase.Names
-	planMNames    = plancase.MNames
-)
-
-// planFill inserts the rows described above, set-based, in one
+// planFill inserts the rows plancase describes, set-based, in one
 // transaction.
 var planFill = []string{
-	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999)
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i), 'BlockBlob', '"b' || i || '"' FROM n`,
@@ -91,13 +81,11 @@ func TestListEntriesPlan(t *testing.T) {
 	defer cancel()
 	s, db := filledStore(t, ctx, planFill)
 	var nb, ns, nk, no int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = ?1),
-		(SELECT count(*) FROM snapshots WHERE container = ?1), (SELECT count(*) FROM blocks WHERE container = ?1),
-		(SELECT count(*) FROM blobs WHERE container = ?2)`, planContainer, planOther).Scan(&nb, &ns, &nk, &no); err != nil {
+	if err := db.QueryRowContext(ctx, plancase.FillCounts(func(n int) string { return "?" + strconv.Itoa(n) }), plancase.Container, plancase.Other).Scan(&nb, &ns, &nk, &no); err != nil {
 		t.Fatal(err)
 	}
-	if nb != planNames+planMNames || ns != planNames/4 || nk != planNames/2 || no == 0 {
-		t.Fatalf("filled %d blobs, %d snapshots, %d blocks, %d blobs in the other container", nb, ns, nk, no)
+	if err := plancase.CheckFill(nb, ns, nk, no); err != nil {
+		t.Fatal(err)
 	}
 
 	// Root pages of the listed tables (their primary keys: they are
@@ -127,7 +115,7 @@ func TestListEntriesPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blobs WHERE account = ? AND container = ?`, planAccount, planContainer)
+	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blobs WHERE account = ? AND container = ?`, plancase.Account, plancase.Container)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +138,7 @@ func TestListEntriesPlan(t *testing.T) {
 		worst := plancase.Worst{}
 		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
-				planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
+				plancase.Account, plancase.Container, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
 			checkQueryPlan(t, ctx, conn, roots, worst, "", c.Name, phase, q, args, c.Limit, planPageBound(c.Limit))
 
 			if phase != "no statistics" {
@@ -158,7 +146,7 @@ func TestListEntriesPlan(t *testing.T) {
 			}
 			// The same case through the Store, against the model (once:
 			// a plan does not change what the query returns).
-			if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
+			if err := c.Check(ctx, s, plancase.Account, plancase.Container, model); err != nil {
 				t.Errorf("%s: %v", c.Name, err)
 			}
 		}
@@ -179,12 +167,12 @@ func TestListEntriesPlan(t *testing.T) {
 func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *sql.Conn, roots map[int64]string, model []plancase.Entry, phase string) {
 	worst := plancase.Worst{}
 	for _, c := range plancase.DelimCases() {
-		q, args := sqlq.ListDelimited(sqlite.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+		q, args := sqlq.ListDelimited(sqlite.Dialect, plancase.Account, plancase.Container, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
 		checkQueryPlan(t, ctx, conn, roots, worst, "delimited ", c.Name, phase, q, args, c.Limit, delimPageBound(c.Limit))
 		if phase != "no statistics" {
 			continue
 		}
-		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
+		if err := c.Check(ctx, s, plancase.Account, plancase.Container, model); err != nil {
 			t.Errorf("delimited %s: %v", c.Name, err)
 		}
 	}
@@ -409,10 +397,10 @@ func pagesFetched(ctx context.Context, conn *sql.Conn, q string, args ...any) (i
 	return status(false)
 }
 
-// filledStore opens a migrated store in a new file, runs fill on it in one
-// transaction, and returns the store and a database handle of one
-// connection on the same file (closed when t ends), for the plan tests'
-// own statements.
+// filledStore opens a migrated store in a new file, inserts plancase's two
+// containers and runs fill in one transaction, and returns the store and
+// a database handle of one connection on the same file (closed when t
+// ends), for the plan tests' own statements.
 func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Store, *sql.DB) {
 	t.Helper()
 	if testing.Short() {
@@ -430,7 +418,7 @@ func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range fill {
+	for _, q := range append([]string{plancase.InsertContainers}, fill...) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			tx.Rollback()
 			t.Fatalf("%s: %v", q, err)
