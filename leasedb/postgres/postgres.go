@@ -539,10 +539,7 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return cs[0], nil
+	return sqlq.First(cs), nil
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -683,10 +680,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: get blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return sqlq.First(bs), nil
 }
 
 // nameLockKey is the advisory lock key of a blob name: FNV-1a 64 over the

@@ -470,10 +470,7 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get container %s/%s: %w", account, name, err)
 	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return cs[0], nil
+	return sqlq.First(cs), nil
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -558,10 +555,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return sqlq.First(bs), nil
 }
 
 // PutBlob implements leasedb.Tx. A missing container is ErrNotFound.
