@@ -19,36 +19,42 @@ import (
 	"github.com/blobgw/blobgw/leasedb/sqlite"
 )
 
+// series opens a fill statement with the common table expression n(i) of
+// i = 0, step, 2×step, … below end: the fills' generate_series.
+func series(step, end int) string {
+	return fmt.Sprintf("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + %d FROM n WHERE i + %d < %d)", step, step, end)
+}
+
 // planFill inserts the rows plancase describes, set-based, in one
 // transaction.
 var planFill = []string{
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999)
+	series(1, 200000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i), 'BlockBlob', '"b' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999)
+	series(1, 2000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c', 'm/' || printf('%05d', i), 'BlockBlob', '"m' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 8 FROM n WHERE i + 8 < 200000),
+	series(8, 200000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"s' || i || '"'
 		FROM n, j`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999),
+	series(1, 200000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i) || CASE WHEN i % 8 = 4 THEN '.u' ELSE '' END,
 			'blk' || j, 'k/' || i || '/' || j, 1, 1704067200000000
 		FROM n, j WHERE i % 8 IN (2, 4)`,
 	// The other container: many rows under the same names.
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49999)
+	series(1, 50000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), 'BlockBlob', '"o' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+	series(5, 50000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"o"'
 		FROM n, j`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+	series(5, 50000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i) || '.u', 'blk' || j, 'o/' || i || '/' || j, 1, 1704067200000000
