@@ -141,24 +141,14 @@ func TestListEntriesPlan(t *testing.T) {
 				t.Fatalf("ANALYZE left %d statistics rows: %v", stats, err)
 			}
 		}
-		worst := plancase.Worst{}
+		var cases []planCase
 		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
 				plancase.Account, plancase.Container, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-			checkQueryPlan(t, ctx, conn, roots, worst, "", c.Name, phase, q, args, c.Limit, planPageBound(c.Limit))
-
-			if phase != "no statistics" {
-				continue
-			}
-			// The same case through the Store, against the model (once:
-			// a plan does not change what the query returns).
-			if err := c.Check(ctx, s, plancase.Account, plancase.Container, model); err != nil {
-				t.Errorf("%s: %v", c.Name, err)
-			}
+			cases = append(cases, planCase{c.Name, q, args, c.Limit, planPageBound(c.Limit),
+				func() error { return c.Check(ctx, s, plancase.Account, plancase.Container, model) }})
 		}
-		for _, l := range worst.Lines("pages fetched") {
-			t.Log(l)
-		}
+		checkPlanCases(t, ctx, conn, roots, "", phase, cases)
 		checkDelimitedPlans(t, ctx, s, conn, roots, model, phase)
 	}
 	for _, err := range plancase.CheckPages(ctx, s, model) {
@@ -171,19 +161,45 @@ func TestListEntriesPlan(t *testing.T) {
 // bounded by the limit, never by the names under the prefixes the page
 // skips.
 func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *sql.Conn, roots map[int64]string, model []plancase.Entry, phase string) {
-	worst := plancase.Worst{}
+	var cases []planCase
 	for _, c := range plancase.DelimCases() {
 		q, args := sqlq.ListDelimited(sqlite.Dialect, plancase.Account, plancase.Container, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-		checkQueryPlan(t, ctx, conn, roots, worst, "delimited ", c.Name, phase, q, args, c.Limit, delimPageBound(c.Limit))
+		cases = append(cases, planCase{c.Name, q, args, c.Limit, delimPageBound(c.Limit),
+			func() error { return c.Check(ctx, s, plancase.Account, plancase.Container, model) }})
+	}
+	checkPlanCases(t, ctx, conn, roots, "delimited ", phase, cases)
+}
+
+// planCase is one listing case as checkPlanCases runs it: its statement,
+// its limit and the pages it may fetch, and its run through the Store
+// against the model.
+type planCase struct {
+	name  string
+	q     string
+	args  []any
+	limit int
+	bound int
+	check func() error
+}
+
+// checkPlanCases checks every case's plan and pages (checkQueryPlan) and,
+// in the first phase only (a plan does not change what a query returns),
+// its result through the Store; then it logs the worst pages per limit of
+// each family. label ("" or "delimited ") starts every message.
+func checkPlanCases(t *testing.T, ctx context.Context, conn *sql.Conn, roots map[int64]string, label, phase string, cases []planCase) {
+	t.Helper()
+	worst := plancase.Worst{}
+	for _, c := range cases {
+		checkQueryPlan(t, ctx, conn, roots, worst, label, c.name, phase, c.q, c.args, c.limit, c.bound)
 		if phase != "no statistics" {
 			continue
 		}
-		if err := c.Check(ctx, s, plancase.Account, plancase.Container, model); err != nil {
-			t.Errorf("delimited %s: %v", c.Name, err)
+		if err := c.check(); err != nil {
+			t.Errorf("%s%s: %v", label, c.name, err)
 		}
 	}
 	for _, l := range worst.Lines("pages fetched") {
-		t.Log("delimited, " + l)
+		t.Log(label + l)
 	}
 }
 
