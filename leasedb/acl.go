@@ -29,13 +29,7 @@ func EncodeACL(acl []SignedIdentifier) (string, error) {
 	}
 	out := make([]SignedIdentifier, len(acl))
 	for i, si := range acl {
-		if !si.Start.IsZero() {
-			si.Start = si.Start.UTC()
-		}
-		if !si.Expiry.IsZero() {
-			si.Expiry = si.Expiry.UTC()
-		}
-		out[i] = si
+		out[i] = si.inUTC()
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -58,12 +52,19 @@ func DecodeACL(s string) ([]SignedIdentifier, error) {
 		return nil, nil
 	}
 	for i := range acl {
-		if !acl[i].Start.IsZero() {
-			acl[i].Start = acl[i].Start.UTC()
-		}
-		if !acl[i].Expiry.IsZero() {
-			acl[i].Expiry = acl[i].Expiry.UTC()
-		}
+		acl[i] = acl[i].inUTC()
 	}
 	return acl, nil
+}
+
+// inUTC is si with its set times in UTC, as EncodeACL stores them and
+// DecodeACL returns them.
+func (si SignedIdentifier) inUTC() SignedIdentifier {
+	if !si.Start.IsZero() {
+		si.Start = si.Start.UTC()
+	}
+	if !si.Expiry.IsZero() {
+		si.Expiry = si.Expiry.UTC()
+	}
+	return si
 }

@@ -168,12 +168,8 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 				if e.Key == "" {
 					continue // inline: no object, no intent
 				}
-				ok, err := tx.TakeIntent(ctx, e.Key)
-				if err != nil {
+				if err := takeIntent(ctx, tx, e.Key); err != nil {
 					return nil, err
-				}
-				if !ok {
-					return nil, errIntentLost()
 				}
 			}
 		}

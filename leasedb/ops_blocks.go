@@ -48,12 +48,8 @@ func (d *DB) StageBlock(ctx context.Context, req StageBlockRequest) error {
 		if count >= MaxUncommittedBlocks {
 			return svcerr.Newf(svcerr.BlockCountExceedsLimit, "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
 		}
-		ok, err := tx.TakeIntent(ctx, req.Block.Key)
-		if err != nil {
+		if err := takeIntent(ctx, tx, req.Block.Key); err != nil {
 			return err
-		}
-		if !ok {
-			return errIntentLost()
 		}
 		blk := req.Block
 		blk.StagedAt = now
@@ -70,6 +66,20 @@ func (d *DB) StageBlock(ctx context.Context, req StageBlockRequest) error {
 
 func errIntentLost() error {
 	return svcerr.Newf(svcerr.OperationTimedOut, "the upload outlived its intent deadline; retry the request")
+}
+
+// takeIntent takes the intent of key, the object a write commits; an
+// intent already gone (expired and claimed by the collector, which is
+// about to delete the object) fails the write with errIntentLost.
+func takeIntent(ctx context.Context, tx Tx, key string) error {
+	ok, err := tx.TakeIntent(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errIntentLost()
+	}
+	return nil
 }
 
 // BlockListKind is where Put Block List looks a block id up.
@@ -282,12 +292,8 @@ func (d *DB) AppendBlock(ctx context.Context, req AppendRequest) (*Blob, int64, 
 				return ErrAppendStage
 			}
 		} else {
-			ok, err := tx.TakeIntent(ctx, req.Extent.Key)
-			if err != nil {
+			if err := takeIntent(ctx, tx, req.Extent.Key); err != nil {
 				return err
-			}
-			if !ok {
-				return errIntentLost()
 			}
 		}
 		etag, err := tx.NextETag(ctx)

@@ -56,12 +56,8 @@ func (d *DB) WritePages(ctx context.Context, req PageWriteRequest) (*Blob, Lease
 		if req.Clear {
 			runs = cutRuns(b.Extents, req.Start, req.End)
 		} else {
-			ok, err := tx.TakeIntent(ctx, req.Extent.Key)
-			if err != nil {
+			if err := takeIntent(ctx, tx, req.Extent.Key); err != nil {
 				return err
-			}
-			if !ok {
-				return errIntentLost()
 			}
 			runs = putRun(b.Extents, Extent{Key: req.Extent.Key, Size: req.End - req.Start, At: req.Start})
 		}
@@ -155,12 +151,8 @@ func (d *DB) CompactPages(ctx context.Context, ref BlobRef, old []Extent, key st
 		if b == nil || b.Type != "PageBlob" || !slices.EqualFunc(b.Extents, old, Extent.Equal) {
 			return nil
 		}
-		ok, err := tx.TakeIntent(ctx, key)
-		if err != nil {
+		if err := takeIntent(ctx, tx, key); err != nil {
 			return err
-		}
-		if !ok {
-			return errIntentLost()
 		}
 		runs, _ := CompactRuns(old, key)
 		if err := d.dropRuns(ctx, tx, ref, old, runs, now); err != nil {

@@ -32,14 +32,30 @@ func checkRuleLease(t *testing.T, got Lease, err error, want svcerr.Code, wantLe
 	}
 }
 
+// ruleCase is one row of a write rule's table: the rule, run on the row
+// old (nil: no blob) with req at t0, answers want ("" = allowed) and, when
+// allowed, leaves wantLease.
+type ruleCase[R any] struct {
+	name      string
+	old       *Blob
+	req       R
+	want      svcerr.Code
+	wantLease Lease
+}
+
+// runRuleCases runs each case through rule as a subtest.
+func runRuleCases[R any](t *testing.T, tests []ruleCase[R], rule func(old *Blob, req R) (Lease, error)) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := rule(tt.old, tt.req)
+			checkRuleLease(t, got, err, tt.want, tt.wantLease)
+		})
+	}
+}
+
 func TestCheckPutBlob(t *testing.T) {
-	tests := []struct {
-		name      string
-		old       *Blob
-		req       PutBlobRequest
-		want      svcerr.Code
-		wantLease Lease
-	}{
+	runRuleCases(t, []ruleCase[PutBlobRequest]{
 		{"new blob", nil, PutBlobRequest{}, "", Lease{}},
 		{"new blob, create-only", nil, PutBlobRequest{CreateOnly: true}, "", Lease{}},
 		{"new blob, If-None-Match *", nil, PutBlobRequest{Cond: ifNoneStar}, "", Lease{}},
@@ -69,23 +85,11 @@ func TestCheckPutBlob(t *testing.T) {
 		{"copy: same type", blockRow, PutBlobRequest{Type: "BlockBlob", Copy: CopyTarget{SameType: true}}, "", Lease{}},
 		{"copy: other type", appendRow, PutBlobRequest{Type: "BlockBlob", Copy: CopyTarget{SameType: true}}, svcerr.InvalidBlobType, Lease{}},
 		{"copy: new blob", nil, PutBlobRequest{Type: "BlockBlob", Copy: CopyTarget{SameType: true, InfiniteLeaseOnly: true}}, "", Lease{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := checkPutBlob(tt.old, tt.req, t0)
-			checkRuleLease(t, got, err, tt.want, tt.wantLease)
-		})
-	}
+	}, func(old *Blob, req PutBlobRequest) (Lease, error) { return checkPutBlob(old, req, t0) })
 }
 
 func TestCheckCommitBlocks(t *testing.T) {
-	tests := []struct {
-		name      string
-		old       *Blob
-		req       CommitBlocksRequest
-		want      svcerr.Code
-		wantLease Lease
-	}{
+	runRuleCases(t, []ruleCase[CommitBlocksRequest]{
 		{"new blob", nil, CommitBlocksRequest{}, "", Lease{}},
 		{"new blob, lease id", nil, CommitBlocksRequest{LeaseID: idA}, svcerr.LeaseNotPresentWithBlobOperation, Lease{}},
 		{"new blob, If-Match", nil, CommitBlocksRequest{Cond: ifMatchE1}, svcerr.ConditionNotMet, Lease{}},
@@ -98,13 +102,7 @@ func TestCheckCommitBlocks(t *testing.T) {
 		{"leased, right id", leasedRow, CommitBlocksRequest{LeaseID: idA}, "", leasedFixed},
 		{"If-None-Match *", blockRow, CommitBlocksRequest{Cond: ifNoneStar}, svcerr.BlobAlreadyExists, Lease{}},
 		{"create-only", blockRow, CommitBlocksRequest{CreateOnly: true}, svcerr.UnauthorizedBlobOverwrite, Lease{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := checkCommitBlocks(tt.old, tt.req, t0)
-			checkRuleLease(t, got, err, tt.want, tt.wantLease)
-		})
-	}
+	}, func(old *Blob, req CommitBlocksRequest) (Lease, error) { return checkCommitBlocks(old, req, t0) })
 }
 
 func TestCheckReadLeaseUpdate(t *testing.T) {
@@ -135,33 +133,34 @@ func TestCheckReadLeaseUpdate(t *testing.T) {
 	}
 }
 
+// leaseCond is what checkUpdate takes besides the row: x-ms-lease-id and
+// the conditional headers.
+type leaseCond struct {
+	leaseID string
+	cond    Conditions
+}
+
 func TestCheckUpdate(t *testing.T) {
-	tests := []struct {
-		name      string
-		b         *Blob
-		leaseID   string
-		cond      Conditions
-		want      svcerr.Code
-		wantLease Lease
-	}{
-		{"missing", nil, "", Conditions{}, svcerr.BlobNotFound, Lease{}},
-		{"missing, If-Match", nil, "", ifMatchE1, svcerr.ConditionNotMet, Lease{}},
-		{"missing, lease id", nil, idA, Conditions{}, svcerr.BlobNotFound, Lease{}},
-		{"existing", blockRow, "", Conditions{}, "", Lease{}},
-		{"If-None-Match * is 412 on an update", blockRow, "", ifNoneStar, svcerr.ConditionNotMet, Lease{}},
-		{"If-Match fails", blockRow, "", ifMatchE2, svcerr.ConditionNotMet, Lease{}},
-		{"lease id on an unleased blob", blockRow, idA, Conditions{}, svcerr.LeaseNotPresentWithBlobOperation, Lease{}},
-		{"leased, no id", leasedRow, "", Conditions{}, svcerr.LeaseIdMissing, Lease{}},
-		{"lease before conditions", leasedRow, "", ifMatchE2, svcerr.LeaseIdMissing, Lease{}},
-		{"leased, right id", leasedRow, idA, ifMatchE1, "", leasedFixed},
-		{"broken, no id clears", brokenRow, "", Conditions{}, "", Lease{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := checkUpdate(tt.b, tt.leaseID, tt.cond, t0)
-			checkRuleLease(t, got, err, tt.want, tt.wantLease)
-		})
-	}
+	runRuleCases(t, []ruleCase[leaseCond]{
+		{"missing", nil, leaseCond{"", Conditions{}}, svcerr.BlobNotFound, Lease{}},
+		{"missing, If-Match", nil, leaseCond{"", ifMatchE1}, svcerr.ConditionNotMet, Lease{}},
+		{"missing, lease id", nil, leaseCond{idA, Conditions{}}, svcerr.BlobNotFound, Lease{}},
+		{"existing", blockRow, leaseCond{"", Conditions{}}, "", Lease{}},
+		{"If-None-Match * is 412 on an update", blockRow, leaseCond{"", ifNoneStar}, svcerr.ConditionNotMet, Lease{}},
+		{"If-Match fails", blockRow, leaseCond{"", ifMatchE2}, svcerr.ConditionNotMet, Lease{}},
+		{"lease id on an unleased blob", blockRow, leaseCond{idA, Conditions{}}, svcerr.LeaseNotPresentWithBlobOperation, Lease{}},
+		{"leased, no id", leasedRow, leaseCond{"", Conditions{}}, svcerr.LeaseIdMissing, Lease{}},
+		{"lease before conditions", leasedRow, leaseCond{"", ifMatchE2}, svcerr.LeaseIdMissing, Lease{}},
+		{"leased, right id", leasedRow, leaseCond{idA, ifMatchE1}, "", leasedFixed},
+		{"broken, no id clears", brokenRow, leaseCond{"", Conditions{}}, "", Lease{}},
+	}, func(b *Blob, r leaseCond) (Lease, error) { return checkUpdate(b, r.leaseID, r.cond, t0) })
+}
+
+// appendIn is what checkAppend takes besides the row: the request and the
+// length of the block to append.
+type appendIn struct {
+	req AppendRequest
+	n   int64
 }
 
 func TestCheckAppend(t *testing.T) {
@@ -171,35 +170,22 @@ func TestCheckAppend(t *testing.T) {
 		f(&r)
 		return r
 	}
-	tests := []struct {
-		name      string
-		b         *Blob
-		req       AppendRequest
-		n         int64
-		want      svcerr.Code
-		wantLease Lease
-	}{
-		{"missing", nil, open, 1, svcerr.BlobNotFound, Lease{}},
-		{"missing, If-Match", nil, with(func(r *AppendRequest) { r.Cond = ifMatchE1 }), 1, svcerr.ConditionNotMet, Lease{}},
-		{"append", appendRow, open, 5, "", Lease{}},
-		{"block blob", blockRow, open, 1, svcerr.InvalidBlobType, Lease{}},
-		{"lease before type", leasedRow, open, 1, svcerr.LeaseIdMissing, Lease{}},
-		{"conditions before type", blockRow, with(func(r *AppendRequest) { r.Cond = ifMatchE2 }), 1, svcerr.ConditionNotMet, Lease{}},
-		{"leased, right id", leasedApp, with(func(r *AppendRequest) { r.LeaseID = idA }), 1, "", leasedFixed},
-		{"sealed", sealedApp, open, 1, svcerr.BlobIsSealed, Lease{}},
-		{"appendpos matches", appendRow, with(func(r *AppendRequest) { r.AppendPos = 10 }), 1, "", Lease{}},
-		{"appendpos differs", appendRow, with(func(r *AppendRequest) { r.AppendPos = 9 }), 1, svcerr.AppendPositionConditionNotMet, Lease{}},
-		{"maxsize reached exactly", appendRow, with(func(r *AppendRequest) { r.MaxSize = 15 }), 5, "", Lease{}},
-		{"maxsize exceeded", appendRow, with(func(r *AppendRequest) { r.MaxSize = 15 }), 6, svcerr.MaxBlobSizeConditionNotMet, Lease{}},
-		{"appendpos before maxsize", appendRow, with(func(r *AppendRequest) { r.AppendPos, r.MaxSize = 0, 0 }), 6, svcerr.AppendPositionConditionNotMet, Lease{}},
-		{"block limit", fullApp, open, 1, svcerr.BlockCountExceedsLimit, Lease{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := checkAppend(tt.b, tt.req, tt.n, t0)
-			checkRuleLease(t, got, err, tt.want, tt.wantLease)
-		})
-	}
+	runRuleCases(t, []ruleCase[appendIn]{
+		{"missing", nil, appendIn{open, 1}, svcerr.BlobNotFound, Lease{}},
+		{"missing, If-Match", nil, appendIn{with(func(r *AppendRequest) { r.Cond = ifMatchE1 }), 1}, svcerr.ConditionNotMet, Lease{}},
+		{"append", appendRow, appendIn{open, 5}, "", Lease{}},
+		{"block blob", blockRow, appendIn{open, 1}, svcerr.InvalidBlobType, Lease{}},
+		{"lease before type", leasedRow, appendIn{open, 1}, svcerr.LeaseIdMissing, Lease{}},
+		{"conditions before type", blockRow, appendIn{with(func(r *AppendRequest) { r.Cond = ifMatchE2 }), 1}, svcerr.ConditionNotMet, Lease{}},
+		{"leased, right id", leasedApp, appendIn{with(func(r *AppendRequest) { r.LeaseID = idA }), 1}, "", leasedFixed},
+		{"sealed", sealedApp, appendIn{open, 1}, svcerr.BlobIsSealed, Lease{}},
+		{"appendpos matches", appendRow, appendIn{with(func(r *AppendRequest) { r.AppendPos = 10 }), 1}, "", Lease{}},
+		{"appendpos differs", appendRow, appendIn{with(func(r *AppendRequest) { r.AppendPos = 9 }), 1}, svcerr.AppendPositionConditionNotMet, Lease{}},
+		{"maxsize reached exactly", appendRow, appendIn{with(func(r *AppendRequest) { r.MaxSize = 15 }), 5}, "", Lease{}},
+		{"maxsize exceeded", appendRow, appendIn{with(func(r *AppendRequest) { r.MaxSize = 15 }), 6}, svcerr.MaxBlobSizeConditionNotMet, Lease{}},
+		{"appendpos before maxsize", appendRow, appendIn{with(func(r *AppendRequest) { r.AppendPos, r.MaxSize = 0, 0 }), 6}, svcerr.AppendPositionConditionNotMet, Lease{}},
+		{"block limit", fullApp, appendIn{open, 1}, svcerr.BlockCountExceedsLimit, Lease{}},
+	}, func(b *Blob, in appendIn) (Lease, error) { return checkAppend(b, in.req, in.n, t0) })
 }
 
 func TestCheckBlockTarget(t *testing.T) {

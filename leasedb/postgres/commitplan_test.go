@@ -135,19 +135,13 @@ func TestPutBlobClaimedIntentIsLost(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
-	if err := s.Update(ctx, func(tx leasedb.Tx) error {
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
 			return err
 		}
 		// Due at once: the collector claims it.
 		return tx.AddIntent(ctx, "k1", now.Add(-time.Second))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	claimed, err := s.ClaimDue(ctx, 10, time.Hour)
 	if err != nil || !slices.Equal(claimed, []string{"k1"}) {
 		t.Fatalf("ClaimDue = %v, %v; want [k1]", claimed, err)
@@ -204,15 +198,9 @@ func TestPutBlobRunsGenericPlans(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(ctx, func(tx leasedb.Tx) error {
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		t.Fatal(err)
 	}

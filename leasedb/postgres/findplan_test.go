@@ -13,7 +13,6 @@ import (
 // findFill writes the blobs plancase.FindCases finds (plancase.FindNames
 // in each container, their tags indexed by migration 0009's triggers).
 var findFill = []string{
-	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
 	`INSERT INTO blobs (account, container, name, blob_type, etag, tags)
 		SELECT 'acct', c, 'd/' || lpad(i::text, 7, '0'), 'BlockBlob', '"b' || i || '"',
 			json_build_object('n', lpad(i::text, 7, '0'), 'group', (i % 100)::text)::jsonb

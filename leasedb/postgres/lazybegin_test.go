@@ -2,13 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
-	"github.com/blobgw/blobgw/leasedb/postgres"
 )
 
 // BEGIN travels with a write's first statement (LockForReplace of Put
@@ -17,18 +14,8 @@ import (
 // (leasedb.ErrUnavailable), certainly not committed, whatever the layer
 // above made of the statement's error.
 func TestRefusedBeginWithFirstStatement(t *testing.T) {
-	pair := pgtest.StartPair(t)
 	ctx := context.Background()
-	name, _, err := pair.CreateDatabase(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	open(t, pair.Primary.DSN(name)) // the schema, through the primary
-	s, err := postgres.Open(ctx, pair.Standby.DSN(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStandby(t, true)
 	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
 	// Until the standby replayed the schema, reads fail.
 	for s.View(ctx, func(tx leasedb.Tx) error {
@@ -61,12 +48,6 @@ func TestRefusedBeginWithFirstStatement(t *testing.T) {
 			})
 		},
 	} {
-		err := op()
-		if !errors.Is(err, leasedb.ErrUnavailable) {
-			t.Errorf("%s on the standby: %v, want leasedb.ErrUnavailable", what, err)
-		}
-		if leasedb.MayHaveCommitted(err) {
-			t.Errorf("%s refused at BEGIN is marked as maybe committed: %v", what, err)
-		}
+		checkRefusedAtBegin(t, what, op())
 	}
 }

@@ -539,10 +539,7 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return cs[0], nil
+	return sqlq.First(cs), nil
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -683,10 +680,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: get blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return sqlq.First(bs), nil
 }
 
 // nameLockKey is the advisory lock key of a blob name: FNV-1a 64 over the
@@ -781,11 +775,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// leasedPred selects rows holding a lease. It must stay textually identical
-// to the WHERE clause of the partial indexes containers_leased and
-// blobs_leased (migration 0002), or the planner cannot prove they apply.
-const leasedPred = `lease_state NOT IN ('', 'available')`
-
 // ListLeases implements leasedb.Tx in one statement. Both halves read only
 // the partial indexes' rows; a container's own row (kind 0) sorts before
 // its blobs. Every text column is COLLATE "C", so the order is byte order.
@@ -793,7 +782,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 	if err := checkText(f.Account, f.Container); err != nil {
 		return nil, err
 	}
-	cw, bw := leasedPred, leasedPred
+	cw, bw := sqlq.LeasedPred, sqlq.LeasedPred
 	var args []any
 	if f.Account != "" {
 		args = append(args, f.Account)

@@ -15,25 +15,46 @@ import (
 // (leasedb.ErrUnavailable, which the gateway answers 503 ServerBusy), not
 // as a failure of the request (500).
 func TestUpdateOnStandbyIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	s := openStandby(t, false)
+	if err := s.View(ctx, func(leasedb.Tx) error { return nil }); err != nil {
+		t.Fatalf("View on the standby: %v", err)
+	}
+	checkRefusedAtBegin(t, "Update", s.Update(ctx, func(leasedb.Tx) error { return nil }))
+}
+
+// openStandby starts a primary with a hot standby, creates a database
+// named for the test and opens a store on the standby, closed when the
+// test ends. With schema the primary migrates the database first (the
+// standby cannot), and the standby replays it in its own time.
+func openStandby(t *testing.T, schema bool) *postgres.Store {
+	t.Helper()
 	pair := pgtest.StartPair(t)
 	ctx := context.Background()
 	name, _, err := pair.CreateDatabase(ctx, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if schema {
+		open(t, pair.Primary.DSN(name))
+	}
 	s, err := postgres.Open(ctx, pair.Standby.DSN(name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if err := s.View(ctx, func(leasedb.Tx) error { return nil }); err != nil {
-		t.Fatalf("View on the standby: %v", err)
-	}
-	err = s.Update(ctx, func(leasedb.Tx) error { return nil })
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// checkRefusedAtBegin fails the test unless err, what a write on the
+// standby returned, is a refusal at BEGIN: an outage
+// (leasedb.ErrUnavailable), certainly not committed.
+func checkRefusedAtBegin(t *testing.T, what string, err error) {
+	t.Helper()
 	if !errors.Is(err, leasedb.ErrUnavailable) {
-		t.Fatalf("Update on the standby: %v, want leasedb.ErrUnavailable", err)
+		t.Errorf("%s on the standby: %v, want leasedb.ErrUnavailable", what, err)
 	}
 	if leasedb.MayHaveCommitted(err) {
-		t.Fatalf("Update refused at BEGIN is marked as maybe committed: %v", err)
+		t.Errorf("%s refused at BEGIN is marked as maybe committed: %v", what, err)
 	}
 }

@@ -13,8 +13,7 @@ import (
 // findFill writes the blobs plancase.FindCases finds (plancase.FindNames
 // in each container, their tags indexed by migration 0009's triggers).
 var findFill = []string{
-	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
+	series(1, 100000) + `
 	INSERT INTO blobs (account, container, name, blob_type, etag, tags)
 		SELECT 'acct', cs.c, printf('d/%07d', i), 'BlockBlob', '"b' || i || '"',
 			CASE WHEN i % 10000 = 0

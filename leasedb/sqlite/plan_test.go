@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,47 +19,42 @@ import (
 	"github.com/blobgw/blobgw/leasedb/sqlite"
 )
 
-// TestListEntriesPlan lists the container plancase describes, filled by
-// planFill.
-const (
-	planAccount   = plancase.Account
-	planContainer = plancase.Container
-	planOther     = plancase.Other
-	planNames     = plancase.Names
-	planMNames    = plancase.MNames
-)
+// series opens a fill statement with the common table expression n(i) of
+// i = 0, step, 2×step, … below end: the fills' generate_series.
+func series(step, end int) string {
+	return fmt.Sprintf("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + %d FROM n WHERE i + %d < %d)", step, step, end)
+}
 
-// planFill inserts the rows described above, set-based, in one
+// planFill inserts the rows plancase describes, set-based, in one
 // transaction.
 var planFill = []string{
-	`INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999)
+	series(1, 200000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i), 'BlockBlob', '"b' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999)
+	series(1, 2000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c', 'm/' || printf('%05d', i), 'BlockBlob', '"m' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 8 FROM n WHERE i + 8 < 200000),
+	series(8, 200000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"s' || i || '"'
 		FROM n, j`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999),
+	series(1, 200000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
 		SELECT 'acct', 'c', 'd/' || printf('%07d', i) || CASE WHEN i % 8 = 4 THEN '.u' ELSE '' END,
 			'blk' || j, 'k/' || i || '/' || j, 1, 1704067200000000
 		FROM n, j WHERE i % 8 IN (2, 4)`,
 	// The other container: many rows under the same names.
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49999)
+	series(1, 50000) + `
 		INSERT INTO blobs (account, container, name, blob_type, etag)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), 'BlockBlob', '"o' || i || '"' FROM n`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+	series(5, 50000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO snapshots (account, container, name, snapshot, blob_type, etag)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i), '2024-01-01T00:00:0' || j || '.0000000Z', 'BlockBlob', '"o"'
 		FROM n, j`,
-	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 5 FROM n WHERE i + 5 < 50000),
+	series(5, 50000) + `,
 		j(j) AS (VALUES (1), (2))
 		INSERT INTO blocks (account, container, blob, block_id, key, size, staged_at)
 		SELECT 'acct', 'c2', 'd/' || printf('%07d', i) || '.u', 'blk' || j, 'o/' || i || '/' || j, 1, 1704067200000000
@@ -91,13 +87,11 @@ func TestListEntriesPlan(t *testing.T) {
 	defer cancel()
 	s, db := filledStore(t, ctx, planFill)
 	var nb, ns, nk, no int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM blobs WHERE container = ?1),
-		(SELECT count(*) FROM snapshots WHERE container = ?1), (SELECT count(*) FROM blocks WHERE container = ?1),
-		(SELECT count(*) FROM blobs WHERE container = ?2)`, planContainer, planOther).Scan(&nb, &ns, &nk, &no); err != nil {
+	if err := db.QueryRowContext(ctx, plancase.FillCounts(func(n int) string { return "?" + strconv.Itoa(n) }), plancase.Container, plancase.Other).Scan(&nb, &ns, &nk, &no); err != nil {
 		t.Fatal(err)
 	}
-	if nb != planNames+planMNames || ns != planNames/4 || nk != planNames/2 || no == 0 {
-		t.Fatalf("filled %d blobs, %d snapshots, %d blocks, %d blobs in the other container", nb, ns, nk, no)
+	if err := plancase.CheckFill(nb, ns, nk, no); err != nil {
+		t.Fatal(err)
 	}
 
 	// Root pages of the listed tables (their primary keys: they are
@@ -127,7 +121,7 @@ func TestListEntriesPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blobs WHERE account = ? AND container = ?`, planAccount, planContainer)
+	fullScan, err := pagesFetched(ctx, conn, `SELECT count(*) FROM blobs WHERE account = ? AND container = ?`, plancase.Account, plancase.Container)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,24 +141,14 @@ func TestListEntriesPlan(t *testing.T) {
 				t.Fatalf("ANALYZE left %d statistics rows: %v", stats, err)
 			}
 		}
-		worst := plancase.Worst{}
+		var cases []planCase
 		for _, c := range plancase.Cases() {
 			q, args := sqlq.ListEntries(func(int) string { return "?" },
-				planAccount, planContainer, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
-			checkQueryPlan(t, ctx, conn, roots, worst, "", c.Name, phase, q, args, c.Limit, planPageBound(c.Limit))
-
-			if phase != "no statistics" {
-				continue
-			}
-			// The same case through the Store, against the model (once:
-			// a plan does not change what the query returns).
-			if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
-				t.Errorf("%s: %v", c.Name, err)
-			}
+				plancase.Account, plancase.Container, c.Prefix, c.After, c.AfterSnapshot, c.Limit, c.Inc)
+			cases = append(cases, planCase{c.Name, q, args, c.Limit, planPageBound(c.Limit),
+				func() error { return c.Check(ctx, s, plancase.Account, plancase.Container, model) }})
 		}
-		for _, l := range worst.Lines("pages fetched") {
-			t.Log(l)
-		}
+		checkPlanCases(t, ctx, conn, roots, "", phase, cases)
 		checkDelimitedPlans(t, ctx, s, conn, roots, model, phase)
 	}
 	for _, err := range plancase.CheckPages(ctx, s, model) {
@@ -177,19 +161,45 @@ func TestListEntriesPlan(t *testing.T) {
 // bounded by the limit, never by the names under the prefixes the page
 // skips.
 func checkDelimitedPlans(t *testing.T, ctx context.Context, s leasedb.Store, conn *sql.Conn, roots map[int64]string, model []plancase.Entry, phase string) {
-	worst := plancase.Worst{}
+	var cases []planCase
 	for _, c := range plancase.DelimCases() {
-		q, args := sqlq.ListDelimited(sqlite.Dialect, planAccount, planContainer, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
-		checkQueryPlan(t, ctx, conn, roots, worst, "delimited ", c.Name, phase, q, args, c.Limit, delimPageBound(c.Limit))
+		q, args := sqlq.ListDelimited(sqlite.Dialect, plancase.Account, plancase.Container, c.Prefix, c.Delimiter, c.After, c.Limit, c.Inc)
+		cases = append(cases, planCase{c.Name, q, args, c.Limit, delimPageBound(c.Limit),
+			func() error { return c.Check(ctx, s, plancase.Account, plancase.Container, model) }})
+	}
+	checkPlanCases(t, ctx, conn, roots, "delimited ", phase, cases)
+}
+
+// planCase is one listing case as checkPlanCases runs it: its statement,
+// its limit and the pages it may fetch, and its run through the Store
+// against the model.
+type planCase struct {
+	name  string
+	q     string
+	args  []any
+	limit int
+	bound int
+	check func() error
+}
+
+// checkPlanCases checks every case's plan and pages (checkQueryPlan) and,
+// in the first phase only (a plan does not change what a query returns),
+// its result through the Store; then it logs the worst pages per limit of
+// each family. label ("" or "delimited ") starts every message.
+func checkPlanCases(t *testing.T, ctx context.Context, conn *sql.Conn, roots map[int64]string, label, phase string, cases []planCase) {
+	t.Helper()
+	worst := plancase.Worst{}
+	for _, c := range cases {
+		checkQueryPlan(t, ctx, conn, roots, worst, label, c.name, phase, c.q, c.args, c.limit, c.bound)
 		if phase != "no statistics" {
 			continue
 		}
-		if err := c.Check(ctx, s, planAccount, planContainer, model); err != nil {
-			t.Errorf("delimited %s: %v", c.Name, err)
+		if err := c.check(); err != nil {
+			t.Errorf("%s%s: %v", label, c.name, err)
 		}
 	}
 	for _, l := range worst.Lines("pages fetched") {
-		t.Log("delimited, " + l)
+		t.Log(label + l)
 	}
 }
 
@@ -409,10 +419,10 @@ func pagesFetched(ctx context.Context, conn *sql.Conn, q string, args ...any) (i
 	return status(false)
 }
 
-// filledStore opens a migrated store in a new file, runs fill on it in one
-// transaction, and returns the store and a database handle of one
-// connection on the same file (closed when t ends), for the plan tests'
-// own statements.
+// filledStore opens a migrated store in a new file, inserts plancase's two
+// containers and runs fill in one transaction, and returns the store and
+// a database handle of one connection on the same file (closed when t
+// ends), for the plan tests' own statements.
 func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Store, *sql.DB) {
 	t.Helper()
 	if testing.Short() {
@@ -430,7 +440,7 @@ func filledStore(t *testing.T, ctx context.Context, fill []string) (*sqlite.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range fill {
+	for _, q := range append([]string{plancase.InsertContainers}, fill...) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			tx.Rollback()
 			t.Fatalf("%s: %v", q, err)

@@ -470,10 +470,7 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get container %s/%s: %w", account, name, err)
 	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return cs[0], nil
+	return sqlq.First(cs), nil
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
@@ -558,10 +555,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return sqlq.First(bs), nil
 }
 
 // PutBlob implements leasedb.Tx. A missing container is ErrNotFound.
@@ -626,11 +620,6 @@ func (t *tx) StageBlock(ctx context.Context, account, container, blob string, b 
 	return old, nil
 }
 
-// leasedPred selects rows holding a lease. It must stay textually identical
-// to the WHERE clause of the partial indexes containers_leased and
-// blobs_leased (migration 0002), or SQLite cannot use them.
-const leasedPred = `lease_state NOT IN ('', 'available')`
-
 // ListLeases implements leasedb.Tx. Both halves read only the partial
 // indexes' rows; a container's own row (kind 0) sorts before its blobs.
 // INDEXED BY pins the partial indexes: without statistics (blobgw never
@@ -641,7 +630,7 @@ func (t *tx) ListLeases(ctx context.Context, f leasedb.LeaseFilter) ([]leasedb.L
 	if err := checkText(f.Account, f.Container); err != nil {
 		return nil, err
 	}
-	cw, bw := leasedPred, leasedPred
+	cw, bw := sqlq.LeasedPred, sqlq.LeasedPred
 	var cargs, bargs []any
 	if f.Account != "" {
 		cw += " AND account = ?"

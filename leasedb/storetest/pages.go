@@ -41,14 +41,7 @@ func testPageBlobRow(t *testing.T, s leasedb.Store) {
 		return err
 	})
 	checkBlob(t, &snap, gotSnap)
-	var keys []string
-	if err := s.ReferencedKeys(ctxT(t), func(key, _ string) error {
-		keys = append(keys, key)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"page/0", "page/1", "page/2"}; !slices.Equal(keys, want) {
+	if keys, want := referencedKeys(t, s), []string{"page/0", "page/1", "page/2"}; !slices.Equal(keys, want) {
 		t.Fatalf("ReferencedKeys = %q, want %q", keys, want)
 	}
 	var dropped []string

@@ -10,11 +10,12 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
-// Version ids as the gateway makes them (the snapshot id form).
+// Version ids as the gateway makes them: the snapshot id form, so the
+// snapshot tests' ids serve.
 const (
-	ver1 = "2024-05-17T06:41:12.3456780Z"
-	ver2 = "2024-05-17T06:41:12.3456781Z"
-	ver3 = "2024-05-18T00:00:00.0000000Z"
+	ver1 = snap1
+	ver2 = snap2
+	ver3 = snap3
 )
 
 func fullVersion(container, name, vid string) *leasedb.Blob {

@@ -39,6 +39,31 @@ const (
 	Snap2     = "2024-01-01T00:00:02.0000000Z"
 )
 
+// InsertContainers inserts the rows of Container and Other, in SQL both
+// dialects accept: the first statement of every fill (filledStore of each
+// driver's plan tests runs it).
+const InsertContainers = `INSERT INTO containers (account, name, etag) VALUES ('acct', 'c', '"c"'), ('acct', 'c2', '"c2"')`
+
+// FillCounts is the statement that counts what a List Blobs fill wrote:
+// the blob, snapshot and block rows of Container (argument 1) and the blob
+// rows of Other (argument 2); param(n) is the dialect's numbered
+// placeholder. CheckFill judges its answer.
+func FillCounts(param func(n int) string) string {
+	c, o := param(1), param(2)
+	return `SELECT (SELECT count(*) FROM blobs WHERE container = ` + c + `),
+		(SELECT count(*) FROM snapshots WHERE container = ` + c + `), (SELECT count(*) FROM blocks WHERE container = ` + c + `),
+		(SELECT count(*) FROM blobs WHERE container = ` + o + `)`
+}
+
+// CheckFill reports a fill whose FillCounts differ from what the model
+// describes (or that left Other empty).
+func CheckFill(blobs, snapshots, blocks, other int) error {
+	if blobs != Names+MNames || snapshots != Names/4 || blocks != Names/2 || other == 0 {
+		return fmt.Errorf("filled %d blobs, %d snapshots, %d blocks, %d blobs in the other container", blobs, snapshots, blocks, other)
+	}
+	return nil
+}
+
 // Entry is one ListEntries item of the model of Container.
 type Entry struct {
 	Name, Snapshot string

@@ -23,6 +23,15 @@ func CheckText(driver string, ss ...string) error {
 	return nil
 }
 
+// First is the answer of a lookup by primary key: its one row, or nil
+// when there is none.
+func First[T any](rows []*T) *T {
+	if len(rows) == 0 {
+		return nil
+	}
+	return rows[0]
+}
+
 // CtxErr prefers the context's error when the context ended, so callers
 // can test errors.Is(err, context.Canceled) whatever the driver said.
 func CtxErr(ctx context.Context, err error) error {

@@ -35,6 +35,12 @@ const SnapshotCols = BlobCols + `, snapshot`
 // blob with nothing else known (the drivers scan them like a row).
 const StagedCols = `'BlockBlob', '', NULL, NULL, 0, '', '', '', '', '', NULL, '{}', '[]', 0, '', '', 0, NULL, NULL, NULL, NULL, NULL, '', 0, '', 0`
 
+// LeasedPred selects the container or blob rows holding a lease (List
+// Leases). It must stay textually identical to the WHERE clause of the
+// partial indexes containers_leased and blobs_leased (migration 0002 of
+// both dialects), or neither planner can use them.
+const LeasedPred = `lease_state NOT IN ('', 'available')`
+
 // Kinds of ListEntries rows, in their order within one name: snapshots,
 // previous versions, then the current blob. A name has a blob row or is
 // staged, never both in one result.

@@ -213,10 +213,7 @@ func (t Tx[T]) Version(ctx context.Context, account, container, blob, versionID 
 	if err != nil {
 		return nil, t.errorf(ctx, err, "get version %s/%s/%s@%s", account, container, blob, versionID)
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return First(bs), nil
 }
 
 // Versions implements leasedb.Tx: ordered by version id (byte order:

@@ -178,10 +178,7 @@ func (t Tx[T]) Snapshot(ctx context.Context, account, container, blob, snapshot 
 	if err != nil {
 		return nil, t.errorf(ctx, err, "get snapshot %s/%s/%s@%s", account, container, blob, snapshot)
 	}
-	if len(bs) == 0 {
-		return nil, nil
-	}
-	return bs[0], nil
+	return First(bs), nil
 }
 
 // Snapshots implements leasedb.Tx: ordered by snapshot id (byte order:
