@@ -110,9 +110,7 @@ func TestContainerSoftDeleteRestore(t *testing.T) {
 		}
 		// Its bytes are kept through collection passes.
 		b.collectAll(t)
-		if n := b.countObjects(t); n != objects {
-			t.Fatalf("%d objects after collecting a soft-deleted container, want %d", n, objects)
-		}
+		b.wantObjects(t, objects, "after collecting a soft-deleted container")
 		b.checkNoLeak(t)
 
 		// The name is free at once; the deleted one is listed beside it.
@@ -226,15 +224,11 @@ func TestContainerSoftDeleteExpiry(t *testing.T) {
 			t.Fatalf("deleted entries %v", del)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2 (blob, staged block)", n)
-		}
+		b.wantObjects(t, 2, "before expiry (blob, staged block)")
 		time.Sleep(retention + 500*time.Millisecond)
 		b.collectAll(t) // purges, queues the objects (grace 0) ...
 		b.collectAll(t) // ... and deletes them
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after expiry, want 0", n)
-		}
+		b.wantObjects(t, 0, "after expiry")
 		if n := len(listAll(t, b.client, true)); n != 0 {
 			t.Fatalf("%d containers listed after expiry, want 0", n)
 		}
@@ -264,9 +258,7 @@ func TestContainerDeleteWithoutRetention(t *testing.T) {
 		_, err := b.client.ServiceClient().RestoreContainer(ctx, "gone", "01D60F8BB59A4652", nil)
 		wantErr(t, err, 404, "ContainerNotFound")
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after delete + collection, want 0", n)
-		}
+		b.wantObjects(t, 0, "after delete + collection")
 		b.checkNoLeak(t)
 	})
 }

@@ -625,9 +625,7 @@ func TestCopySourceDiesMidStream(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound")
 		b.collectAll(t)
 		b.checkNoLeak(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d backend objects, want the destination's 1", n)
-		}
+		b.wantObjects(t, 1, "the destination's only")
 	})
 }
 

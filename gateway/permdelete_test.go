@@ -85,9 +85,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 				t.Fatalf("soft-deleted snapshots: %v, want two", got)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 2 {
-				t.Fatalf("%d objects before the permanent deletes, want 2", n)
-			}
+			b.wantObjects(t, 2, "before the permanent deletes")
 
 			if _, err := b.snapshotClient(t, "perm", "a", over[0]).Delete(ctx, permanent); err != nil {
 				t.Fatal(err)
@@ -96,9 +94,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 				t.Fatalf("soft-deleted snapshots after one permanent delete: %v, want only %s", got, *snap.Snapshot)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 1 {
-				t.Fatalf("%d objects after permanently deleting the only row of x1, want 1", n)
-			}
+			b.wantObjects(t, 1, "after permanently deleting the only row of x1")
 			if _, err := b.snapshotClient(t, "perm", "a", over[0]).Delete(ctx, permanent); err == nil {
 				t.Fatal("a second permanent delete of the same snapshot succeeded")
 			} else {
@@ -119,9 +115,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 			}
 			b.collectAll(t)
 			checkBytes(t, download(t, b.client, "perm", "a"), x2, "live blob after permanent deletes of its snapshots")
-			if n := b.countObjects(t); n != 1 {
-				t.Fatalf("%d objects, want 1 (x2, shared by the deleted snapshot and the blob)", n)
-			}
+			b.wantObjects(t, 1, "x2, shared by the deleted snapshot and the blob")
 
 			// Versions.
 			b.setVersioning(t, true)
@@ -145,9 +139,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 				t.Errorf("include=versions,deleted after a permanent delete: %s, want %s", got, want)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != before-1 {
-				t.Fatalf("%d objects after permanently deleting a version, want %d", n, before-1)
-			}
+			b.wantObjects(t, before-1, "after permanently deleting a version")
 			if _, err := cc.NewBlobClient("v").Undelete(ctx, nil); err != nil {
 				t.Fatal(err)
 			}

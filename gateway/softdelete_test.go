@@ -157,9 +157,7 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 			t.Fatalf("include=deleted without snapshots: %s", render(l))
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != objects {
-			t.Fatalf("%d objects after collecting a soft-deleted blob, want %d", n, objects)
-		}
+		b.wantObjects(t, objects, "after collecting a soft-deleted blob")
 
 		// The name is free: a new blob; Undelete Blob then restores the
 		// snapshots only and leaves the live blob as it is.
@@ -329,15 +327,11 @@ func TestSoftDeleteExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2", n)
-		}
+		b.wantObjects(t, 2, "before expiry")
 		b.setClockOffset(24*time.Hour + time.Minute)
 		b.collectAll(t) // purges, queues a's object (grace 0) ...
 		b.collectAll(t) // ... and deletes it
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after expiry, want 1 (keep's, still live)", n)
-		}
+		b.wantObjects(t, 1, "after expiry (keep's, still live)")
 		if l := listFlat(t, cc, container.ListBlobsInclude{Deleted: true, Snapshots: true}, 10); render(l) != "keep" {
 			t.Fatalf("listing after expiry: %s", render(l))
 		}
@@ -366,15 +360,11 @@ func TestSoftDeleteExpiryWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 1 {
-				t.Fatalf("%d objects before the retention passed, want 1", n)
-			}
+			b.wantObjects(t, 1, "before the retention passed")
 			time.Sleep(day + 500*time.Millisecond)
 			b.collectAll(t)
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 0 {
-				t.Fatalf("%d objects after the retention passed, want 0", n)
-			}
+			b.wantObjects(t, 0, "after the retention passed")
 			b.checkNoLeak(t)
 		})
 	}
@@ -413,9 +403,7 @@ func TestSoftDeleteOff(t *testing.T) {
 		_, err = cc.NewBlobClient("a").Undelete(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after a hard delete, want 0", n)
-		}
+		b.wantObjects(t, 0, "after a hard delete")
 		b.checkNoLeak(t)
 	})
 }
@@ -539,9 +527,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 			}
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects with both containers soft-deleted, want 2", n)
-		}
+		b.wantObjects(t, 2, "with both containers soft-deleted")
 		b.checkNoLeak(t)
 		del := deletedItems(listAll(t, b.client, true), "back")
 		if len(del) != 1 {
@@ -561,9 +547,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		time.Sleep(retention + 500*time.Millisecond)
 		b.collectAll(t) // purges "gone" with its soft-deleted blob ...
 		b.collectAll(t) // ... and deletes its object
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after the purge, want 1 (the undeleted blob)", n)
-		}
+		b.wantObjects(t, 1, "after the purge (the undeleted blob)")
 		b.checkNoLeak(t)
 	})
 }

@@ -99,9 +99,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 			t.Errorf("include=deleted: %s, want %s", got, want)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 4 {
-			t.Fatalf("%d objects with two soft-deleted versions, want 4", n)
-		}
+		b.wantObjects(t, 4, "with two soft-deleted versions")
 
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -195,23 +193,17 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 		v1, v2 := vidOf(t, "upload", up1.VersionID), vidOf(t, "set metadata", md.VersionID)
 		b.deleteRaw(t, "vexp/a?versionid="+v1, nil)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2", n)
-		}
+		b.wantObjects(t, 2, "before expiry")
 		b.setClockOffset(2*24*time.Hour + time.Minute)
 		b.collectAll(t) // purges v1; x1 stays, v2 holds it
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after v1 expired, want 2 (v2 holds x1)", n)
-		}
+		b.wantObjects(t, 2, "after v1 expired (v2 holds x1)")
 		checkBytes(t, b.downloadVersion(t, "vexp", "a", v2), x1, "version sharing the purged one's bytes")
 		b.deleteRaw(t, "vexp/a?versionid="+v2, nil) // expires two days from the moved clock
 		b.setClockOffset(4*24*time.Hour + 2*time.Minute)
 		b.collectAll(t)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after both expired, want 1 (the current blob's)", n)
-		}
+		b.wantObjects(t, 1, "after both expired (the current blob's)")
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -293,9 +285,7 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 2 {
-				t.Fatalf("%d objects with the container soft-deleted, want 2", n)
-			}
+			b.wantObjects(t, 2, "with the container soft-deleted")
 			b.checkNoLeak(t)
 			svc := b.client.ServiceClient()
 			del := deletedItems(listAll(t, b.client, true), "vback")
@@ -344,9 +334,7 @@ func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after the plain overwrite, want 2 (the soft-deleted version keeps x1)", n)
-		}
+		b.wantObjects(t, 2, "after the plain overwrite (the soft-deleted version keeps x1)")
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

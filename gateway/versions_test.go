@@ -369,9 +369,7 @@ func TestVersionBytesSurvive(t *testing.T) {
 			_, err = bc.DownloadStream(ctx, nil)
 			wantErr(t, err, 404, "BlobNotFound")
 			b.collectAll(t)
-			if n := b.countObjects(t); n != objects+1 {
-				t.Fatalf("%d objects after overwrite and delete, want %d (versions keep theirs, nothing copied)", n, objects+1)
-			}
+			b.wantObjects(t, objects+1, "after overwrite and delete (versions keep theirs, nothing copied)")
 			if got := b.downloadVersion(t, "keep", "b", v1); !bytes.Equal(got, data) {
 				t.Fatal("version 1 lost its bytes")
 			}
@@ -394,9 +392,7 @@ func TestVersionBytesSurvive(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.collectAll(t)
-			if n := b.countObjects(t); n != 0 {
-				t.Fatalf("%d objects left after every version was deleted", n)
-			}
+			b.wantObjects(t, 0, "left after every version was deleted")
 			b.checkNoLeak(t)
 		})
 	}
@@ -529,9 +525,7 @@ func TestVersionRestoreByCopy(t *testing.T) {
 			// Three "bad edit" uploads (one object each) and one copy of
 			// the restored bytes: Put Blob From URL streams its source,
 			// the two Copy Blob forms share it.
-			if n := b.countObjects(t); n != objects+4 {
-				t.Fatalf("%d objects, want %d: a Copy Blob restore copied bytes", n, objects+4)
-			}
+			b.wantObjects(t, objects+4, "after the restores (more: a Copy Blob restore copied bytes)")
 			if got := b.downloadVersion(t, "restore", "r", v1); !bytes.Equal(got, old) {
 				t.Fatal("the restored version changed")
 			}
