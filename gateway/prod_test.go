@@ -241,9 +241,7 @@ next:
 // TestMetrics scrapes /metrics before and after a known set of requests
 // and checks that each counter moved by what those requests did.
 func TestMetrics(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) { testMetrics(t, kind) })
-	}
+	forKinds(t, []string{"sqlite+disk", "postgres+s3"}, testMetrics)
 }
 
 func testMetrics(t *testing.T, kind string) {

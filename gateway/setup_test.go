@@ -44,7 +44,13 @@ var storeKinds = []string{"sqlite+disk", "postgres+disk", "sqlite+s3", "postgres
 
 // forEachStore runs fn as one subtest per storeKinds entry.
 func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {
-	for _, kind := range storeKinds {
+	forKinds(t, storeKinds, fn)
+}
+
+// forKinds runs fn as one subtest per entry of kinds (a subset of
+// storeKinds, for tests that need not run on every pair).
+func forKinds(t *testing.T, kinds []string, fn func(t *testing.T, kind string)) {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) { fn(t, kind) })
 	}
 }

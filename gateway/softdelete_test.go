@@ -346,28 +346,26 @@ func TestSoftDeleteExpiry(t *testing.T) {
 // (leasedb.DB.RetentionDay, a test hook) passes, and a collection pass
 // purges the blob and its objects.
 func TestSoftDeleteExpiryWait(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			const day = 2 * time.Second
-			b := setup(t, kind, setupOpts{retentionDay: day})
-			b.setRetention(t, 1)
-			createContainers(t, b.client, "wait")
-			if _, err := b.client.UploadBuffer(ctx, "wait", "a", randBytes(2000, 6), nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.client.DeleteBlob(ctx, "wait", "a", nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			b.wantObjects(t, 1, "before the retention passed")
-			time.Sleep(day + 500*time.Millisecond)
-			b.collectAll(t)
-			b.collectAll(t)
-			b.wantObjects(t, 0, "after the retention passed")
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, []string{"sqlite+disk", "postgres+s3"}, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		const day = 2 * time.Second
+		b := setup(t, kind, setupOpts{retentionDay: day})
+		b.setRetention(t, 1)
+		createContainers(t, b.client, "wait")
+		if _, err := b.client.UploadBuffer(ctx, "wait", "a", randBytes(2000, 6), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.DeleteBlob(ctx, "wait", "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.wantObjects(t, 1, "before the retention passed")
+		time.Sleep(day + 500*time.Millisecond)
+		b.collectAll(t)
+		b.collectAll(t)
+		b.wantObjects(t, 0, "after the retention passed")
+		b.checkNoLeak(t)
+	})
 }
 
 // Soft delete off (the default, or turned off again): Delete Blob deletes
@@ -415,53 +413,51 @@ func TestSoftDeleteOff(t *testing.T) {
 // those snapshots and the version (the blob comes back by copying a
 // version).
 func TestSoftDeleteWithVersioning(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			cc := b.versionedSoftContainer(t, "vsoft")
-			v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
-			up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.client.UploadBuffer(ctx, "vsoft", "a", v2, nil); err != nil {
-				t.Fatal(err)
-			}
-			inc := container.ListBlobsInclude{Snapshots: true, Deleted: true}
-			if l := listFlat(t, cc, inc, 10); len(l) != 2 || l[0].deleted || l[1].deleted {
-				t.Fatalf("after an overwrite with versioning: %s, want the snapshot and the blob, nothing soft-deleted", render(l))
-			}
-			b.deleteRaw(t, "vsoft/a", map[string]string{"x-ms-delete-snapshots": "include"})
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
-				t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
-			}
-			if perm := b.deleteRaw(t, "vsoft/a?versionid="+*up1.VersionID, nil); perm != "false" {
-				t.Errorf("Delete Blob ?versionid=: x-ms-delete-type-permanent %q, want false (soft-deleted)", perm)
-			}
-			_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "soft-deleted version after Undelete Blob")
-			sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, downloadClient(t, sc), v1, "restored snapshot")
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		cc := b.versionedSoftContainer(t, "vsoft")
+		v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
+		up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, "vsoft", "a", v2, nil); err != nil {
+			t.Fatal(err)
+		}
+		inc := container.ListBlobsInclude{Snapshots: true, Deleted: true}
+		if l := listFlat(t, cc, inc, 10); len(l) != 2 || l[0].deleted || l[1].deleted {
+			t.Fatalf("after an overwrite with versioning: %s, want the snapshot and the blob, nothing soft-deleted", render(l))
+		}
+		b.deleteRaw(t, "vsoft/a", map[string]string{"x-ms-delete-snapshots": "include"})
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
+			t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
+		}
+		if perm := b.deleteRaw(t, "vsoft/a?versionid="+*up1.VersionID, nil); perm != "false" {
+			t.Errorf("Delete Blob ?versionid=: x-ms-delete-type-permanent %q, want false (soft-deleted)", perm)
+		}
+		_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "soft-deleted version after Undelete Blob")
+		sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, downloadClient(t, sc), v1, "restored snapshot")
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
 }
 
 // The policy round-trips through Get Blob Service Properties with

@@ -122,50 +122,48 @@ func TestSoftDeletedVersions(t *testing.T) {
 // again a version delete is permanent, and the version soft-deleted
 // before stays listed.
 func TestUndeleteVersionsNoCurrent(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			cc := b.versionedSoftContainer(t, "noc")
-			x1, x2 := randBytes(700, 25), randBytes(800, 26)
-			v1 := b.uploadVersion(t, "noc", "a", x1)
-			b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
-			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			_, err := cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days)"; got != want {
-				t.Errorf("listing: %s, want %s", got, want)
-			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "noc", "a", v1), x1, "undeleted version")
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1"; got != want {
-				t.Errorf("after Undelete Blob: %s, want %s", got, want)
-			}
-			// Soft-delete it again, then write: the new id follows it.
-			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			v2 := b.uploadVersion(t, "noc", "a", x2)
-			if v2 <= v1 {
-				t.Errorf("version id %s after the soft-deleted %s", v2, v1)
-			}
-			// Retention off: a version deleted now goes for good.
-			if _, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.setRetention(t, 0)
-			if perm := b.deleteRaw(t, "noc/a?versionid="+v2, nil); perm != "true" {
-				t.Errorf("Delete Blob ?versionid= without a retention: x-ms-delete-type-permanent %q, want true", perm)
-			}
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
-				t.Errorf("after a permanent delete: %s, want %s", got, want)
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		cc := b.versionedSoftContainer(t, "noc")
+		x1, x2 := randBytes(700, 25), randBytes(800, 26)
+		v1 := b.uploadVersion(t, "noc", "a", x1)
+		b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
+		b.deleteRaw(t, "noc/a?versionid="+v1, nil)
+		_, err := cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days)"; got != want {
+			t.Errorf("listing: %s, want %s", got, want)
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "noc", "a", v1), x1, "undeleted version")
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1"; got != want {
+			t.Errorf("after Undelete Blob: %s, want %s", got, want)
+		}
+		// Soft-delete it again, then write: the new id follows it.
+		b.deleteRaw(t, "noc/a?versionid="+v1, nil)
+		v2 := b.uploadVersion(t, "noc", "a", x2)
+		if v2 <= v1 {
+			t.Errorf("version id %s after the soft-deleted %s", v2, v1)
+		}
+		// Retention off: a version deleted now goes for good.
+		if _, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.setRetention(t, 0)
+		if perm := b.deleteRaw(t, "noc/a?versionid="+v2, nil); perm != "true" {
+			t.Errorf("Delete Blob ?versionid= without a retention: x-ms-delete-type-permanent %q, want true", perm)
+		}
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+			t.Errorf("after a permanent delete: %s, want %s", got, want)
+		}
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
 }
 
 // Retention expiry of soft-deleted versions by the database clock: the
@@ -225,43 +223,41 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 // a delimiter; Undelete Blob then restores the soft-deleted base as the
 // current blob (the name has none) and keeps the versions.
 func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			b.setRetention(t, 2)
-			cc := b.newContainer(t, "mix")
-			x1, x2 := randBytes(111, 29), randBytes(222, 30)
-			if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.deleteRaw(t, "mix/a", nil) // soft-deleted base
-			b.setVersioning(t, true)
-			v1 := b.uploadVersion(t, "mix", "a", x2)
-			b.deleteRaw(t, "mix/a", nil) // v1 becomes a previous version
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		b.setRetention(t, 2)
+		cc := b.newContainer(t, "mix")
+		x1, x2 := randBytes(111, 29), randBytes(222, 30)
+		if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.deleteRaw(t, "mix/a", nil) // soft-deleted base
+		b.setVersioning(t, true)
+		v1 := b.uploadVersion(t, "mix", "a", x2)
+		b.deleteRaw(t, "mix/a", nil) // v1 becomes a previous version
 
-			inc := container.ListBlobsInclude{Deleted: true, DeletedWithVersions: true}
-			want := "a (versions only, 222 bytes), a (deleted)"
-			for _, size := range []int32{1, 100} {
-				if got := listVersionsOnly(t, cc, inc, "", size); got != want {
-					t.Errorf("include=deleted,deletedwithversions, pages of %d:\n got %s\nwant %s", size, got, want)
-				}
-				if got := listVersionsOnlyTree(t, cc, inc, "", size); got != want {
-					t.Errorf("include=deleted,deletedwithversions with a delimiter, pages of %d:\n got %s\nwant %s", size, got, want)
-				}
+		inc := container.ListBlobsInclude{Deleted: true, DeletedWithVersions: true}
+		want := "a (versions only, 222 bytes), a (deleted)"
+		for _, size := range []int32{1, 100} {
+			if got := listVersionsOnly(t, cc, inc, "", size); got != want {
+				t.Errorf("include=deleted,deletedwithversions, pages of %d:\n got %s\nwant %s", size, got, want)
 			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
+			if got := listVersionsOnlyTree(t, cc, inc, "", size); got != want {
+				t.Errorf("include=deleted,deletedwithversions with a delimiter, pages of %d:\n got %s\nwant %s", size, got, want)
 			}
-			checkBytes(t, download(t, b.client, "mix", "a"), x1, "soft-deleted base undeleted")
-			checkBytes(t, b.downloadVersion(t, "mix", "a", v1), x2, "version after Undelete Blob")
-			if got, want := listVersionsOnly(t, cc, inc, "", 100), "a"; got != want {
-				t.Errorf("after Undelete Blob: %s, want %s", got, want)
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, download(t, b.client, "mix", "a"), x1, "soft-deleted base undeleted")
+		checkBytes(t, b.downloadVersion(t, "mix", "a", v1), x2, "version after Undelete Blob")
+		if got, want := listVersionsOnly(t, cc, inc, "", 100), "a"; got != want {
+			t.Errorf("after Undelete Blob: %s, want %s", got, want)
+		}
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
 }
 
 // A soft-deleted version inside container soft delete: it moves with its
@@ -269,44 +265,42 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 // bytes held all the while; List Blobs include=versions,deleted then
 // lists it and Undelete Blob restores it whole. Nothing leaks.
 func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind, setupOpts{options: gateway.Options{
-				ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
-			b.versionedSoftContainer(t, "vback")
-			x1, x2 := randBytes(9000, 31), randBytes(100, 32)
-			v1 := b.uploadVersion(t, "vback", "a", x1)
-			if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.deleteRaw(t, "vback/a?versionid="+v1, nil)
-			if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			b.wantObjects(t, 2, "with the container soft-deleted")
-			b.checkNoLeak(t)
-			svc := b.client.ServiceClient()
-			del := deletedItems(listAll(t, b.client, true), "vback")
-			if len(del) != 1 {
-				t.Fatalf("deleted containers %v", del)
-			}
-			if _, err := svc.RestoreContainer(ctx, "vback", *del[0].Version, nil); err != nil {
-				t.Fatal(err)
-			}
-			cc := svc.NewContainerClient("vback")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
-				t.Fatalf("restored container lists %s, want %s", got, want)
-			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind, setupOpts{options: gateway.Options{
+			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+		b.versionedSoftContainer(t, "vback")
+		x1, x2 := randBytes(9000, 31), randBytes(100, 32)
+		v1 := b.uploadVersion(t, "vback", "a", x1)
+		if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.deleteRaw(t, "vback/a?versionid="+v1, nil)
+		if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.wantObjects(t, 2, "with the container soft-deleted")
+		b.checkNoLeak(t)
+		svc := b.client.ServiceClient()
+		del := deletedItems(listAll(t, b.client, true), "vback")
+		if len(del) != 1 {
+			t.Fatalf("deleted containers %v", del)
+		}
+		if _, err := svc.RestoreContainer(ctx, "vback", *del[0].Version, nil); err != nil {
+			t.Fatal(err)
+		}
+		cc := svc.NewContainerClient("vback")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+			t.Fatalf("restored container lists %s, want %s", got, want)
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
+		b.collectAll(t)
+		b.checkNoLeak(t)
+	})
 }
 
 // A soft-deleted version that shares the current blob's bytes keeps them
