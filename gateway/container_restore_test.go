@@ -457,12 +457,10 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 func TestContainerSoftDeleteVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
+		b, cc := setupVersioned(t, kind, "vers", setupOpts{options: gateway.Options{
 			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
 		svc := b.client.ServiceClient()
-		createContainers(t, b.client, "vers")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "vers", "doc")
+		bc := cc.NewBlockBlobClient("doc")
 		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)
 		if err != nil {
 			t.Fatal(err)

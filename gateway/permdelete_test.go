@@ -160,10 +160,8 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 func TestPermanentDeleteRefused(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "ref")
 		b.setPermanentDelete(t, 3, false)
-		b.setVersioning(t, true)
-		cc := b.newContainer(t, "ref")
 		var vids []string
 		for i := 0; i < 3; i++ {
 			vids = append(vids, b.uploadVersion(t, "ref", "a", randBytes(700, int64(40+i))))

@@ -104,11 +104,9 @@ func vidOf(t *testing.T, what string, vid *string) string {
 // it only, and a version id the blob never had is 404.
 func TestVersionRoundTrip(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "ver")
 		ctx := context.Background()
-		createContainers(t, b.client, "ver")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "ver", "doc")
+		bc := cc.NewBlockBlobClient("doc")
 		var vids []string
 		contents := map[string][]byte{}
 		put := func(data []byte) {
@@ -263,11 +261,9 @@ func TestVersionRoundTrip(t *testing.T) {
 // order of their ids, the last one current.
 func TestVersionRacingWriters(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
-		b := setup(t, kind, setupOpts{replicas: 2})
+		b, cc := setupVersioned(t, kind, "race", setupOpts{replicas: 2})
 		ctx := context.Background()
-		createContainers(t, b.client, "race")
-		b.setVersioning(t, true)
-		first, err := blockClient(b.client, "race", "counter").Upload(ctx, rsc{bytes.NewReader([]byte("writer -1"))}, nil)
+		first, err := cc.NewBlockBlobClient("counter").Upload(ctx, rsc{bytes.NewReader([]byte("writer -1"))}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,13 +338,11 @@ func TestVersionRacingWriters(t *testing.T) {
 // they are collected only when the last row referencing them goes.
 func TestVersionBytesSurvive(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "keep")
 		ctx := context.Background()
-		createContainers(t, b.client, "keep")
-		b.setVersioning(t, true)
 		data := randBytes(300_000, 5)
 		putBlocks(t, b.client, "keep", "b", data, 100_000)
-		bc := blockClient(b.client, "keep", "b")
+		bc := cc.NewBlockBlobClient("b")
 		p, err := bc.GetProperties(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -466,11 +460,9 @@ func TestVersioningOffOnOff(t *testing.T) {
 // Copy Blob (both forms) copies no byte.
 func TestVersionRestoreByCopy(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "restore")
 		ctx := context.Background()
-		createContainers(t, b.client, "restore")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "restore", "r")
+		bc := cc.NewBlockBlobClient("r")
 		old := randBytes(200_000, 9)
 		up, err := bc.Upload(ctx, rsc{bytes.NewReader(old)}, nil)
 		if err != nil {
@@ -534,11 +526,9 @@ func TestVersionRestoreByCopy(t *testing.T) {
 // one.
 func TestVersionLeaseAndConditions(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "lease")
 		ctx := context.Background()
-		createContainers(t, b.client, "lease")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "lease", "l")
+		bc := cc.NewBlockBlobClient("l")
 		up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("one"))}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -575,10 +565,8 @@ func TestVersionLeaseAndConditions(t *testing.T) {
 // permission x (delete version); d alone deletes the blob but not a
 // version, and x alone does not delete the blob.
 func TestVersionDeleteSAS(t *testing.T) {
-	b := setup(t, "sqlite+disk")
+	b, _ := setupVersioned(t, "sqlite+disk", "vsas")
 	ctx := context.Background()
-	createContainers(t, b.client, "vsas")
-	b.setVersioning(t, true)
 	up, err := b.client.UploadBuffer(ctx, "vsas", "v", []byte("one"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -621,10 +609,8 @@ func TestVersionDeleteSAS(t *testing.T) {
 // whose current blob was deleted included) and rolls deeper names up into
 // one prefix.
 func TestVersionListHierarchy(t *testing.T) {
-	b := setup(t, "postgres+disk")
+	b, cc := setupVersioned(t, "postgres+disk", "vtree")
 	ctx := context.Background()
-	createContainers(t, b.client, "vtree")
-	b.setVersioning(t, true)
 	for _, n := range []string{"a", "a", "dir/x", "dir/x", "gone"} {
 		if _, err := b.client.UploadBuffer(ctx, "vtree", n, []byte(n), nil); err != nil {
 			t.Fatal(err)
@@ -634,7 +620,7 @@ func TestVersionListHierarchy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	pager := b.client.ServiceClient().NewContainerClient("vtree").NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{
+	pager := cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{
 		Include: container.ListBlobsInclude{Versions: true}, MaxResults: to.Ptr(int32(2))})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
