@@ -71,8 +71,7 @@ func TestCreateOnlyRace(t *testing.T) {
 			t.Fatalf("stored content is not the winner's (%q...)", got[:20])
 		}
 		// The losers' staged objects were discarded.
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -261,6 +260,14 @@ func (b *bundle) collectAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// collectNoLeak runs a collection pass on every replica, then asserts
+// the no-leak invariant: how most tests end.
+func (b *bundle) collectNoLeak(t *testing.T) {
+	t.Helper()
+	b.collectAll(t)
+	b.checkNoLeak(t)
 }
 
 // withoutPooled drops from keys those waiting in a replica's key pool.

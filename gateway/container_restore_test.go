@@ -190,8 +190,7 @@ func TestContainerSoftDeleteRestore(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound") // the newcomer's blob is in the other deleted version
 		_, err = svc.RestoreContainer(ctx, "keep", *d.Version, nil)
 		wantErr(t, err, 404, "ContainerNotFound") // that version is restored: no longer deleted
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -445,8 +444,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 		if listed != n {
 			t.Fatalf("restored container lists %d blobs, %d were acknowledged", listed, n)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -472,8 +470,7 @@ func TestContainerSoftDeleteVersions(t *testing.T) {
 		if _, err := b.client.DeleteContainer(ctx, "vers", nil); err != nil {
 			t.Fatalf("delete a container with versions: %v", err)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 		del := deletedItems(listAll(t, b.client, true), "vers")
 		if len(del) != 1 {
 			t.Fatalf("%d deleted entries of vers, want 1", len(del))

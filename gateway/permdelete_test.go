@@ -146,8 +146,7 @@ func TestPermanentDeleteSoftDeleted(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound")
 		checkBytes(t, b.downloadVersion(t, "perm", "v", vids[1]), y[1], "the other version undeleted")
 		checkBytes(t, download(t, b.client, "perm", "v"), y[2], "current version")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -284,7 +283,6 @@ func TestPermanentDeleteSAS(t *testing.T) {
 		if got := softSnapshots(t, cc, "a"); len(got) != 0 {
 			t.Fatalf("soft-deleted snapshots after SAS permanent deletes: %v", got)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }

@@ -110,8 +110,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 		if got, want := listSoftVersions(t, cc, both, 1, vids...), "a@v1, a@v2, a@v3*, b@v?*"; got != want {
 			t.Errorf("after Undelete Blob: %s, want %s", got, want)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -161,8 +160,7 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
 			t.Errorf("after a permanent delete: %s, want %s", got, want)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -255,8 +253,7 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 		if got, want := listVersionsOnly(t, cc, inc, "", 100), "a"; got != want {
 			t.Errorf("after Undelete Blob: %s, want %s", got, want)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -298,8 +295,7 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 

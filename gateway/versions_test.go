@@ -249,8 +249,7 @@ func TestVersionRoundTrip(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound")
 		_, err = missing.Delete(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -449,8 +448,7 @@ func TestVersioningOffOnOff(t *testing.T) {
 		if got := download(t, b.client, "toggle", "t"); string(got) != "off 4" {
 			t.Fatalf("current blob %q", got)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -514,8 +512,7 @@ func TestVersionRestoreByCopy(t *testing.T) {
 		if got := b.downloadVersion(t, "restore", "r", v1); !bytes.Equal(got, old) {
 			t.Fatal("the restored version changed")
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
