@@ -339,12 +339,8 @@ func TestRestoreContainerSAS(t *testing.T) {
 	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
 	svcSAS := b.sasURL(t, "sas-restore", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: now.Add(time.Hour),
 		ContainerName: "sas-restore", Permissions: (&sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}).String()})
-	resp, err := http.DefaultClient.Do(mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
+	resp, _ := send(t, mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
 		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": *del[0].Version}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
 	wantStatus(t, resp, 403, "AuthorizationPermissionMismatch", "service SAS")
 	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil); err != nil {
 		t.Fatalf("restore by account SAS with c: %v", err)

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,12 +49,7 @@ func preflight(t *testing.T, url, origin, method, headers string) *http.Response
 	if headers != "" {
 		req.Header.Set("Access-Control-Request-Headers", headers)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	return resp
 }
 

@@ -451,11 +451,7 @@ func TestAccessLog(t *testing.T) {
 	})
 	req, _ := http.NewRequest("GET", b.serviceURL(0)+"logs/lost.txt", nil)
 	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if resp.StatusCode != 500 {
 		t.Fatalf("read of a blob with missing bytes: %d", resp.StatusCode)
 	}

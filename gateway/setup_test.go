@@ -264,6 +264,13 @@ func (b *bundle) do(t *testing.T, method, path, body string, hdr map[string]stri
 		req.Header.Set(k, v)
 	}
 	b.sign(t, req)
+	return send(t, req)
+}
+
+// send sends a hand-built request as it is (signed or not) and returns
+// the response with its body, read and closed.
+func send(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +278,7 @@ func (b *bundle) do(t *testing.T, method, path, body string, hdr map[string]stri
 	got, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		t.Fatalf("%s %s: reading the response: %v", method, path, err)
+		t.Fatalf("%s %s: reading the response: %v", req.Method, req.URL.RequestURI(), err)
 	}
 	return resp, string(got)
 }
