@@ -138,22 +138,36 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 	}
 
-	bb := cc.NewBlockBlobClient("cas")
-	etag := put(bb, nil).ETag
-	measure("Put Blob If-Match", func() {
-		etag = put(bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
-	})
+	// Outside the count: what an operation needs done before or after it.
+	uncounted := func(fn func()) {
+		mu.Lock()
+		c := current
+		current = nil
+		mu.Unlock()
+		fn()
+		mu.Lock()
+		current = c
+		mu.Unlock()
+	}
 
-	mu.Lock()
-	useInline = true
-	mu.Unlock()
-	bi := cc.NewBlockBlobClient("cas-inline")
-	etag = put(bi, nil).ETag
-	measure("Put Blob If-Match inline", func() {
-		etag = put(bi, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
-	})
+	bb := cc.NewBlockBlobClient("cas")
+	for _, cas := range []struct {
+		name   string
+		bb     *blockblob.Client
+		inline bool
+	}{
+		{"Put Blob If-Match", bb, false},
+		{"Put Blob If-Match inline", cc.NewBlockBlobClient("cas-inline"), true},
+	} {
+		mu.Lock()
+		useInline = cas.inline
+		mu.Unlock()
+		etag := put(cas.bb, nil).ETag
+		measure(cas.name, func() {
+			etag = put(cas.bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
+				ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
+		})
+	}
 	mu.Lock()
 	useInline = false
 	mu.Unlock()
@@ -170,29 +184,13 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 		// Released outside the count, so the next acquire finds the
 		// blob available.
-		mu.Lock()
-		c := current
-		current = nil
-		mu.Unlock()
-		if _, err := lc.ReleaseLease(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		current = c
-		mu.Unlock()
+		uncounted(func() {
+			if _, err := lc.ReleaseLease(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
 	})
 
-	// Outside the count: what an operation needs done before it.
-	uncounted := func(fn func()) {
-		mu.Lock()
-		c := current
-		current = nil
-		mu.Unlock()
-		fn()
-		mu.Lock()
-		current = c
-		mu.Unlock()
-	}
 	staged := cc.NewBlockBlobClient("staged")
 	blockID := base64.StdEncoding.EncodeToString([]byte("block-0"))
 	measure("Put Block List", func() {
