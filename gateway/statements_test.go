@@ -106,6 +106,15 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 		return &r
 	}
+	// swapCounter makes c the counter of the moment and returns the one
+	// it replaces.
+	swapCounter := func(c *postgres.Counter) *postgres.Counter {
+		mu.Lock()
+		defer mu.Unlock()
+		prev := current
+		current = c
+		return prev
+	}
 	measure := func(name string, op func()) {
 		t.Helper()
 		// The least of a few runs: the steady cost of the operation,
@@ -114,13 +123,9 @@ func TestStatementsPerOperation(t *testing.T) {
 		var least postgres.Counts
 		for i := range 4 {
 			c := &postgres.Counter{}
-			mu.Lock()
-			current = c
-			mu.Unlock()
+			swapCounter(c)
 			op()
-			mu.Lock()
-			current = nil
-			mu.Unlock()
+			swapCounter(nil)
 			if got := c.Counts(); i == 0 || got.Statements < least.Statements {
 				least = got
 			}
@@ -140,14 +145,9 @@ func TestStatementsPerOperation(t *testing.T) {
 
 	// Outside the count: what an operation needs done before or after it.
 	uncounted := func(fn func()) {
-		mu.Lock()
-		c := current
-		current = nil
-		mu.Unlock()
+		c := swapCounter(nil)
 		fn()
-		mu.Lock()
-		current = c
-		mu.Unlock()
+		swapCounter(c)
 	}
 
 	bb := cc.NewBlockBlobClient("cas")
