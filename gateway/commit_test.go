@@ -222,12 +222,26 @@ func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 // lock (the gateway's commit behind a test's row lock).
 func waitForLockWait(t *testing.T, dsn string) {
 	t.Helper()
+	onLockWaiters(t, dsn, "count(*)")
+}
+
+// killLockWaiters waits until some session of the database waits on a
+// lock and terminates it (the gateway's connection dying mid-transaction).
+func killLockWaiters(t *testing.T, dsn string) {
+	t.Helper()
+	onLockWaiters(t, dsn, "count(pg_terminate_backend(pid))")
+}
+
+// onLockWaiters evaluates agg, a count over the other sessions of the
+// database that wait on a lock, until it is above zero (for 10 s at most).
+func onLockWaiters(t *testing.T, dsn, agg string) {
+	t.Helper()
 	ctx := context.Background()
 	conn := pgtest.Connect(t, dsn)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		if err := conn.QueryRow(ctx, `SELECT `+agg+` FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +249,7 @@ func waitForLockWait(t *testing.T, dsn string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the gateway's commit never waited on the row lock")
+			t.Fatal("the gateway never waited on the row lock")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
