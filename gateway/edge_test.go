@@ -87,8 +87,9 @@ func metaString(m map[string]*string) string {
 }
 
 // fillEdge makes the state the edge tests compare against: container edge
-// with metadata, blob keep with metadata and tags, a snapshot of it.
-func (b *bundle) fillEdge(t *testing.T) {
+// with metadata, blob keep with metadata and tags, a snapshot of it. It
+// returns the container's client.
+func (b *bundle) fillEdge(t *testing.T) *container.Client {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := b.client.CreateContainer(ctx, "edge", &azblob.CreateContainerOptions{Metadata: map[string]*string{"m": to.Ptr("v")}}); err != nil {
@@ -98,9 +99,11 @@ func (b *bundle) fillEdge(t *testing.T) {
 		Metadata: map[string]*string{"m": to.Ptr("v")}, Tags: map[string]string{"t": "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.client.ServiceClient().NewContainerClient("edge").NewBlobClient("keep").CreateSnapshot(ctx, nil); err != nil {
+	cc := b.client.ServiceClient().NewContainerClient("edge")
+	if _, err := cc.NewBlobClient("keep").CreateSnapshot(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	return cc
 }
 
 // TestInvalidUTF8Refused: every place a client string reaches the store

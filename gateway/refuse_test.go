@@ -32,9 +32,8 @@ func TestVersionIDRefused(t *testing.T) {
 	const vid = "2024-01-01T00:00:00.0000000Z"
 	forKinds(t, edgeKinds, func(t *testing.T, kind string) {
 		b := setup(t, kind)
-		b.fillEdge(t)
+		cc := b.fillEdge(t)
 		ctx := context.Background()
-		cc := b.client.ServiceClient().NewContainerClient("edge")
 		if _, err := cc.NewAppendBlobClient("log").Create(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -137,9 +136,8 @@ func TestVersionIDRefused(t *testing.T) {
 func TestRefusedFeatures(t *testing.T) {
 	forKinds(t, edgeKinds, func(t *testing.T, kind string) {
 		b := setup(t, kind)
-		b.fillEdge(t)
+		cc := b.fillEdge(t)
 		ctx := context.Background()
-		cc := b.client.ServiceClient().NewContainerClient("edge")
 		before := b.accountState(t)
 		notStored := func(name string) {
 			t.Helper()
