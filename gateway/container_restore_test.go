@@ -52,6 +52,13 @@ func deletedItems(items []*service.ContainerItem, name string) []*service.Contai
 	return out
 }
 
+// containerRetention is the setup of a gateway that keeps the dev
+// account's deleted containers for d (container soft delete).
+func containerRetention(d time.Duration) setupOpts {
+	return setupOpts{options: gateway.Options{
+		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: d}}}
+}
+
 // Delete Container with the account's retention on keeps the container
 // and everything in it, invisible, while the name is free; List Containers
 // include=deleted shows it; Restore Container refuses the name while it is
@@ -61,8 +68,7 @@ func deletedItems(items []*service.ContainerItem, name string) []*service.Contai
 func TestContainerSoftDeleteRestore(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
+		b := setup(t, kind, containerRetention(7*24*time.Hour))
 		svc := b.client.ServiceClient()
 		if _, err := b.client.CreateContainer(ctx, "keep", &azblob.CreateContainerOptions{Metadata: map[string]*string{"team": to.Ptr("a")}}); err != nil {
 			t.Fatal(err)
@@ -201,8 +207,7 @@ func TestContainerSoftDeleteExpiry(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		const retention = 2 * time.Second
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
+		b := setup(t, kind, containerRetention(retention))
 		svc := b.client.ServiceClient()
 		createContainers(t, b.client, "brief")
 		if _, err := b.client.UploadBuffer(ctx, "brief", "a", randBytes(1000, 1), nil); err != nil {
@@ -265,8 +270,7 @@ func TestContainerDeleteWithoutRetention(t *testing.T) {
 // Restore Container's headers: both required, the name must be the
 // request's container (no restore under another name).
 func TestRestoreContainerHeaders(t *testing.T) {
-	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
-		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+	b := setup(t, "sqlite", containerRetention(time.Hour))
 	ctx := context.Background()
 	createContainers(t, b.client, "hdr")
 	if _, err := b.client.DeleteContainer(ctx, "hdr", nil); err != nil {
@@ -302,8 +306,7 @@ func TestRestoreContainerHeaders(t *testing.T) {
 // never grants it. The container's lease ends with the delete: the
 // restored container is not leased.
 func TestRestoreContainerSAS(t *testing.T) {
-	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
-		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+	b := setup(t, "sqlite", containerRetention(time.Hour))
 	ctx := context.Background()
 	svc := b.client.ServiceClient()
 	createContainers(t, b.client, "sas-restore")
@@ -373,8 +376,7 @@ func mustRequest(t *testing.T, method, url string, hdr map[string]string) *http.
 func TestContainerSoftDeleteRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+		b := setup(t, kind, containerRetention(time.Hour))
 		createContainers(t, b.client, "race")
 		const writers = 8
 		var (
@@ -451,8 +453,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 func TestContainerSoftDeleteVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b, cc := setupVersioned(t, kind, "vers", setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
+		b, cc := setupVersioned(t, kind, "vers", containerRetention(7*24*time.Hour))
 		svc := b.client.ServiceClient()
 		bc := cc.NewBlockBlobClient("doc")
 		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)

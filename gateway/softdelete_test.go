@@ -13,8 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
-	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/internal/config"
 )
 
 // setRetention sets the account's blob DeleteRetentionPolicy (0: off)
@@ -503,8 +501,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		const retention = 2 * time.Second
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
+		b := setup(t, kind, containerRetention(retention))
 		b.setRetention(t, 1)
 		svc := b.client.ServiceClient()
 		data := randBytes(40_000, 11)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/internal/config"
 )
 
 // listSoftVersions lists a container flat, pageSize entries a page, with
@@ -264,8 +262,7 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+		b := setup(t, kind, containerRetention(time.Hour))
 		b.versionedSoftContainer(t, "vback")
 		x1, x2 := randBytes(9000, 31), randBytes(100, 32)
 		v1 := b.uploadVersion(t, "vback", "a", x1)
