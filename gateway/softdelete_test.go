@@ -412,8 +412,7 @@ func TestSoftDeleteOff(t *testing.T) {
 func TestSoftDeleteWithVersioning(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "vsoft")
+		b, cc := setupVersionedSoft(t, kind, "vsoft")
 		v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
 		up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
 		if err != nil {

@@ -57,8 +57,7 @@ func listSoftVersions(t *testing.T, cc *container.Client, inc container.ListBlob
 func TestSoftDeletedVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "softv")
+		b, cc := setupVersionedSoft(t, kind, "softv")
 		x1, x2, x3, y1 := randBytes(3000, 21), randBytes(2000, 22), randBytes(1000, 23), randBytes(500, 24)
 		var vids []string
 		for _, x := range [][]byte{x1, x2, x3} {
@@ -121,8 +120,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 func TestUndeleteVersionsNoCurrent(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "noc")
+		b, cc := setupVersionedSoft(t, kind, "noc")
 		x1, x2 := randBytes(700, 25), randBytes(800, 26)
 		v1 := b.uploadVersion(t, "noc", "a", x1)
 		b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
@@ -169,8 +167,7 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 func TestSoftDeletedVersionExpiry(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "vexp")
+		b, cc := setupVersionedSoft(t, kind, "vexp")
 		x1, x2 := randBytes(4000, 27), randBytes(4000, 28)
 		up1, err := b.client.UploadBuffer(ctx, "vexp", "a", x1, nil)
 		if err != nil {
@@ -262,8 +259,7 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, containerRetention(time.Hour))
-		b.versionedSoftContainer(t, "vback")
+		b, _ := setupVersionedSoft(t, kind, "vback", containerRetention(time.Hour))
 		x1, x2 := randBytes(9000, 31), randBytes(100, 32)
 		v1 := b.uploadVersion(t, "vback", "a", x1)
 		if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
@@ -304,8 +300,7 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "vplain")
+		b, cc := setupVersionedSoft(t, kind, "vplain")
 		x1 := randBytes(6000, 33)
 		v1 := b.uploadVersion(t, "vplain", "a", x1)
 		// With versioning off, Set Blob Metadata keeps v1 as a version

@@ -19,6 +19,15 @@ func setupVersioned(t *testing.T, kind, cont string, opts ...setupOpts) (*bundle
 	return b, b.newContainer(t, cont)
 }
 
+// setupVersionedSoft is setupVersioned with a two-day blob soft delete
+// (DeleteRetentionPolicy) on as well.
+func setupVersionedSoft(t *testing.T, kind, cont string, opts ...setupOpts) (*bundle, *container.Client) {
+	t.Helper()
+	b, cc := setupVersioned(t, kind, cont, opts...)
+	b.setRetention(t, 2)
+	return b, cc
+}
+
 // newContainer creates container name and returns its client.
 func (b *bundle) newContainer(t *testing.T, name string) *container.Client {
 	t.Helper()

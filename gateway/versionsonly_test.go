@@ -52,15 +52,6 @@ func listVersionsOnlyTree(t *testing.T, cc *container.Client, inc container.List
 	return strings.Join(out, ", ")
 }
 
-// versionedSoftContainer turns versioning and a two-day blob soft delete
-// on and creates the container name.
-func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Client {
-	t.Helper()
-	b.setVersioning(t, true)
-	b.setRetention(t, 2)
-	return b.newContainer(t, name)
-}
-
 // List Blobs include=deletedwithversions lists, once each and in name
 // order, the names whose current version was deleted but that have
 // previous versions (HasVersionsOnly, with the newest version's
@@ -73,8 +64,7 @@ func (b *bundle) versionedSoftContainer(t *testing.T, name string) *container.Cl
 func TestListDeletedWithVersions(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "dwv")
+		b, cc := setupVersionedSoft(t, kind, "dwv")
 		put := func(name string, n int) {
 			t.Helper()
 			if _, err := b.client.UploadBuffer(ctx, "dwv", name, randBytes(n, int64(n)), nil); err != nil {
