@@ -52,6 +52,29 @@ func deletedItems(items []*service.ContainerItem, name string) []*service.Contai
 	return out
 }
 
+// onlyDeleted returns the version of the one soft-deleted container
+// named name, failing t unless List Containers include=deleted lists
+// exactly one.
+func (b *bundle) onlyDeleted(t *testing.T, name string) string {
+	t.Helper()
+	del := deletedItems(listAll(t, b.client, true), name)
+	if len(del) != 1 {
+		t.Fatalf("%d deleted entries of %s, want 1: %v", len(del), name, del)
+	}
+	return *del[0].Version
+}
+
+// restoreOnlyDeleted restores (Restore Container) the one soft-deleted
+// container named name and returns its client.
+func (b *bundle) restoreOnlyDeleted(t *testing.T, name string) *container.Client {
+	t.Helper()
+	svc := b.client.ServiceClient()
+	if _, err := svc.RestoreContainer(context.Background(), name, b.onlyDeleted(t, name), nil); err != nil {
+		t.Fatalf("restore %s: %v", name, err)
+	}
+	return svc.NewContainerClient(name)
+}
+
 // containerRetention is the setup of a gateway that keeps the dev
 // account's deleted containers for d (container soft delete).
 func containerRetention(d time.Duration) setupOpts {
@@ -276,11 +299,7 @@ func TestRestoreContainerHeaders(t *testing.T) {
 	if _, err := b.client.DeleteContainer(ctx, "hdr", nil); err != nil {
 		t.Fatal(err)
 	}
-	del := deletedItems(listAll(t, b.client, true), "hdr")
-	if len(del) != 1 {
-		t.Fatalf("%d deleted entries", len(del))
-	}
-	v := *del[0].Version
+	v := b.onlyDeleted(t, "hdr")
 	for _, tc := range []struct {
 		path   string
 		hdr    map[string]string
@@ -322,10 +341,7 @@ func TestRestoreContainerSAS(t *testing.T) {
 		LeaseAccessConditions: &container.LeaseAccessConditions{LeaseID: lc.LeaseID()}}}); err != nil {
 		t.Fatal(err)
 	}
-	del := deletedItems(listAll(t, b.client, true), "sas-restore")
-	if len(del) != 1 {
-		t.Fatalf("%d deleted entries", len(del))
-	}
+	v := b.onlyDeleted(t, "sas-restore")
 	now := time.Now().UTC()
 	client := func(perm sas.AccountPermissions) *service.Client {
 		u, err := svc.GetSASURL(sas.AccountResourceTypes{Service: true, Container: true, Object: true}, perm, now.Add(time.Hour), nil)
@@ -338,14 +354,14 @@ func TestRestoreContainerSAS(t *testing.T) {
 		}
 		return c
 	}
-	_, err = client(sas.AccountPermissions{Read: true, List: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil)
+	_, err = client(sas.AccountPermissions{Read: true, List: true}).RestoreContainer(ctx, "sas-restore", v, nil)
 	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
 	svcSAS := b.sasURL(t, "sas-restore", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: now.Add(time.Hour),
 		ContainerName: "sas-restore", Permissions: (&sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}).String()})
 	resp, _ := send(t, mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
-		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": *del[0].Version}))
+		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": v}))
 	wantStatus(t, resp, 403, "AuthorizationPermissionMismatch", "service SAS")
-	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil); err != nil {
+	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", v, nil); err != nil {
 		t.Fatalf("restore by account SAS with c: %v", err)
 	}
 	props, err := cc.GetProperties(ctx, nil)
@@ -411,13 +427,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		del := deletedItems(listAll(t, b.client, true), "race")
-		if len(del) != 1 {
-			t.Fatalf("%d deleted entries", len(del))
-		}
-		if _, err := b.client.ServiceClient().RestoreContainer(ctx, "race", *del[0].Version, nil); err != nil {
-			t.Fatal(err)
-		}
+		b.restoreOnlyDeleted(t, "race")
 		n := 0
 		for i := range writers {
 			wantErr(t, errs[i], 404, "ContainerNotFound")
@@ -454,7 +464,6 @@ func TestContainerSoftDeleteVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b, cc := setupVersioned(t, kind, "vers", containerRetention(7*24*time.Hour))
-		svc := b.client.ServiceClient()
 		bc := cc.NewBlockBlobClient("doc")
 		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)
 		if err != nil {
@@ -468,13 +477,7 @@ func TestContainerSoftDeleteVersions(t *testing.T) {
 			t.Fatalf("delete a container with versions: %v", err)
 		}
 		b.collectNoLeak(t)
-		del := deletedItems(listAll(t, b.client, true), "vers")
-		if len(del) != 1 {
-			t.Fatalf("%d deleted entries of vers, want 1", len(del))
-		}
-		if _, err := svc.RestoreContainer(ctx, "vers", *del[0].Version, nil); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
+		b.restoreOnlyDeleted(t, "vers")
 		if got := b.downloadVersion(t, "vers", "doc", vid); string(got) != "version one" {
 			t.Fatalf("restored version %s reads %q", vid, got)
 		}

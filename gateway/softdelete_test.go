@@ -502,7 +502,6 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		const retention = 2 * time.Second
 		b := setup(t, kind, containerRetention(retention))
 		b.setRetention(t, 1)
-		svc := b.client.ServiceClient()
 		data := randBytes(40_000, 11)
 		for _, name := range []string{"back", "gone"} {
 			createContainers(t, b.client, name)
@@ -519,14 +518,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		b.collectAll(t)
 		b.wantObjects(t, 2, "with both containers soft-deleted")
 		b.checkNoLeak(t)
-		del := deletedItems(listAll(t, b.client, true), "back")
-		if len(del) != 1 {
-			t.Fatalf("deleted containers %v", del)
-		}
-		if _, err := svc.RestoreContainer(ctx, "back", *del[0].Version, nil); err != nil {
-			t.Fatal(err)
-		}
-		cc := svc.NewContainerClient("back")
+		cc := b.restoreOnlyDeleted(t, "back")
 		if l := listFlat(t, cc, container.ListBlobsInclude{Deleted: true}, 10); render(l) != "a (deleted, 1 days)" {
 			t.Fatalf("restored container lists %s", render(l))
 		}

@@ -272,15 +272,7 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 		b.collectAll(t)
 		b.wantObjects(t, 2, "with the container soft-deleted")
 		b.checkNoLeak(t)
-		svc := b.client.ServiceClient()
-		del := deletedItems(listAll(t, b.client, true), "vback")
-		if len(del) != 1 {
-			t.Fatalf("deleted containers %v", del)
-		}
-		if _, err := svc.RestoreContainer(ctx, "vback", *del[0].Version, nil); err != nil {
-			t.Fatal(err)
-		}
-		cc := svc.NewContainerClient("vback")
+		cc := b.restoreOnlyDeleted(t, "vback")
 		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
 			t.Fatalf("restored container lists %s, want %s", got, want)
 		}
