@@ -46,9 +46,7 @@ func storedPolicy(id string, start, expiry time.Time, perm string) *container.Si
 // identifiers; Get Container ACL returns what was set.
 func TestStoredAccessPolicies(t *testing.T) {
 	// Stored policies live in the metadata store: each store, one backend.
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) { testStoredAccessPolicies(t, kind) })
-	}
+	forKinds(t, []string{"sqlite", "postgres"}, testStoredAccessPolicies)
 }
 
 func testStoredAccessPolicies(t *testing.T, kind string) {

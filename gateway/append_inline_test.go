@@ -345,9 +345,7 @@ func TestInlineAppendCopies(t *testing.T) {
 		b.wantBytes(t, "cps", "copy", data)
 		b.checkNoLeak(t)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after collection, want 2 (the copy's staged extents)", n)
-		}
+		b.wantObjects(t, 2, "after collection (the copy's staged extents)")
 		// And the copy is still an append blob that takes inline appends.
 		if _, err := appendClient(b.client, "cps", "copy").AppendBlock(ctx, nopSeeker("tail"), nil); err != nil {
 			t.Fatal(err)

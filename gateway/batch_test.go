@@ -399,15 +399,8 @@ func (b *bundle) postBatchBody(t *testing.T, path, ct, body string, sign bool) (
 	if sign {
 		b.sign(t, req)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := send(t, req)
+	raw := []byte(body)
 	if resp.StatusCode != 202 {
 		return resp, nil
 	}

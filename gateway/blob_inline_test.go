@@ -88,9 +88,7 @@ func TestInlinePutGet(t *testing.T) {
 		if !bytes.Equal(up.ContentMD5, sum[:]) {
 			t.Fatalf("Put Blob answered Content-MD5 %x, want %x", up.ContentMD5, sum)
 		}
-		if n := b.countObjects(t); n != n0 {
-			t.Fatalf("an inline Put Blob wrote %d backend objects", n-n0)
-		}
+		b.wantObjects(t, n0, "after an inline Put Blob (none new)")
 		b.wantInline(t, "inl", "small", data)
 		if got := download(t, b.client, "inl", "small"); !bytes.Equal(got, data) {
 			t.Fatal("Get Blob of an inline blob: bytes differ")
@@ -145,17 +143,13 @@ func TestInlinePutGet(t *testing.T) {
 		edge := randBytes(inlineMax, 2)
 		b.putBlob(t, "inl", "edge", edge, nil)
 		b.wantInline(t, "inl", "edge", edge)
-		if n := b.countObjects(t); n != n0 {
-			t.Fatalf("a Put Blob of exactly the threshold wrote %d backend objects", n-n0)
-		}
+		b.wantObjects(t, n0, "after a Put Blob of exactly the threshold (none new)")
 		over := randBytes(inlineMax+1, 3)
 		b.putBlob(t, "inl", "over", over, nil)
 		if x := b.rowExtents(t, "inl", "over"); len(x) != 1 || x[0].Inline() || x[0].Key == "" {
 			t.Fatalf("a body over the threshold: extents %+v, want one backend object", x)
 		}
-		if n := b.countObjects(t); n != n0+1 {
-			t.Fatalf("a body over the threshold: %d new objects, want 1", n-n0)
-		}
+		b.wantObjects(t, n0+1, "a body over the threshold (one new object)")
 		for name, want := range map[string][]byte{"edge": edge, "over": over} {
 			if got := download(t, b.client, "inl", name); !bytes.Equal(got, want) {
 				t.Fatalf("%s: bytes differ", name)
@@ -259,9 +253,7 @@ func TestInlineOverwrite(t *testing.T) {
 		}
 		b.checkNoLeak(t)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after collection; the replaced large blob's must be gone", n)
-		}
+		b.wantObjects(t, 0, "after collection; the replaced large blob's must be gone")
 		// Put Block List over an inline blob, then inline again.
 		bb := b.client.ServiceClient().NewContainerClient("ovw").NewBlockBlobClient("o")
 		id := base64.StdEncoding.EncodeToString([]byte("blk-0001"))
@@ -278,17 +270,13 @@ func TestInlineOverwrite(t *testing.T) {
 		b.wantInline(t, "ovw", "o", small1)
 		b.checkNoLeak(t)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after collection; the committed block's must be gone", n)
-		}
+		b.wantObjects(t, 0, "after collection; the committed block's must be gone")
 		// Deleting the blob leaves nothing either.
 		if _, err := b.client.DeleteBlob(ctx, "ovw", "o", nil); err != nil {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after deleting an inline blob", n)
-		}
+		b.wantObjects(t, 0, "after deleting an inline blob")
 	})
 }
 
@@ -386,9 +374,7 @@ func TestInlineCopies(t *testing.T) {
 		b.checkNoLeak(t)
 		b.collectAll(t)
 		// What is left in the backend: the two From URL copies' objects.
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects, want 2 (Put Blob From URL's and Put Block From URL's)", n)
-		}
+		b.wantObjects(t, 2, "Put Blob From URL's and Put Block From URL's")
 	})
 }
 

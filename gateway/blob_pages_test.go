@@ -642,40 +642,38 @@ func TestPutPageFromURL(t *testing.T) {
 // all land: each commit merges its run into the map it finds under the
 // row lock, so no write undoes another.
 func TestPageWritesRace(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind, setupOpts{replicas: 2})
-			ctx := context.Background()
-			createContainers(t, b.client, "race")
-			const pages = 16
-			if _, err := pageClient(b.client, "race", "r").Create(ctx, pages*512, nil); err != nil {
-				t.Fatal(err)
+	forKinds(t, []string{"sqlite+disk", "postgres+s3"}, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{replicas: 2})
+		ctx := context.Background()
+		createContainers(t, b.client, "race")
+		const pages = 16
+		if _, err := pageClient(b.client, "race", "r").Create(ctx, pages*512, nil); err != nil {
+			t.Fatal(err)
+		}
+		clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1)}
+		want := randBytes(pages*512, 31)
+		errs := make(chan error, pages)
+		for i := 0; i < pages; i++ {
+			go func(i int) {
+				pb := pageClient(clients[i%2], "race", "r")
+				_, err := pb.UploadPages(ctx, rsc{bytes.NewReader(want[i*512 : (i+1)*512])}, rangeOf(int64(i*512), 512), nil)
+				errs <- err
+			}(i)
+		}
+		for i := 0; i < pages; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("racing Put Page: %v", err)
 			}
-			clients := []*azblob.Client{b.clientFor(t, 0), b.clientFor(t, 1)}
-			want := randBytes(pages*512, 31)
-			errs := make(chan error, pages)
-			for i := 0; i < pages; i++ {
-				go func(i int) {
-					pb := pageClient(clients[i%2], "race", "r")
-					_, err := pb.UploadPages(ctx, rsc{bytes.NewReader(want[i*512 : (i+1)*512])}, rangeOf(int64(i*512), 512), nil)
-					errs <- err
-				}(i)
-			}
-			for i := 0; i < pages; i++ {
-				if err := <-errs; err != nil {
-					t.Fatalf("racing Put Page: %v", err)
-				}
-			}
-			pb := pageClient(b.client, "race", "r")
-			if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, want) {
-				t.Fatal("a racing Put Page was lost")
-			}
-			if got := pageRanges(t, pb, nil); !slices.Equal(got, [][2]int64{{0, pages*512 - 1}}) {
-				t.Fatalf("page ranges after the race: %v", got)
-			}
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		pb := pageClient(b.client, "race", "r")
+		if got := downloadRange(t, pb, 0, 0); !bytes.Equal(got, want) {
+			t.Fatal("a racing Put Page was lost")
+		}
+		if got := pageRanges(t, pb, nil); !slices.Equal(got, [][2]int64{{0, pages*512 - 1}}) {
+			t.Fatalf("page ranges after the race: %v", got)
+		}
+		b.checkNoLeak(t)
+	})
 }
 
 // TestCopyPageBlob: Copy Blob of a page blob (or of its snapshot) shares

@@ -37,9 +37,7 @@ func TestBlockExpiry(t *testing.T) {
 		time.Sleep(expiry + 500*time.Millisecond)
 		fresh := blockClient(b.client, "exp", "fresh")
 		stage(fresh, 1, "fresh")
-		if n := b.countObjects(t); n != 5 {
-			t.Fatalf("%d objects before the pass, want 5", n)
-		}
+		b.wantObjects(t, 5, "before the pass")
 
 		b.collectAll(t)
 
@@ -63,9 +61,7 @@ func TestBlockExpiry(t *testing.T) {
 			t.Fatalf("fresh: %d uncommitted blocks, want 1", len(bl.UncommittedBlocks))
 		}
 		// The committed block and the fresh one are all that is stored.
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after the pass, want 2", n)
-		}
+		b.wantObjects(t, 2, "after the pass")
 		// The fresh block still commits.
 		if _, err := fresh.CommitBlockList(ctx, []string{blockID(1)}, nil); err != nil {
 			t.Fatal(err)

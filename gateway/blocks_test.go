@@ -103,8 +103,7 @@ func TestLargeTransfers(t *testing.T) {
 				t.Fatalf("%s: DownloadFile content differs (SHA-256)", name)
 			}
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -221,8 +220,7 @@ func TestBlockListSemantics(t *testing.T) {
 		}
 		_, err = blockClient(b.client, "blocks", "app").StageBlock(ctx, blockID(1), nopSeeker("x"), nil)
 		wantErr(t, err, 409, "InvalidBlobType")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -344,6 +342,5 @@ func TestAppendConditions(t *testing.T) {
 	}
 	_, err = b.client.ServiceClient().NewContainerClient("app").NewAppendBlobClient("block").AppendBlock(ctx, nopSeeker("x"), nil)
 	wantErr(t, err, 409, "InvalidBlobType")
-	b.collectAll(t)
-	b.checkNoLeak(t)
+	b.collectNoLeak(t)
 }

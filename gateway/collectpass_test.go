@@ -29,23 +29,21 @@ func plantTemp(t *testing.T, dir, name string, age time.Duration) {
 // 15 min: twice the 1 s idle timeout is less); younger ones, which a live
 // upload of another process may still be writing, stay.
 func TestCollectSweepsTemp(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+disk"} {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind, setupOpts{options: gateway.Options{BodyIdleTimeout: time.Second}})
-			tmp := filepath.Join(b.dataDir, "blobs", "tmp")
-			plantTemp(t, tmp, "put-00000000000000aa", 2*time.Hour)
-			plantTemp(t, tmp, "put-00000000000000bb", 16*time.Minute)
-			plantTemp(t, tmp, "put-00000000000000cc", 14*time.Minute)
-			plantTemp(t, tmp, "put-00000000000000dd", 0)
-			if _, err := b.gws[0].Collect(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			want := []string{"put-00000000000000cc", "put-00000000000000dd"}
-			if got := b.tempFiles(t); !slices.Equal(got, want) {
-				t.Fatalf("after a pass: %v, want %v", got, want)
-			}
-		})
-	}
+	forKinds(t, []string{"sqlite+disk", "postgres+disk"}, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{options: gateway.Options{BodyIdleTimeout: time.Second}})
+		tmp := filepath.Join(b.dataDir, "blobs", "tmp")
+		plantTemp(t, tmp, "put-00000000000000aa", 2*time.Hour)
+		plantTemp(t, tmp, "put-00000000000000bb", 16*time.Minute)
+		plantTemp(t, tmp, "put-00000000000000cc", 14*time.Minute)
+		plantTemp(t, tmp, "put-00000000000000dd", 0)
+		if _, err := b.gws[0].Collect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"put-00000000000000cc", "put-00000000000000dd"}
+		if got := b.tempFiles(t); !slices.Equal(got, want) {
+			t.Fatalf("after a pass: %v, want %v", got, want)
+		}
+	})
 }
 
 func TestTempSweepAge(t *testing.T) {

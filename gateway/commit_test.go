@@ -47,112 +47,109 @@ func commitOfStagedBytes(q pgtest.Query) bool {
 // when it did not; never a row whose bytes were deleted. Put Blob, Put
 // Block followed by Put Block List, and Append Block.
 func TestUncertainCommitKeepsBytes(t *testing.T) {
-	for _, kind := range []string{"postgres+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) {
-			b, proxy := setupProxied(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "cut")
-			arm := func(c pgtest.Cut) func() {
-				before := proxy.Cuts()
-				proxy.SetCut(pgtest.CutOnce(commitOfStagedBytes, c))
-				return func() {
-					t.Helper()
-					proxy.SetCut(nil)
-					if got := proxy.Cuts() - before; got != 1 {
-						t.Fatalf("the proxy cut %d commits, want 1", got)
-					}
+	forKinds(t, []string{"postgres+disk", "postgres+s3"}, func(t *testing.T, kind string) {
+		b, proxy := setupProxied(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "cut")
+		arm := func(c pgtest.Cut) func() {
+			before := proxy.Cuts()
+			proxy.SetCut(pgtest.CutOnce(commitOfStagedBytes, c))
+			return func() {
+				t.Helper()
+				proxy.SetCut(nil)
+				if got := proxy.Cuts() - before; got != 1 {
+					t.Fatalf("the proxy cut %d commits, want 1", got)
 				}
 			}
-			for _, c := range []struct {
-				name      string
-				cut       pgtest.Cut
-				committed bool
-			}{
-				{"after-commit", pgtest.CutAfterReply, true},
-				{"at-commit", pgtest.CutBefore, false},
-			} {
-				t.Run(c.name, func(t *testing.T) {
-					oldData, newData := randBytes(300<<10, 1), randBytes(200<<10, 2)
-					want := func() []byte {
-						if c.committed {
-							return newData
-						}
-						return oldData
-					}
-
-					// Put Blob over an existing blob.
-					name := "put-" + c.name
-					if _, err := b.client.UploadBuffer(ctx, "cut", name, oldData, nil); err != nil {
-						t.Fatal(err)
-					}
-					done := arm(c.cut)
-					_, err := blockClient(b.client, "cut", name).Upload(ctx, streamOf(newData), nil)
-					done()
-					wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
-					if got := download(t, b.client, "cut", name); !bytes.Equal(got, want()) {
-						t.Fatalf("Put Blob: read back %d bytes, want the %s content (%d bytes)", len(got), map[bool]string{true: "new", false: "old"}[c.committed], len(want()))
-					}
-
-					// Put Block, then Put Block List naming the block.
-					name = "blocks-" + c.name
-					bc := blockClient(b.client, "cut", name)
-					idOld, idNew := blockID(1), blockID(2)
-					if _, err := bc.StageBlock(ctx, idOld, streamOf(oldData), nil); err != nil {
-						t.Fatal(err)
-					}
-					done = arm(c.cut)
-					_, err = bc.StageBlock(ctx, idNew, streamOf(newData), nil)
-					done()
-					wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
+		}
+		for _, c := range []struct {
+			name      string
+			cut       pgtest.Cut
+			committed bool
+		}{
+			{"after-commit", pgtest.CutAfterReply, true},
+			{"at-commit", pgtest.CutBefore, false},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				oldData, newData := randBytes(300<<10, 1), randBytes(200<<10, 2)
+				want := func() []byte {
 					if c.committed {
-						if _, err := bc.CommitBlockList(ctx, []string{idOld, idNew}, nil); err != nil {
-							t.Fatalf("Put Block List over a block whose commit was cut after COMMIT: %v", err)
-						}
-						if got := download(t, b.client, "cut", name); !bytes.Equal(got, append(append([]byte(nil), oldData...), newData...)) {
-							t.Fatalf("Put Block List: read back %d bytes, want both blocks whole", len(got))
-						}
-					} else {
-						_, err := bc.CommitBlockList(ctx, []string{idOld, idNew}, nil)
-						wantErr(t, err, http.StatusBadRequest, "InvalidBlockList")
+						return newData
 					}
+					return oldData
+				}
 
-					// Append Block.
-					name = "append-" + c.name
-					ac := appendClient(b.client, "cut", name)
-					if _, err := ac.Create(ctx, nil); err != nil {
-						t.Fatal(err)
-					}
-					if _, err := ac.AppendBlock(ctx, streamOf(oldData), nil); err != nil {
-						t.Fatal(err)
-					}
-					done = arm(c.cut)
-					_, err = ac.AppendBlock(ctx, streamOf(newData), nil)
-					done()
-					wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
-					wantAppended := oldData
-					if c.committed {
-						wantAppended = append(append([]byte(nil), oldData...), newData...)
-					}
-					if got := download(t, b.client, "cut", name); !bytes.Equal(got, wantAppended) {
-						t.Fatalf("Append Block: read back %d bytes, want %d", len(got), len(wantAppended))
-					}
-					// The blob goes on growing at the position it has.
-					_, err = ac.AppendBlock(ctx, streamOf([]byte("tail")), &appendblob.AppendBlockOptions{
-						AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: to.Ptr(int64(len(wantAppended)))}})
-					if err != nil {
-						t.Fatal(err)
-					}
+				// Put Blob over an existing blob.
+				name := "put-" + c.name
+				if _, err := b.client.UploadBuffer(ctx, "cut", name, oldData, nil); err != nil {
+					t.Fatal(err)
+				}
+				done := arm(c.cut)
+				_, err := blockClient(b.client, "cut", name).Upload(ctx, streamOf(newData), nil)
+				done()
+				wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
+				if got := download(t, b.client, "cut", name); !bytes.Equal(got, want()) {
+					t.Fatalf("Put Blob: read back %d bytes, want the %s content (%d bytes)", len(got), map[bool]string{true: "new", false: "old"}[c.committed], len(want()))
+				}
 
-					// Whatever the collector does now, the blobs stay whole.
-					b.collectAll(t)
-					b.checkNoLeak(t)
-					if got := download(t, b.client, "cut", "put-"+c.name); !bytes.Equal(got, want()) {
-						t.Fatalf("after collection: Put Blob content changed (%d bytes)", len(got))
+				// Put Block, then Put Block List naming the block.
+				name = "blocks-" + c.name
+				bc := blockClient(b.client, "cut", name)
+				idOld, idNew := blockID(1), blockID(2)
+				if _, err := bc.StageBlock(ctx, idOld, streamOf(oldData), nil); err != nil {
+					t.Fatal(err)
+				}
+				done = arm(c.cut)
+				_, err = bc.StageBlock(ctx, idNew, streamOf(newData), nil)
+				done()
+				wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
+				if c.committed {
+					if _, err := bc.CommitBlockList(ctx, []string{idOld, idNew}, nil); err != nil {
+						t.Fatalf("Put Block List over a block whose commit was cut after COMMIT: %v", err)
 					}
-				})
-			}
-		})
-	}
+					if got := download(t, b.client, "cut", name); !bytes.Equal(got, append(append([]byte(nil), oldData...), newData...)) {
+						t.Fatalf("Put Block List: read back %d bytes, want both blocks whole", len(got))
+					}
+				} else {
+					_, err := bc.CommitBlockList(ctx, []string{idOld, idNew}, nil)
+					wantErr(t, err, http.StatusBadRequest, "InvalidBlockList")
+				}
+
+				// Append Block.
+				name = "append-" + c.name
+				ac := appendClient(b.client, "cut", name)
+				if _, err := ac.Create(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ac.AppendBlock(ctx, streamOf(oldData), nil); err != nil {
+					t.Fatal(err)
+				}
+				done = arm(c.cut)
+				_, err = ac.AppendBlock(ctx, streamOf(newData), nil)
+				done()
+				wantErr(t, err, http.StatusServiceUnavailable, string(svcerr.ServerBusy))
+				wantAppended := oldData
+				if c.committed {
+					wantAppended = append(append([]byte(nil), oldData...), newData...)
+				}
+				if got := download(t, b.client, "cut", name); !bytes.Equal(got, wantAppended) {
+					t.Fatalf("Append Block: read back %d bytes, want %d", len(got), len(wantAppended))
+				}
+				// The blob goes on growing at the position it has.
+				_, err = ac.AppendBlock(ctx, streamOf([]byte("tail")), &appendblob.AppendBlockOptions{
+					AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: to.Ptr(int64(len(wantAppended)))}})
+				if err != nil {
+					t.Fatal(err)
+				}
+
+				// Whatever the collector does now, the blobs stay whole.
+				b.collectNoLeak(t)
+				if got := download(t, b.client, "cut", "put-"+c.name); !bytes.Equal(got, want()) {
+					t.Fatalf("after collection: Put Blob content changed (%d bytes)", len(got))
+				}
+			})
+		}
+	})
 }
 
 // TestClientGoneDuringCommit: a client that disconnects while its Put
@@ -201,8 +198,7 @@ func TestClientGoneDuringCommit(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.collectAll(t)
-	b.checkNoLeak(t)
+	b.collectNoLeak(t)
 }
 
 // holdBlobRow locks a blob row (FOR UPDATE) in a transaction of its own
@@ -226,12 +222,26 @@ func holdBlobRow(t *testing.T, dsn, container, name string) pgx.Tx {
 // lock (the gateway's commit behind a test's row lock).
 func waitForLockWait(t *testing.T, dsn string) {
 	t.Helper()
+	onLockWaiters(t, dsn, "count(*)")
+}
+
+// killLockWaiters waits until some session of the database waits on a
+// lock and terminates it (the gateway's connection dying mid-transaction).
+func killLockWaiters(t *testing.T, dsn string) {
+	t.Helper()
+	onLockWaiters(t, dsn, "count(pg_terminate_backend(pid))")
+}
+
+// onLockWaiters evaluates agg, a count over the other sessions of the
+// database that wait on a lock, until it is above zero (for 10 s at most).
+func onLockWaiters(t *testing.T, dsn, agg string) {
+	t.Helper()
 	ctx := context.Background()
 	conn := pgtest.Connect(t, dsn)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		if err := conn.QueryRow(ctx, `SELECT `+agg+` FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +249,7 @@ func waitForLockWait(t *testing.T, dsn string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the gateway's commit never waited on the row lock")
+			t.Fatal("the gateway never waited on the row lock")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -250,31 +260,29 @@ func waitForLockWait(t *testing.T, dsn string) {
 // hand can) answers 500 InternalError with an error body, not a cut
 // connection.
 func TestReadMissingExtent(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "sqlite+s3"} {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "lost")
-			if _, err := b.client.UploadBuffer(ctx, "lost", "x", randBytes(10_000, 5), nil); err != nil {
-				t.Fatal(err)
-			}
-			row, _, err := b.db.GetBlob(ctx, leasedb.BlobRef{Account: "devstoreaccount1", Container: "lost", Name: "x"}, "", leasedb.Conditions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(row.Extents) != 1 {
-				t.Fatalf("%d extents", len(row.Extents))
-			}
-			if err := b.backend.Delete(ctx, row.Extents[0].Key); err != nil {
-				t.Fatal(err)
-			}
-			_, err = b.client.DownloadStream(ctx, "lost", "x", nil)
-			wantErr(t, err, http.StatusInternalServerError, string(svcerr.InternalError))
-			// A range read too.
-			_, err = b.client.DownloadStream(ctx, "lost", "x", &azblob.DownloadStreamOptions{Range: azblob.HTTPRange{Offset: 10, Count: 100}})
-			wantErr(t, err, http.StatusInternalServerError, string(svcerr.InternalError))
-		})
-	}
+	forKinds(t, []string{"sqlite+disk", "sqlite+s3"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "lost")
+		if _, err := b.client.UploadBuffer(ctx, "lost", "x", randBytes(10_000, 5), nil); err != nil {
+			t.Fatal(err)
+		}
+		row, _, err := b.db.GetBlob(ctx, leasedb.BlobRef{Account: "devstoreaccount1", Container: "lost", Name: "x"}, "", leasedb.Conditions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(row.Extents) != 1 {
+			t.Fatalf("%d extents", len(row.Extents))
+		}
+		if err := b.backend.Delete(ctx, row.Extents[0].Key); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.client.DownloadStream(ctx, "lost", "x", nil)
+		wantErr(t, err, http.StatusInternalServerError, string(svcerr.InternalError))
+		// A range read too.
+		_, err = b.client.DownloadStream(ctx, "lost", "x", &azblob.DownloadStreamOptions{Range: azblob.HTTPRange{Offset: 10, Count: 100}})
+		wantErr(t, err, http.StatusInternalServerError, string(svcerr.InternalError))
+	})
 }
 
 // streamOf is data as the SDK's upload body.

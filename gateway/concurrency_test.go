@@ -71,8 +71,7 @@ func TestCreateOnlyRace(t *testing.T) {
 			t.Fatalf("stored content is not the winner's (%q...)", got[:20])
 		}
 		// The losers' staged objects were discarded.
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -196,20 +195,14 @@ func TestCollection(t *testing.T) {
 		if _, err := b.client.UploadBuffer(ctx, "gcc", "b", []byte("bee"), nil); err != nil {
 			t.Fatal(err)
 		}
-		if n := b.countObjects(t); n != 4 {
-			t.Fatalf("%d objects before collection, want 4 (3 versions of a, 1 of b)", n)
-		}
+		b.wantObjects(t, 4, "before collection (3 versions of a, 1 of b)")
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after collection, want 2", n)
-		}
+		b.wantObjects(t, 2, "after collection")
 		if _, err := b.client.DeleteBlob(ctx, "gcc", "a", nil); err != nil {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after deleting a, want 1", n)
-		}
+		b.wantObjects(t, 1, "after deleting a")
 		if got := string(download(t, b.client, "gcc", "b")); got != "bee" {
 			t.Fatalf("b = %q", got)
 		}
@@ -256,9 +249,7 @@ func TestCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after deleting the container", n)
-		}
+		b.wantObjects(t, 0, "after deleting the container")
 	})
 }
 
@@ -269,6 +260,14 @@ func (b *bundle) collectAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// collectNoLeak runs a collection pass on every replica, then asserts
+// the no-leak invariant: how most tests end.
+func (b *bundle) collectNoLeak(t *testing.T) {
+	t.Helper()
+	b.collectAll(t)
+	b.checkNoLeak(t)
 }
 
 // withoutPooled drops from keys those waiting in a replica's key pool.
@@ -295,6 +294,15 @@ func (b *bundle) countObjects(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// wantObjects fails t unless the backend holds want objects; what says
+// at which step and why that many.
+func (b *bundle) wantObjects(t *testing.T, want int, what string) {
+	t.Helper()
+	if n := b.countObjects(t); n != want {
+		t.Fatalf("%s: %d backend objects, want %d", what, n, want)
+	}
 }
 
 // checkNoLeak asserts the no-leak invariant: every backend object is

@@ -52,6 +52,36 @@ func deletedItems(items []*service.ContainerItem, name string) []*service.Contai
 	return out
 }
 
+// onlyDeleted returns the version of the one soft-deleted container
+// named name, failing t unless List Containers include=deleted lists
+// exactly one.
+func (b *bundle) onlyDeleted(t *testing.T, name string) string {
+	t.Helper()
+	del := deletedItems(listAll(t, b.client, true), name)
+	if len(del) != 1 {
+		t.Fatalf("%d deleted entries of %s, want 1: %v", len(del), name, del)
+	}
+	return *del[0].Version
+}
+
+// restoreOnlyDeleted restores (Restore Container) the one soft-deleted
+// container named name and returns its client.
+func (b *bundle) restoreOnlyDeleted(t *testing.T, name string) *container.Client {
+	t.Helper()
+	svc := b.client.ServiceClient()
+	if _, err := svc.RestoreContainer(context.Background(), name, b.onlyDeleted(t, name), nil); err != nil {
+		t.Fatalf("restore %s: %v", name, err)
+	}
+	return svc.NewContainerClient(name)
+}
+
+// containerRetention is the setup of a gateway that keeps the dev
+// account's deleted containers for d (container soft delete).
+func containerRetention(d time.Duration) setupOpts {
+	return setupOpts{options: gateway.Options{
+		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: d}}}
+}
+
 // Delete Container with the account's retention on keeps the container
 // and everything in it, invisible, while the name is free; List Containers
 // include=deleted shows it; Restore Container refuses the name while it is
@@ -61,8 +91,7 @@ func deletedItems(items []*service.ContainerItem, name string) []*service.Contai
 func TestContainerSoftDeleteRestore(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
+		b := setup(t, kind, containerRetention(7*24*time.Hour))
 		svc := b.client.ServiceClient()
 		if _, err := b.client.CreateContainer(ctx, "keep", &azblob.CreateContainerOptions{Metadata: map[string]*string{"team": to.Ptr("a")}}); err != nil {
 			t.Fatal(err)
@@ -110,9 +139,7 @@ func TestContainerSoftDeleteRestore(t *testing.T) {
 		}
 		// Its bytes are kept through collection passes.
 		b.collectAll(t)
-		if n := b.countObjects(t); n != objects {
-			t.Fatalf("%d objects after collecting a soft-deleted container, want %d", n, objects)
-		}
+		b.wantObjects(t, objects, "after collecting a soft-deleted container")
 		b.checkNoLeak(t)
 
 		// The name is free at once; the deleted one is listed beside it.
@@ -192,8 +219,7 @@ func TestContainerSoftDeleteRestore(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound") // the newcomer's blob is in the other deleted version
 		_, err = svc.RestoreContainer(ctx, "keep", *d.Version, nil)
 		wantErr(t, err, 404, "ContainerNotFound") // that version is restored: no longer deleted
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -204,8 +230,7 @@ func TestContainerSoftDeleteExpiry(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		const retention = 2 * time.Second
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
+		b := setup(t, kind, containerRetention(retention))
 		svc := b.client.ServiceClient()
 		createContainers(t, b.client, "brief")
 		if _, err := b.client.UploadBuffer(ctx, "brief", "a", randBytes(1000, 1), nil); err != nil {
@@ -226,15 +251,11 @@ func TestContainerSoftDeleteExpiry(t *testing.T) {
 			t.Fatalf("deleted entries %v", del)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2 (blob, staged block)", n)
-		}
+		b.wantObjects(t, 2, "before expiry (blob, staged block)")
 		time.Sleep(retention + 500*time.Millisecond)
 		b.collectAll(t) // purges, queues the objects (grace 0) ...
 		b.collectAll(t) // ... and deletes them
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after expiry, want 0", n)
-		}
+		b.wantObjects(t, 0, "after expiry")
 		if n := len(listAll(t, b.client, true)); n != 0 {
 			t.Fatalf("%d containers listed after expiry, want 0", n)
 		}
@@ -264,9 +285,7 @@ func TestContainerDeleteWithoutRetention(t *testing.T) {
 		_, err := b.client.ServiceClient().RestoreContainer(ctx, "gone", "01D60F8BB59A4652", nil)
 		wantErr(t, err, 404, "ContainerNotFound")
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after delete + collection, want 0", n)
-		}
+		b.wantObjects(t, 0, "after delete + collection")
 		b.checkNoLeak(t)
 	})
 }
@@ -274,18 +293,13 @@ func TestContainerDeleteWithoutRetention(t *testing.T) {
 // Restore Container's headers: both required, the name must be the
 // request's container (no restore under another name).
 func TestRestoreContainerHeaders(t *testing.T) {
-	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
-		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+	b := setup(t, "sqlite", containerRetention(time.Hour))
 	ctx := context.Background()
 	createContainers(t, b.client, "hdr")
 	if _, err := b.client.DeleteContainer(ctx, "hdr", nil); err != nil {
 		t.Fatal(err)
 	}
-	del := deletedItems(listAll(t, b.client, true), "hdr")
-	if len(del) != 1 {
-		t.Fatalf("%d deleted entries", len(del))
-	}
-	v := *del[0].Version
+	v := b.onlyDeleted(t, "hdr")
 	for _, tc := range []struct {
 		path   string
 		hdr    map[string]string
@@ -311,8 +325,7 @@ func TestRestoreContainerHeaders(t *testing.T) {
 // never grants it. The container's lease ends with the delete: the
 // restored container is not leased.
 func TestRestoreContainerSAS(t *testing.T) {
-	b := setup(t, "sqlite", setupOpts{options: gateway.Options{
-		ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+	b := setup(t, "sqlite", containerRetention(time.Hour))
 	ctx := context.Background()
 	svc := b.client.ServiceClient()
 	createContainers(t, b.client, "sas-restore")
@@ -328,10 +341,7 @@ func TestRestoreContainerSAS(t *testing.T) {
 		LeaseAccessConditions: &container.LeaseAccessConditions{LeaseID: lc.LeaseID()}}}); err != nil {
 		t.Fatal(err)
 	}
-	del := deletedItems(listAll(t, b.client, true), "sas-restore")
-	if len(del) != 1 {
-		t.Fatalf("%d deleted entries", len(del))
-	}
+	v := b.onlyDeleted(t, "sas-restore")
 	now := time.Now().UTC()
 	client := func(perm sas.AccountPermissions) *service.Client {
 		u, err := svc.GetSASURL(sas.AccountResourceTypes{Service: true, Container: true, Object: true}, perm, now.Add(time.Hour), nil)
@@ -344,18 +354,14 @@ func TestRestoreContainerSAS(t *testing.T) {
 		}
 		return c
 	}
-	_, err = client(sas.AccountPermissions{Read: true, List: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil)
+	_, err = client(sas.AccountPermissions{Read: true, List: true}).RestoreContainer(ctx, "sas-restore", v, nil)
 	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
 	svcSAS := b.sasURL(t, "sas-restore", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: now.Add(time.Hour),
 		ContainerName: "sas-restore", Permissions: (&sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}).String()})
-	resp, err := http.DefaultClient.Do(mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
-		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": *del[0].Version}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, mustRequest(t, http.MethodPut, svcSAS+"&restype=container&comp=undelete", map[string]string{
+		"x-ms-version": "2025-11-05", "x-ms-deleted-container-name": "sas-restore", "x-ms-deleted-container-version": v}))
 	wantStatus(t, resp, 403, "AuthorizationPermissionMismatch", "service SAS")
-	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", *del[0].Version, nil); err != nil {
+	if _, err := client(sas.AccountPermissions{Create: true}).RestoreContainer(ctx, "sas-restore", v, nil); err != nil {
 		t.Fatalf("restore by account SAS with c: %v", err)
 	}
 	props, err := cc.GetProperties(ctx, nil)
@@ -386,8 +392,7 @@ func mustRequest(t *testing.T, method, url string, hdr map[string]string) *http.
 func TestContainerSoftDeleteRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
+		b := setup(t, kind, containerRetention(time.Hour))
 		createContainers(t, b.client, "race")
 		const writers = 8
 		var (
@@ -422,13 +427,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		del := deletedItems(listAll(t, b.client, true), "race")
-		if len(del) != 1 {
-			t.Fatalf("%d deleted entries", len(del))
-		}
-		if _, err := b.client.ServiceClient().RestoreContainer(ctx, "race", *del[0].Version, nil); err != nil {
-			t.Fatal(err)
-		}
+		b.restoreOnlyDeleted(t, "race")
 		n := 0
 		for i := range writers {
 			wantErr(t, errs[i], 404, "ContainerNotFound")
@@ -453,8 +452,7 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 		if listed != n {
 			t.Fatalf("restored container lists %d blobs, %d were acknowledged", listed, n)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -465,12 +463,8 @@ func TestContainerSoftDeleteRace(t *testing.T) {
 func TestContainerSoftDeleteVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: 7 * 24 * time.Hour}}})
-		svc := b.client.ServiceClient()
-		createContainers(t, b.client, "vers")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "vers", "doc")
+		b, cc := setupVersioned(t, kind, "vers", containerRetention(7*24*time.Hour))
+		bc := cc.NewBlockBlobClient("doc")
 		first, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("version one"))}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -482,15 +476,8 @@ func TestContainerSoftDeleteVersions(t *testing.T) {
 		if _, err := b.client.DeleteContainer(ctx, "vers", nil); err != nil {
 			t.Fatalf("delete a container with versions: %v", err)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
-		del := deletedItems(listAll(t, b.client, true), "vers")
-		if len(del) != 1 {
-			t.Fatalf("%d deleted entries of vers, want 1", len(del))
-		}
-		if _, err := svc.RestoreContainer(ctx, "vers", *del[0].Version, nil); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
+		b.collectNoLeak(t)
+		b.restoreOnlyDeleted(t, "vers")
 		if got := b.downloadVersion(t, "vers", "doc", vid); string(got) != "version one" {
 			t.Fatalf("restored version %s reads %q", vid, got)
 		}

@@ -36,11 +36,7 @@ func TestCopySourceBehindProxy(t *testing.T) {
 	req.Header.Set("X-Forwarded-For", "203.0.113.9")
 	req.Header.Set("x-ms-copy-source", "https://127.0.0.1:443/devstoreaccount1/prox/src")
 	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("x-ms-copy-status") != "success" {
 		t.Fatalf("Copy Blob from this gateway's https URL behind a proxy: %d %s (copy status %q)",
 			resp.StatusCode, resp.Header.Get("x-ms-error-code"), resp.Header.Get("x-ms-copy-status"))

@@ -178,8 +178,7 @@ func TestCopyBlobSameAccount(t *testing.T) {
 		if got := download(t, b.client, "dst", "copy.csv"); !bytes.Equal(got, data) {
 			t.Fatal("failed copies changed the destination")
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -253,8 +252,7 @@ func TestCopyConditions(t *testing.T) {
 		if _, err := dst.UploadBlobFromURL(ctx, src.URL(), &blockblob.UploadBlobFromURLOptions{AccessConditions: ok}); err != nil {
 			t.Fatal(err)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -557,8 +555,7 @@ func TestCopyFromExternal(t *testing.T) {
 		// before any packet leaves).
 		_, err = wc.StartCopyFromURL(ctx, "http://169.254.169.254/latest/meta-data/", nil)
 		wantErr(t, err, 500, "CannotVerifyCopySource")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -623,11 +620,8 @@ func TestCopySourceDiesMidStream(t *testing.T) {
 		}
 		_, err = blockClient(b.client, "box", "new").GetProperties(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
-		b.collectAll(t)
-		b.checkNoLeak(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d backend objects, want the destination's 1", n)
-		}
+		b.collectNoLeak(t)
+		b.wantObjects(t, 1, "the destination's only")
 	})
 }
 

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,12 +49,7 @@ func preflight(t *testing.T, url, origin, method, headers string) *http.Response
 	if headers != "" {
 		req.Header.Set("Access-Control-Request-Headers", headers)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	return resp
 }
 
@@ -272,32 +266,30 @@ func restartGateway(t *testing.T, b *bundle) *httptest.Server {
 // the other (they live in the database, not in a process), and a gateway
 // started later on the same database reads them back.
 func TestCORSSharedAndPersisted(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind, setupOpts{replicas: 2})
-			ctx := context.Background()
-			if _, err := b.client.ServiceClient().SetProperties(ctx, &service.SetPropertiesOptions{CORS: testCORSRules()}); err != nil {
-				t.Fatal(err)
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind, setupOpts{replicas: 2})
+		ctx := context.Background()
+		if _, err := b.client.ServiceClient().SetProperties(ctx, &service.SetPropertiesOptions{CORS: testCORSRules()}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"Access-Control-Allow-Origin": "http://a.example", "Access-Control-Allow-Methods": "PUT",
+			"Access-Control-Max-Age": "300", "Access-Control-Allow-Credentials": "true"}
+		for i := range b.servers {
+			checkCORSHeaders(t, "replica "+string(rune('0'+i)), preflight(t, b.serviceURL(i)+"c/b", "http://a.example", "PUT", ""), 200, "", want)
+			props, err := b.clientFor(t, i).ServiceClient().GetProperties(ctx, nil)
+			if err != nil || len(props.CORS) != 2 || *props.CORS[0].AllowedOrigins != "http://a.example, http://b.example" {
+				t.Fatalf("replica %d service properties: %+v %v", i, props.CORS, err)
 			}
-			want := map[string]string{"Access-Control-Allow-Origin": "http://a.example", "Access-Control-Allow-Methods": "PUT",
-				"Access-Control-Max-Age": "300", "Access-Control-Allow-Credentials": "true"}
-			for i := range b.servers {
-				checkCORSHeaders(t, "replica "+string(rune('0'+i)), preflight(t, b.serviceURL(i)+"c/b", "http://a.example", "PUT", ""), 200, "", want)
-				props, err := b.clientFor(t, i).ServiceClient().GetProperties(ctx, nil)
-				if err != nil || len(props.CORS) != 2 || *props.CORS[0].AllowedOrigins != "http://a.example, http://b.example" {
-					t.Fatalf("replica %d service properties: %+v %v", i, props.CORS, err)
-				}
-			}
-			srv := restartGateway(t, b)
-			checkCORSHeaders(t, "restarted", preflight(t, srv.URL+"/"+config.DevAccountName+"/c/b", "http://a.example", "PUT", ""), 200, "", want)
-			c, err := azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", b.cred, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			props, err := c.ServiceClient().GetProperties(ctx, nil)
-			if err != nil || len(props.CORS) != 2 || *props.CORS[1].AllowedOrigins != "*" {
-				t.Fatalf("restarted gateway's service properties: %+v %v", props.CORS, err)
-			}
-		})
-	}
+		}
+		srv := restartGateway(t, b)
+		checkCORSHeaders(t, "restarted", preflight(t, srv.URL+"/"+config.DevAccountName+"/c/b", "http://a.example", "PUT", ""), 200, "", want)
+		c, err := azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", b.cred, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, err := c.ServiceClient().GetProperties(ctx, nil)
+		if err != nil || len(props.CORS) != 2 || *props.CORS[1].AllowedOrigins != "*" {
+			t.Fatalf("restarted gateway's service properties: %+v %v", props.CORS, err)
+		}
+	})
 }

@@ -87,8 +87,9 @@ func metaString(m map[string]*string) string {
 }
 
 // fillEdge makes the state the edge tests compare against: container edge
-// with metadata, blob keep with metadata and tags, a snapshot of it.
-func (b *bundle) fillEdge(t *testing.T) {
+// with metadata, blob keep with metadata and tags, a snapshot of it. It
+// returns the container's client.
+func (b *bundle) fillEdge(t *testing.T) *container.Client {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := b.client.CreateContainer(ctx, "edge", &azblob.CreateContainerOptions{Metadata: map[string]*string{"m": to.Ptr("v")}}); err != nil {
@@ -98,9 +99,11 @@ func (b *bundle) fillEdge(t *testing.T) {
 		Metadata: map[string]*string{"m": to.Ptr("v")}, Tags: map[string]string{"t": "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.client.ServiceClient().NewContainerClient("edge").NewBlobClient("keep").CreateSnapshot(ctx, nil); err != nil {
+	cc := b.client.ServiceClient().NewContainerClient("edge")
+	if _, err := cc.NewBlobClient("keep").CreateSnapshot(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	return cc
 }
 
 // TestInvalidUTF8Refused: every place a client string reaches the store
@@ -111,75 +114,73 @@ func TestInvalidUTF8Refused(t *testing.T) {
 	const bad = "\xff\xfe"
 	tagsXML := "<?xml version=\"1.0\" encoding=\"utf-8\"?><Tags><TagSet><Tag><Key>k</Key><Value>" + bad + "</Value></Tag></TagSet></Tags>"
 	blockList := "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList></BlockList>"
-	for _, kind := range edgeKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			b.fillEdge(t)
-			src := b.serviceURL(0) + "edge/keep"
-			cases := []struct {
-				name, method, path, body string
-				hdr                      map[string]string
-				status                   int
-				code                     string
-			}{
-				{"Put Blob name", "PUT", "edge/%ff%fe", "x", map[string]string{"x-ms-blob-type": "BlockBlob"}, 400, "InvalidResourceName"},
-				{"Put Blob name inside", "PUT", "edge/dir/a%ffb", "x", map[string]string{"x-ms-blob-type": "BlockBlob"}, 400, "InvalidResourceName"},
-				{"Get Blob name", "GET", "edge/%ff", "", nil, 400, "InvalidResourceName"},
-				{"Delete Blob name", "DELETE", "edge/%ff", "", nil, 400, "InvalidResourceName"},
-				{"Put Block name", "PUT", "edge/%ff?comp=block&blockid=" + blockID(1), "x", nil, 400, "InvalidResourceName"},
-				{"Put Block List name", "PUT", "edge/%ff?comp=blocklist", blockList, nil, 400, "InvalidResourceName"},
-				{"Copy Blob destination name", "PUT", "edge/%ff", "", map[string]string{"x-ms-copy-source": src}, 400, "InvalidResourceName"},
-				{"Create Container name", "PUT", "edge%ff?restype=container", "", nil, 400, "InvalidResourceName"},
-				{"List Containers prefix", "GET", "?comp=list&prefix=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Containers marker", "GET", "?comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs prefix", "GET", "edge?restype=container&comp=list&prefix=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs marker", "GET", "edge?restype=container&comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs prefix with NUL", "GET", "edge?restype=container&comp=list&prefix=a%00b", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs delimiter NUL", "GET", "edge?restype=container&comp=list&delimiter=%00", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs delimiter", "GET", "edge?restype=container&comp=list&delimiter=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"List Blobs startFrom", "GET", "edge?restype=container&comp=list&startFrom=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"Find Blobs where", "GET", "?comp=blobs&where=%22t%22%3D%27%ff%27", "", nil, 400, "InvalidQueryParameterValue"},
-				{"Find Blobs in container where", "GET", "edge?restype=container&comp=blobs&where=%22t%22%3D%27%ff%27", "", nil, 400, "InvalidQueryParameterValue"},
-				{"Find Blobs marker", "GET", "?comp=blobs&where=%22t%22%3D%271%27&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"snapshot id", "GET", "edge/keep?snapshot=%ff", "", nil, 400, "InvalidQueryParameterValue"},
-				{"query parameter name", "GET", "edge/keep?%ff=1", "", nil, 400, "InvalidQueryParameterValue"},
-				{"Put Blob metadata value", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"Set Blob Metadata value", "PUT", "edge/keep?comp=metadata", "", map[string]string{"x-ms-meta-m": "a" + bad}, 400, "InvalidMetadata"},
-				{"Create Container metadata value", "PUT", "new?restype=container", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"Set Container Metadata value", "PUT", "edge?restype=container&comp=metadata", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"Put Block List metadata value", "PUT", "edge/keep?comp=blocklist", blockList, map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"Copy Blob metadata value", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src, "x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"Snapshot Blob metadata value", "PUT", "edge/keep?comp=snapshot", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
-				{"x-ms-tags key", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "%ff=1"}, 400, "InvalidTag"},
-				{"x-ms-tags value", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "k=%ff"}, 400, "InvalidTag"},
-				{"x-ms-tags raw bytes", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "k=" + bad}, 400, "InvalidHeaderValue"},
-				{"Set Blob Tags body", "PUT", "edge/keep?comp=tags", tagsXML, nil, 400, "InvalidXmlDocument"},
-				{"x-ms-if-tags", "PUT", "edge/keep?comp=metadata", "", map[string]string{"x-ms-if-tags": "\"t\"='" + bad + "'"}, 400, "InvalidHeaderValue"},
-				{"Content-Type", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-Type": "text/" + bad}, 400, "InvalidHeaderValue"},
-				{"x-ms-blob-content-disposition", "PUT", "edge/keep?comp=properties", "", map[string]string{"x-ms-blob-content-disposition": bad}, 400, "InvalidHeaderValue"},
-				{"copy source name", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff"}, 400, "InvalidHeaderValue"},
-				{"Put Blob From URL source name", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff", "x-ms-blob-type": "BlockBlob"}, 400, "InvalidHeaderValue"},
-				{"Put Block From URL source name", "PUT", "edge/copy?comp=block&blockid=" + blockID(1), "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff"}, 400, "InvalidHeaderValue"},
-				{"copy source snapshot", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src + "?snapshot=%ff"}, 400, "InvalidHeaderValue"},
-				{"copy source raw bytes", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src + bad}, 400, "InvalidHeaderValue"},
+	forKinds(t, edgeKinds, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		b.fillEdge(t)
+		src := b.serviceURL(0) + "edge/keep"
+		cases := []struct {
+			name, method, path, body string
+			hdr                      map[string]string
+			status                   int
+			code                     string
+		}{
+			{"Put Blob name", "PUT", "edge/%ff%fe", "x", map[string]string{"x-ms-blob-type": "BlockBlob"}, 400, "InvalidResourceName"},
+			{"Put Blob name inside", "PUT", "edge/dir/a%ffb", "x", map[string]string{"x-ms-blob-type": "BlockBlob"}, 400, "InvalidResourceName"},
+			{"Get Blob name", "GET", "edge/%ff", "", nil, 400, "InvalidResourceName"},
+			{"Delete Blob name", "DELETE", "edge/%ff", "", nil, 400, "InvalidResourceName"},
+			{"Put Block name", "PUT", "edge/%ff?comp=block&blockid=" + blockID(1), "x", nil, 400, "InvalidResourceName"},
+			{"Put Block List name", "PUT", "edge/%ff?comp=blocklist", blockList, nil, 400, "InvalidResourceName"},
+			{"Copy Blob destination name", "PUT", "edge/%ff", "", map[string]string{"x-ms-copy-source": src}, 400, "InvalidResourceName"},
+			{"Create Container name", "PUT", "edge%ff?restype=container", "", nil, 400, "InvalidResourceName"},
+			{"List Containers prefix", "GET", "?comp=list&prefix=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Containers marker", "GET", "?comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs prefix", "GET", "edge?restype=container&comp=list&prefix=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs marker", "GET", "edge?restype=container&comp=list&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs prefix with NUL", "GET", "edge?restype=container&comp=list&prefix=a%00b", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs delimiter NUL", "GET", "edge?restype=container&comp=list&delimiter=%00", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs delimiter", "GET", "edge?restype=container&comp=list&delimiter=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"List Blobs startFrom", "GET", "edge?restype=container&comp=list&startFrom=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"Find Blobs where", "GET", "?comp=blobs&where=%22t%22%3D%27%ff%27", "", nil, 400, "InvalidQueryParameterValue"},
+			{"Find Blobs in container where", "GET", "edge?restype=container&comp=blobs&where=%22t%22%3D%27%ff%27", "", nil, 400, "InvalidQueryParameterValue"},
+			{"Find Blobs marker", "GET", "?comp=blobs&where=%22t%22%3D%271%27&marker=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"snapshot id", "GET", "edge/keep?snapshot=%ff", "", nil, 400, "InvalidQueryParameterValue"},
+			{"query parameter name", "GET", "edge/keep?%ff=1", "", nil, 400, "InvalidQueryParameterValue"},
+			{"Put Blob metadata value", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"Set Blob Metadata value", "PUT", "edge/keep?comp=metadata", "", map[string]string{"x-ms-meta-m": "a" + bad}, 400, "InvalidMetadata"},
+			{"Create Container metadata value", "PUT", "new?restype=container", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"Set Container Metadata value", "PUT", "edge?restype=container&comp=metadata", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"Put Block List metadata value", "PUT", "edge/keep?comp=blocklist", blockList, map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"Copy Blob metadata value", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src, "x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"Snapshot Blob metadata value", "PUT", "edge/keep?comp=snapshot", "", map[string]string{"x-ms-meta-m": bad}, 400, "InvalidMetadata"},
+			{"x-ms-tags key", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "%ff=1"}, 400, "InvalidTag"},
+			{"x-ms-tags value", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "k=%ff"}, 400, "InvalidTag"},
+			{"x-ms-tags raw bytes", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "k=" + bad}, 400, "InvalidHeaderValue"},
+			{"Set Blob Tags body", "PUT", "edge/keep?comp=tags", tagsXML, nil, 400, "InvalidXmlDocument"},
+			{"x-ms-if-tags", "PUT", "edge/keep?comp=metadata", "", map[string]string{"x-ms-if-tags": "\"t\"='" + bad + "'"}, 400, "InvalidHeaderValue"},
+			{"Content-Type", "PUT", "edge/new", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "Content-Type": "text/" + bad}, 400, "InvalidHeaderValue"},
+			{"x-ms-blob-content-disposition", "PUT", "edge/keep?comp=properties", "", map[string]string{"x-ms-blob-content-disposition": bad}, 400, "InvalidHeaderValue"},
+			{"copy source name", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff"}, 400, "InvalidHeaderValue"},
+			{"Put Blob From URL source name", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff", "x-ms-blob-type": "BlockBlob"}, 400, "InvalidHeaderValue"},
+			{"Put Block From URL source name", "PUT", "edge/copy?comp=block&blockid=" + blockID(1), "", map[string]string{"x-ms-copy-source": b.serviceURL(0) + "edge/%ff"}, 400, "InvalidHeaderValue"},
+			{"copy source snapshot", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src + "?snapshot=%ff"}, 400, "InvalidHeaderValue"},
+			{"copy source raw bytes", "PUT", "edge/copy", "", map[string]string{"x-ms-copy-source": src + bad}, 400, "InvalidHeaderValue"},
+		}
+		before := b.accountState(t)
+		for _, c := range cases {
+			resp, body := b.do(t, c.method, c.path, c.body, c.hdr)
+			if d := statusDiff(resp, c.status, c.code); d != "" {
+				t.Errorf("%s: %s\n%s", c.name, d, body)
 			}
-			before := b.accountState(t)
-			for _, c := range cases {
-				resp, body := b.do(t, c.method, c.path, c.body, c.hdr)
-				if d := statusDiff(resp, c.status, c.code); d != "" {
-					t.Errorf("%s: %s\n%s", c.name, d, body)
-				}
-				if after := b.accountState(t); after != before {
-					t.Fatalf("%s stored something:\nbefore:\n%s\nafter:\n%s", c.name, before, after)
-				}
+			if after := b.accountState(t); after != before {
+				t.Fatalf("%s stored something:\nbefore:\n%s\nafter:\n%s", c.name, before, after)
 			}
-			// Valid UTF-8 beyond ASCII stays accepted.
-			resp, body := b.do(t, "PUT", "edge/caf%C3%A9", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-meta-m": "café"})
-			if resp.StatusCode != 201 {
-				t.Fatalf("UTF-8 name and metadata: %d %s", resp.StatusCode, body)
-			}
-		})
-	}
+		}
+		// Valid UTF-8 beyond ASCII stays accepted.
+		resp, body := b.do(t, "PUT", "edge/caf%C3%A9", "x", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-meta-m": "café"})
+		if resp.StatusCode != 201 {
+			t.Fatalf("UTF-8 name and metadata: %d %s", resp.StatusCode, body)
+		}
+	})
 }
 
 // TestParseQuery: query parameter names are matched without regard to

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/xml"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -67,21 +66,14 @@ func TestErrorMessageTexts(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, b.serviceURL(0)+"?comp=list", nil)
 	b.sign(t, req)
 	req.Header.Set("x-ms-client-request-id", "changed after signing")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := readBody(t, resp)
+	resp, body := send(t, req)
 	check("bad signature", resp, body, 403, "AuthenticationFailed",
 		"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
 
 	req, _ = http.NewRequest(http.MethodOptions, b.serviceURL(0)+"texts/sealed", nil)
 	req.Header.Set("Origin", "http://a.example")
 	req.Header.Set("Access-Control-Request-Method", "PUT")
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body = readBody(t, resp)
+	resp, body = send(t, req)
 	check("preflight", resp, body, 403, "CorsPreflightFailure", "CORS not enabled or no matching rule found for this request.")
 
 	resp, body = b.do(t, "PUT", "texts/sealed?comp=appendblock", "more", nil)
@@ -89,10 +81,7 @@ func TestErrorMessageTexts(t *testing.T) {
 
 	req, _ = http.NewRequest(http.MethodOptions, b.serviceURL(0)+"texts/sealed", nil)
 	req.Header.Set("Access-Control-Request-Method", "PUT")
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body = readBody(t, resp)
+	resp, body = send(t, req)
 	check("preflight without Origin", resp, body, 400, "InvalidHeaderValue", "A required CORS header is not present.")
 
 	resp, body = b.do(t, "PUT", "Bad_Name?restype=container", "", nil)
@@ -101,10 +90,7 @@ func TestErrorMessageTexts(t *testing.T) {
 	req, _ = http.NewRequest(http.MethodPut, b.servers[0].URL+"/"+config.DevAccountName+"-secondary/texts/new", strings.NewReader("x"))
 	req.Header.Set("x-ms-blob-type", "BlockBlob")
 	b.sign(t, req)
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body = readBody(t, resp)
+	resp, body = send(t, req)
 	check("write at the secondary", resp, body, 403, "InsufficientAccountPermissions", "Write operations are not allowed.")
 
 	resp, body = b.do(t, "GET", "?comp=list&prefix=%zz", "", nil)
@@ -112,16 +98,6 @@ func TestErrorMessageTexts(t *testing.T) {
 	if !strings.Contains(body, "<Reason>") {
 		t.Errorf("unparsable query: no Reason in %q", body)
 	}
-}
-
-func readBody(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	p, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(p)
 }
 
 // TestLeaseIdMissingTexts: LeaseIdMissing reads as Azure words it for

@@ -69,50 +69,48 @@ func (f *readFlag) Read(p []byte) (int, error) {
 // conditions fail is refused before that (the pre-check runs first for
 // it, however small the body), so the body is never sent.
 func TestPutBlobExpectContinue(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+disk"} {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "expect")
-			bb := b.client.ServiceClient().NewContainerClient("expect").NewBlockBlobClient("b")
-			if _, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader([]byte("before"))), nil); err != nil {
+	forKinds(t, []string{"sqlite+disk", "postgres+disk"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "expect")
+		bb := b.client.ServiceClient().NewContainerClient("expect").NewBlockBlobClient("b")
+		if _, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader([]byte("before"))), nil); err != nil {
+			t.Fatal(err)
+		}
+		// A long wait for 100 Continue: the client sends the body
+		// early only if the gateway never answers, which is the
+		// failure this test looks for, not a matter of speed.
+		client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Minute}}
+		put := func(hdr map[string]string) (*http.Response, *readFlag) {
+			body := &readFlag{r: strings.NewReader(strings.Repeat("x", 4<<10))}
+			req, err := http.NewRequest(http.MethodPut, b.serviceURL(0)+"expect/b", body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			// A long wait for 100 Continue: the client sends the body
-			// early only if the gateway never answers, which is the
-			// failure this test looks for, not a matter of speed.
-			client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Minute}}
-			put := func(hdr map[string]string) (*http.Response, *readFlag) {
-				body := &readFlag{r: strings.NewReader(strings.Repeat("x", 4<<10))}
-				req, err := http.NewRequest(http.MethodPut, b.serviceURL(0)+"expect/b", body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.ContentLength = 4 << 10
-				req.Header.Set("Expect", "100-continue")
-				req.Header.Set("x-ms-blob-type", "BlockBlob")
-				for k, v := range hdr {
-					req.Header.Set(k, v)
-				}
-				b.sign(t, req)
-				resp, err := client.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp, body
+			req.ContentLength = 4 << 10
+			req.Header.Set("Expect", "100-continue")
+			req.Header.Set("x-ms-blob-type", "BlockBlob")
+			for k, v := range hdr {
+				req.Header.Set(k, v)
 			}
-			resp, body := put(map[string]string{"If-Match": `"0x1"`})
-			wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Expect: 100-continue, If-Match wrong")
-			if body.read.Load() {
-				t.Fatal("the body of a refused Put Blob with Expect: 100-continue was sent")
+			b.sign(t, req)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			resp, body = put(nil)
-			wantStatus(t, resp, http.StatusCreated, "", "Expect: 100-continue")
-			if !body.read.Load() {
-				t.Fatal("the body of an accepted Put Blob was never read")
-			}
-		})
-	}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp, body
+		}
+		resp, body := put(map[string]string{"If-Match": `"0x1"`})
+		wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Expect: 100-continue, If-Match wrong")
+		if body.read.Load() {
+			t.Fatal("the body of a refused Put Blob with Expect: 100-continue was sent")
+		}
+		resp, body = put(nil)
+		wantStatus(t, resp, http.StatusCreated, "", "Expect: 100-continue")
+		if !body.read.Load() {
+			t.Fatal("the body of an accepted Put Blob was never read")
+		}
+	})
 }

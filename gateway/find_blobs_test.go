@@ -55,53 +55,51 @@ func TestFindBlobsByTags(t *testing.T) {
 			}
 			return out
 		}
+		// find pages through a Find Blobs by Tags answer at scope; page
+		// asks for one page from marker (mx results at most, nil for the
+		// default) and returns its blobs and NextMarker.
+		find := func(scope, where string, max int32, page func(marker *string, mx *int32) ([]*service.FilterBlobItem, *string, error)) ([]hit, int) {
+			t.Helper()
+			var mx *int32
+			if max > 0 {
+				mx = to.Ptr(max)
+			}
+			var out []hit
+			pages := 0
+			var marker *string
+			for {
+				blobs, next, err := page(marker, mx)
+				if err != nil {
+					t.Fatalf("%s FilterBlobs %q: %v", scope, where, err)
+				}
+				pages++
+				out = append(out, render(blobs)...)
+				if next == nil || *next == "" {
+					return out, pages
+				}
+				marker = next
+			}
+		}
 		containerFind := func(cont, where string, max int32) ([]hit, int) {
 			t.Helper()
 			cc := c.ServiceClient().NewContainerClient(cont)
-			var out []hit
-			pages := 0
-			var marker *string
-			for {
-				opts := &container.FilterBlobsOptions{Marker: marker}
-				if max > 0 {
-					opts.MaxResults = to.Ptr(max)
-				}
-				resp, err := cc.FilterBlobs(ctx, where, opts)
+			return find("container", where, max, func(marker *string, mx *int32) ([]*service.FilterBlobItem, *string, error) {
+				resp, err := cc.FilterBlobs(ctx, where, &container.FilterBlobsOptions{Marker: marker, MaxResults: mx})
 				if err != nil {
-					t.Fatalf("container FilterBlobs %q: %v", where, err)
+					return nil, nil, err
 				}
-				pages++
 				if resp.Where == nil || *resp.Where != where {
 					t.Fatalf("Where echoed as %v", resp.Where)
 				}
-				out = append(out, render(resp.Blobs)...)
-				if resp.NextMarker == nil || *resp.NextMarker == "" {
-					return out, pages
-				}
-				marker = resp.NextMarker
-			}
+				return resp.Blobs, resp.NextMarker, nil
+			})
 		}
 		serviceFind := func(where string, max int32) ([]hit, int) {
 			t.Helper()
-			var out []hit
-			pages := 0
-			var marker *string
-			for {
-				opts := &service.FilterBlobsOptions{Marker: marker}
-				if max > 0 {
-					opts.MaxResults = to.Ptr(max)
-				}
-				resp, err := c.ServiceClient().FilterBlobs(ctx, where, opts)
-				if err != nil {
-					t.Fatalf("service FilterBlobs %q: %v", where, err)
-				}
-				pages++
-				out = append(out, render(resp.Blobs)...)
-				if resp.NextMarker == nil || *resp.NextMarker == "" {
-					return out, pages
-				}
-				marker = resp.NextMarker
-			}
+			return find("service", where, max, func(marker *string, mx *int32) ([]*service.FilterBlobItem, *string, error) {
+				resp, err := c.ServiceClient().FilterBlobs(ctx, where, &service.FilterBlobsOptions{Marker: marker, MaxResults: mx})
+				return resp.Blobs, resp.NextMarker, err
+			})
 		}
 
 		redA := []hit{{"find-a", "1", "[team=red]"}, {"find-a", "2", "[team=red]"}, {"find-a", "dir/5", "[team=red]"}}

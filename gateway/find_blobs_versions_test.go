@@ -20,10 +20,8 @@ import (
 // as if all were found); include=none is the default; any other value is
 // 400 InvalidQueryParameterValue.
 func TestFindBlobsVersions(t *testing.T) {
-	b := setup(t, "sqlite")
+	b, cc := setupVersioned(t, "sqlite", "fvers")
 	ctx := context.Background()
-	b.setVersioning(t, true)
-	cc := b.newContainer(t, "fvers")
 	put := func(name, value string) {
 		t.Helper()
 		_, err := cc.NewBlockBlobClient(name).UploadBuffer(ctx, []byte(value), &blockblob.UploadBufferOptions{Tags: map[string]string{"k": value}})

@@ -7,8 +7,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
-
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // TestLeaseOpConnectionLost: the Postgres connection of a gateway dies in
@@ -37,23 +35,7 @@ func TestLeaseOpConnectionLost(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the gateway's backend is blocked on our lock, then kill it.
-	killer := pgtest.Connect(t, b.dsn)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var killed int
-		err := killer.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&killed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if killed > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway never waited on the row lock")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	killLockWaiters(t, b.dsn)
 	// Release only after the kill, so the lease op could not have
 	// committed in between.
 	if err := holder.Rollback(ctx); err != nil {

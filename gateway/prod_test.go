@@ -241,9 +241,7 @@ next:
 // TestMetrics scrapes /metrics before and after a known set of requests
 // and checks that each counter moved by what those requests did.
 func TestMetrics(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) { testMetrics(t, kind) })
-	}
+	forKinds(t, []string{"sqlite+disk", "postgres+s3"}, testMetrics)
 }
 
 func testMetrics(t *testing.T, kind string) {
@@ -453,11 +451,7 @@ func TestAccessLog(t *testing.T) {
 	})
 	req, _ := http.NewRequest("GET", b.serviceURL(0)+"logs/lost.txt", nil)
 	b.sign(t, req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if resp.StatusCode != 500 {
 		t.Fatalf("read of a blob with missing bytes: %d", resp.StatusCode)
 	}

@@ -30,103 +30,100 @@ import (
 // include=deletedwithversions with a delimiter or with versions is 501.
 func TestVersionIDRefused(t *testing.T) {
 	const vid = "2024-01-01T00:00:00.0000000Z"
-	for _, kind := range edgeKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			b.fillEdge(t)
-			ctx := context.Background()
-			cc := b.client.ServiceClient().NewContainerClient("edge")
-			if _, err := cc.NewAppendBlobClient("log").Create(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			before := b.accountState(t)
-			keep, err := cc.NewBlobClient("keep").WithVersionID(vid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = keep.Delete(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			_, err = keep.DownloadStream(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			_, err = keep.GetProperties(ctx, nil)
-			wantErr(t, err, 404, "")
-			_, err = keep.SetTier(ctx, blob.AccessTierCool, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			_, err = keep.SetTags(ctx, map[string]string{"t": "2"}, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			_, err = keep.GetTags(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			_, err = keep.SetMetadata(ctx, map[string]*string{"m": to.Ptr("w")}, nil)
-			wantErr(t, err, 400, "InvalidQueryParameterValue")
+	forKinds(t, edgeKinds, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		cc := b.fillEdge(t)
+		ctx := context.Background()
+		if _, err := cc.NewAppendBlobClient("log").Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		before := b.accountState(t)
+		keep, err := cc.NewBlobClient("keep").WithVersionID(vid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = keep.Delete(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = keep.DownloadStream(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = keep.GetProperties(ctx, nil)
+		wantErr(t, err, 404, "")
+		_, err = keep.SetTier(ctx, blob.AccessTierCool, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = keep.SetTags(ctx, map[string]string{"t": "2"}, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = keep.GetTags(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		_, err = keep.SetMetadata(ctx, map[string]*string{"m": to.Ptr("w")}, nil)
+		wantErr(t, err, 400, "InvalidQueryParameterValue")
 
-			// Any case of the name; hand-built, as the SDK spells it one way.
-			for _, q := range []string{"versionid", "versionId", "VERSIONID"} {
-				cases := []struct {
-					method, path, body string
-					status             int
-					code               string
-				}{
-					{"DELETE", "edge/keep?" + q + "=" + vid, "", 404, "BlobNotFound"},
-					{"GET", "edge/keep?" + q + "=" + vid, "", 404, "BlobNotFound"},
-					{"PUT", "edge/keep?comp=tier&" + q + "=" + vid, "", 404, "BlobNotFound"},
-					{"PUT", "edge/keep?comp=metadata&" + q + "=" + vid, "", 400, "InvalidQueryParameterValue"},
-					{"PUT", "edge/keep?comp=snapshot&" + q + "=" + vid, "", 400, "InvalidQueryParameterValue"},
-					{"PUT", "edge/keep?" + q + "=" + vid, "new bytes", 400, "InvalidQueryParameterValue"},
-				}
-				for _, c := range cases {
-					hdr := map[string]string{"x-ms-access-tier": "Cool", "x-ms-meta-m": "w", "x-ms-blob-type": "BlockBlob"}
-					resp, body := b.do(t, c.method, c.path, c.body, hdr)
-					if d := statusDiff(resp, c.status, c.code); d != "" {
-						t.Errorf("%s %s: %s\n%s", c.method, c.path, d, body)
-					}
+		// Any case of the name; hand-built, as the SDK spells it one way.
+		for _, q := range []string{"versionid", "versionId", "VERSIONID"} {
+			cases := []struct {
+				method, path, body string
+				status             int
+				code               string
+			}{
+				{"DELETE", "edge/keep?" + q + "=" + vid, "", 404, "BlobNotFound"},
+				{"GET", "edge/keep?" + q + "=" + vid, "", 404, "BlobNotFound"},
+				{"PUT", "edge/keep?comp=tier&" + q + "=" + vid, "", 404, "BlobNotFound"},
+				{"PUT", "edge/keep?comp=metadata&" + q + "=" + vid, "", 400, "InvalidQueryParameterValue"},
+				{"PUT", "edge/keep?comp=snapshot&" + q + "=" + vid, "", 400, "InvalidQueryParameterValue"},
+				{"PUT", "edge/keep?" + q + "=" + vid, "new bytes", 400, "InvalidQueryParameterValue"},
+			}
+			for _, c := range cases {
+				hdr := map[string]string{"x-ms-access-tier": "Cool", "x-ms-meta-m": "w", "x-ms-blob-type": "BlockBlob"}
+				resp, body := b.do(t, c.method, c.path, c.body, hdr)
+				if d := statusDiff(resp, c.status, c.code); d != "" {
+					t.Errorf("%s %s: %s\n%s", c.method, c.path, d, body)
 				}
 			}
+		}
 
-			// Copy sources naming a version of a blob here.
-			src := cc.NewBlobClient("keep").URL()
-			for _, q := range []string{"?versionid=", "?versionId="} {
-				_, err = cc.NewBlockBlobClient("copy").StartCopyFromURL(ctx, src+q+vid, nil)
-				wantErr(t, err, 404, "BlobNotFound")
-				_, err = cc.NewBlockBlobClient("copy").CopyFromURL(ctx, src+q+vid, nil)
-				wantErr(t, err, 404, "CannotVerifyCopySource")
-				_, err = cc.NewBlockBlobClient("copy").UploadBlobFromURL(ctx, src+q+vid, nil)
-				wantErr(t, err, 404, "CannotVerifyCopySource")
-				_, err = cc.NewBlockBlobClient("copy").StageBlockFromURL(ctx, blockID(1), src+q+vid, nil)
-				wantErr(t, err, 404, "CannotVerifyCopySource")
-				_, err = cc.NewAppendBlobClient("log").AppendBlockFromURL(ctx, src+q+vid, nil)
-				wantErr(t, err, 404, "CannotVerifyCopySource")
-			}
+		// Copy sources naming a version of a blob here.
+		src := cc.NewBlobClient("keep").URL()
+		for _, q := range []string{"?versionid=", "?versionId="} {
+			_, err = cc.NewBlockBlobClient("copy").StartCopyFromURL(ctx, src+q+vid, nil)
+			wantErr(t, err, 404, "BlobNotFound")
+			_, err = cc.NewBlockBlobClient("copy").CopyFromURL(ctx, src+q+vid, nil)
+			wantErr(t, err, 404, "CannotVerifyCopySource")
+			_, err = cc.NewBlockBlobClient("copy").UploadBlobFromURL(ctx, src+q+vid, nil)
+			wantErr(t, err, 404, "CannotVerifyCopySource")
+			_, err = cc.NewBlockBlobClient("copy").StageBlockFromURL(ctx, blockID(1), src+q+vid, nil)
+			wantErr(t, err, 404, "CannotVerifyCopySource")
+			_, err = cc.NewAppendBlobClient("log").AppendBlockFromURL(ctx, src+q+vid, nil)
+			wantErr(t, err, 404, "CannotVerifyCopySource")
+		}
 
-			pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Versions: true}})
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
+		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Versions: true}})
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Segment.BlobItems) == 0 {
+			t.Fatal("include=versions listed nothing")
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it.VersionID != nil || it.IsCurrentVersion != nil {
+				t.Errorf("%s listed with version %v, current %v: versioning was never on", *it.Name, it.VersionID, it.IsCurrentVersion)
 			}
-			if len(page.Segment.BlobItems) == 0 {
-				t.Fatal("include=versions listed nothing")
+		}
+		// include=deletedwithversions with a delimiter is built
+		// (TestListDeletedWithVersions); with versions it is not.
+		for _, q := range []string{"include=metadata,DeletedWithVersions,versions&delimiter=/", "include=versions,DeletedWithVersions"} {
+			resp, _ := b.do(t, "GET", "edge?restype=container&comp=list&"+q, "", nil)
+			if resp.StatusCode != 501 {
+				t.Errorf("%s: %d, want 501", q, resp.StatusCode)
 			}
-			for _, it := range page.Segment.BlobItems {
-				if it.VersionID != nil || it.IsCurrentVersion != nil {
-					t.Errorf("%s listed with version %v, current %v: versioning was never on", *it.Name, it.VersionID, it.IsCurrentVersion)
-				}
-			}
-			// include=deletedwithversions with a delimiter is built
-			// (TestListDeletedWithVersions); with versions it is not.
-			for _, q := range []string{"include=metadata,DeletedWithVersions,versions&delimiter=/", "include=versions,DeletedWithVersions"} {
-				resp, _ := b.do(t, "GET", "edge?restype=container&comp=list&"+q, "", nil)
-				if resp.StatusCode != 501 {
-					t.Errorf("%s: %d, want 501", q, resp.StatusCode)
-				}
-			}
+		}
 
-			if after := b.accountState(t); after != before {
-				t.Fatalf("a request naming a version changed something:\nbefore:\n%s\nafter:\n%s", before, after)
-			}
-			if got := download(t, b.client, "edge", "keep"); string(got) != "kept" {
-				t.Fatalf("keep is %q", got)
-			}
-		})
-	}
+		if after := b.accountState(t); after != before {
+			t.Fatalf("a request naming a version changed something:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		if got := download(t, b.client, "edge", "keep"); string(got) != "kept" {
+			t.Fatalf("keep is %q", got)
+		}
+	})
 }
 
 // TestRefusedFeatures: customer-provided keys, encryption scopes other than
@@ -137,118 +134,115 @@ func TestVersionIDRefused(t *testing.T) {
 // blob "encrypted" with a customer key read back as plaintext without
 // it), and page blobs and batches got 400 or 405.
 func TestRefusedFeatures(t *testing.T) {
-	for _, kind := range edgeKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			b.fillEdge(t)
-			ctx := context.Background()
-			cc := b.client.ServiceClient().NewContainerClient("edge")
-			before := b.accountState(t)
-			notStored := func(name string) {
-				t.Helper()
-				_, err := cc.NewBlobClient(name).GetProperties(ctx, nil)
-				wantErr(t, err, 404, "")
-			}
+	forKinds(t, edgeKinds, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		cc := b.fillEdge(t)
+		ctx := context.Background()
+		before := b.accountState(t)
+		notStored := func(name string) {
+			t.Helper()
+			_, err := cc.NewBlobClient(name).GetProperties(ctx, nil)
+			wantErr(t, err, 404, "")
+		}
 
-			key := bytes.Repeat([]byte{7}, 32)
-			cpk := &blob.CPKInfo{EncryptionKey: to.Ptr(base64.StdEncoding.EncodeToString(key)),
-				EncryptionKeySHA256: to.Ptr(base64.StdEncoding.EncodeToString(make([]byte, 32))), // a wrong hash
-				EncryptionAlgorithm: to.Ptr(blob.EncryptionAlgorithmTypeAES256)}
-			_, err := cc.NewBlockBlobClient("cpk").Upload(ctx, nopSeeker("secret"), &blockblob.UploadOptions{CPKInfo: cpk})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			notStored("cpk")
-			_, err = cc.NewBlockBlobClient("cpk").StageBlock(ctx, blockID(1), nopSeeker("secret"), &blockblob.StageBlockOptions{CPKInfo: cpk})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			_, err = cc.NewBlobClient("keep").DownloadStream(ctx, &blob.DownloadStreamOptions{CPKInfo: cpk})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			_, err = cc.NewBlobClient("keep").SetMetadata(ctx, map[string]*string{"m": to.Ptr("w")}, &blob.SetMetadataOptions{CPKInfo: cpk})
-			wantErr(t, err, 400, "UnsupportedHeader")
+		key := bytes.Repeat([]byte{7}, 32)
+		cpk := &blob.CPKInfo{EncryptionKey: to.Ptr(base64.StdEncoding.EncodeToString(key)),
+			EncryptionKeySHA256: to.Ptr(base64.StdEncoding.EncodeToString(make([]byte, 32))), // a wrong hash
+			EncryptionAlgorithm: to.Ptr(blob.EncryptionAlgorithmTypeAES256)}
+		_, err := cc.NewBlockBlobClient("cpk").Upload(ctx, nopSeeker("secret"), &blockblob.UploadOptions{CPKInfo: cpk})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		notStored("cpk")
+		_, err = cc.NewBlockBlobClient("cpk").StageBlock(ctx, blockID(1), nopSeeker("secret"), &blockblob.StageBlockOptions{CPKInfo: cpk})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		_, err = cc.NewBlobClient("keep").DownloadStream(ctx, &blob.DownloadStreamOptions{CPKInfo: cpk})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		_, err = cc.NewBlobClient("keep").SetMetadata(ctx, map[string]*string{"m": to.Ptr("w")}, &blob.SetMetadataOptions{CPKInfo: cpk})
+		wantErr(t, err, 400, "UnsupportedHeader")
 
-			_, err = cc.NewBlockBlobClient("scoped").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
-				CPKScopeInfo: &blob.CPKScopeInfo{EncryptionScope: to.Ptr("myscope")}})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			notStored("scoped")
-			_, err = b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
-				CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("myscope"), PreventEncryptionScopeOverride: to.Ptr(true)}})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			_, err = b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
-				CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("$account-encryption-key"), PreventEncryptionScopeOverride: to.Ptr(true)}})
-			wantErr(t, err, 400, "UnsupportedHeader")
+		_, err = cc.NewBlockBlobClient("scoped").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
+			CPKScopeInfo: &blob.CPKScopeInfo{EncryptionScope: to.Ptr("myscope")}})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		notStored("scoped")
+		_, err = b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
+			CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("myscope"), PreventEncryptionScopeOverride: to.Ptr(true)}})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		_, err = b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
+			CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("$account-encryption-key"), PreventEncryptionScopeOverride: to.Ptr(true)}})
+		wantErr(t, err, 400, "UnsupportedHeader")
 
-			_, err = cc.NewBlockBlobClient("held").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{LegalHold: to.Ptr(true)})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			notStored("held")
-			_, err = cc.NewBlockBlobClient("held").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
-				ImmutabilityPolicyExpiryTime: to.Ptr(time.Now().Add(time.Hour)), ImmutabilityPolicyMode: to.Ptr(blob.ImmutabilityPolicySettingLocked)})
-			wantErr(t, err, 400, "UnsupportedHeader")
-			notStored("held")
-			_, err = cc.NewBlobClient("keep").SetImmutabilityPolicy(ctx, time.Now().Add(time.Hour), nil)
-			wantErr(t, err, 501, "NotImplemented")
-			_, err = cc.NewBlobClient("keep").DeleteImmutabilityPolicy(ctx, nil)
-			wantErr(t, err, 501, "NotImplemented")
-			_, err = cc.NewBlobClient("keep").SetLegalHold(ctx, true, nil)
-			wantErr(t, err, 501, "NotImplemented")
+		_, err = cc.NewBlockBlobClient("held").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{LegalHold: to.Ptr(true)})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		notStored("held")
+		_, err = cc.NewBlockBlobClient("held").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
+			ImmutabilityPolicyExpiryTime: to.Ptr(time.Now().Add(time.Hour)), ImmutabilityPolicyMode: to.Ptr(blob.ImmutabilityPolicySettingLocked)})
+		wantErr(t, err, 400, "UnsupportedHeader")
+		notStored("held")
+		_, err = cc.NewBlobClient("keep").SetImmutabilityPolicy(ctx, time.Now().Add(time.Hour), nil)
+		wantErr(t, err, 501, "NotImplemented")
+		_, err = cc.NewBlobClient("keep").DeleteImmutabilityPolicy(ctx, nil)
+		wantErr(t, err, 501, "NotImplemented")
+		_, err = cc.NewBlobClient("keep").SetLegalHold(ctx, true, nil)
+		wantErr(t, err, 501, "NotImplemented")
 
-			svc := b.client.ServiceClient()
-			// Blob soft delete is built; a retention outside Azure's 1 to
-			// 365 days is refused as Azure does, and nothing is stored.
-			_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr[int32](366)}})
-			wantErr(t, err, 400, "InvalidXmlDocument")
-			_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{StaticWebsite: &service.StaticWebsite{Enabled: to.Ptr(true), IndexDocument: to.Ptr("index.html")}})
-			wantErr(t, err, 400, "UnsupportedXmlNode")
-			_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{Logging: &service.Logging{Version: to.Ptr("1.0"), Read: to.Ptr(true), Write: to.Ptr(false), Delete: to.Ptr(false),
-				RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}})
-			wantErr(t, err, 400, "UnsupportedXmlNode")
-			_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{HourMetrics: &service.Metrics{Version: to.Ptr("1.0"), Enabled: to.Ptr(true), IncludeAPIs: to.Ptr(true),
-				RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}})
-			wantErr(t, err, 400, "UnsupportedXmlNode")
-			_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{DefaultServiceVersion: to.Ptr("2020-02-10")})
-			wantErr(t, err, 400, "UnsupportedXmlNode")
-			// A whole document: the refused element keeps the allowed
-			// CORS rule beside it from being stored.
-			resp, body := b.do(t, "PUT", "?restype=service&comp=properties",
-				`<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors>`+
-					`<ContainerDeleteRetentionPolicy><Enabled>true</Enabled><Days>7</Days></ContainerDeleteRetentionPolicy></StorageServiceProperties>`, nil)
-			if d := statusDiff(resp, 400, "UnsupportedXmlNode"); d != "" {
-				t.Errorf("unknown element: %s: %s", d, body)
-			}
-			props, err := svc.GetProperties(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(props.CORS) != 0 || props.Logging == nil || *props.Logging.Read || *props.HourMetrics.Enabled || props.DefaultServiceVersion != nil {
-				t.Fatalf("a refused Set Blob Service Properties was stored: %+v", props)
-			}
+		svc := b.client.ServiceClient()
+		// Blob soft delete is built; a retention outside Azure's 1 to
+		// 365 days is refused as Azure does, and nothing is stored.
+		_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr[int32](366)}})
+		wantErr(t, err, 400, "InvalidXmlDocument")
+		_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{StaticWebsite: &service.StaticWebsite{Enabled: to.Ptr(true), IndexDocument: to.Ptr("index.html")}})
+		wantErr(t, err, 400, "UnsupportedXmlNode")
+		_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{Logging: &service.Logging{Version: to.Ptr("1.0"), Read: to.Ptr(true), Write: to.Ptr(false), Delete: to.Ptr(false),
+			RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}})
+		wantErr(t, err, 400, "UnsupportedXmlNode")
+		_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{HourMetrics: &service.Metrics{Version: to.Ptr("1.0"), Enabled: to.Ptr(true), IncludeAPIs: to.Ptr(true),
+			RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}})
+		wantErr(t, err, 400, "UnsupportedXmlNode")
+		_, err = svc.SetProperties(ctx, &service.SetPropertiesOptions{DefaultServiceVersion: to.Ptr("2020-02-10")})
+		wantErr(t, err, 400, "UnsupportedXmlNode")
+		// A whole document: the refused element keeps the allowed
+		// CORS rule beside it from being stored.
+		resp, body := b.do(t, "PUT", "?restype=service&comp=properties",
+			`<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors>`+
+				`<ContainerDeleteRetentionPolicy><Enabled>true</Enabled><Days>7</Days></ContainerDeleteRetentionPolicy></StorageServiceProperties>`, nil)
+		if d := statusDiff(resp, 400, "UnsupportedXmlNode"); d != "" {
+			t.Errorf("unknown element: %s: %s", d, body)
+		}
+		props, err := svc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(props.CORS) != 0 || props.Logging == nil || *props.Logging.Read || *props.HourMetrics.Enabled || props.DefaultServiceVersion != nil {
+			t.Fatalf("a refused Set Blob Service Properties was stored: %+v", props)
+		}
 
-			// Incremental Copy Blob works (TestIncrementalCopy); a source
-			// without a SAS is refused before anything is stored.
-			_, err = cc.NewPageBlobClient("inc").StartCopyIncremental(ctx, cc.NewBlobClient("keep").URL(), "2024-01-01T00:00:00.0000000Z", nil)
-			wantErr(t, err, 403, "CannotVerifyCopySource")
-			notStored("inc")
+		// Incremental Copy Blob works (TestIncrementalCopy); a source
+		// without a SAS is refused before anything is stored.
+		_, err = cc.NewPageBlobClient("inc").StartCopyIncremental(ctx, cc.NewBlobClient("keep").URL(), "2024-01-01T00:00:00.0000000Z", nil)
+		wantErr(t, err, 403, "CannotVerifyCopySource")
+		notStored("inc")
 
-			if after := b.accountState(t); after != before {
-				t.Fatalf("a refused request stored something:\nbefore:\n%s\nafter:\n%s", before, after)
-			}
+		if after := b.accountState(t); after != before {
+			t.Fatalf("a refused request stored something:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
 
-			// What asks for nothing beyond the gateway stays accepted:
-			// the account's own scope, legal hold off, features disabled.
-			if _, err := cc.NewBlockBlobClient("plain").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
-				LegalHold: to.Ptr(false), CPKScopeInfo: &blob.CPKScopeInfo{EncryptionScope: to.Ptr("$account-encryption-key")}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
-				CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("$account-encryption-key"), PreventEncryptionScopeOverride: to.Ptr(false)}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := svc.SetProperties(ctx, &service.SetPropertiesOptions{
-				DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)},
-				StaticWebsite:         &service.StaticWebsite{Enabled: to.Ptr(false)},
-				Logging: &service.Logging{Version: to.Ptr("1.0"), Read: to.Ptr(false), Write: to.Ptr(false), Delete: to.Ptr(false),
-					RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}}); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		// What asks for nothing beyond the gateway stays accepted:
+		// the account's own scope, legal hold off, features disabled.
+		if _, err := cc.NewBlockBlobClient("plain").Upload(ctx, nopSeeker("x"), &blockblob.UploadOptions{
+			LegalHold: to.Ptr(false), CPKScopeInfo: &blob.CPKScopeInfo{EncryptionScope: to.Ptr("$account-encryption-key")}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.ServiceClient().NewContainerClient("scoped").Create(ctx, &container.CreateOptions{
+			CPKScopeInfo: &container.CPKScopeInfo{DefaultEncryptionScope: to.Ptr("$account-encryption-key"), PreventEncryptionScopeOverride: to.Ptr(false)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.SetProperties(ctx, &service.SetPropertiesOptions{
+			DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)},
+			StaticWebsite:         &service.StaticWebsite{Enabled: to.Ptr(false)},
+			Logging: &service.Logging{Version: to.Ptr("1.0"), Read: to.Ptr(false), Write: to.Ptr(false), Delete: to.Ptr(false),
+				RetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}}}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestRefusedHeaderTable: each refused header is refused with 400

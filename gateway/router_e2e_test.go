@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,12 +43,7 @@ func TestUnknownCompAnyCredential(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		return resp.StatusCode, resp.Header.Get("x-ms-error-code")
 	}
 	for _, target := range []struct{ method, path string }{

@@ -160,12 +160,7 @@ func TestPublicAccess(t *testing.T) {
 	}
 	anon := func(method, path string) int {
 		req, _ := http.NewRequest(method, b.serviceURL(0)+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		return resp.StatusCode
 	}
 	tests := []struct {

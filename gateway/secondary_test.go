@@ -138,11 +138,7 @@ func TestSecondaryEndpoint(t *testing.T) {
 	}
 	preq, _ := http.NewRequest(http.MethodPut, secSAS, strings.NewReader("overwritten"))
 	preq.Header.Set("x-ms-blob-type", "BlockBlob")
-	presp, err := http.DefaultClient.Do(preq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	presp.Body.Close()
+	presp, _ := send(t, preq)
 	wantStatus(t, presp, 403, "InsufficientAccountPermissions", "SAS write at the secondary")
 	dl, err := b.client.DownloadStream(ctx, "geo", "a.txt", nil)
 	if err != nil {
@@ -158,12 +154,7 @@ func TestSecondaryEndpoint(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, b.servers[0].URL+"/?restype=service&comp=stats", nil)
 	req.Host = config.DevAccountName + "-secondary.blob.core.windows.net"
 	b.sign(t, req)
-	hresp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(hresp.Body)
-	hresp.Body.Close()
+	hresp, body := send(t, req)
 	wantStatus(t, hresp, 200, "", "Get Blob Service Stats, host form")
 	if !strings.Contains(string(body), "<Status>live</Status>") {
 		t.Errorf("host form body %q", body)
@@ -196,10 +187,6 @@ func TestUserDelegationKeySharedKey(t *testing.T) {
 		strings.NewReader("<KeyInfo><Start>"+start+"</Start><Expiry>"+expiry+"</Expiry></KeyInfo>"))
 	req.Header.Set("Authorization", "Bearer eyJ0eXAiOiJKV1QifQ.e30.c2ln")
 	req.Header.Set("x-ms-version", "2025-11-05")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	wantStatus(t, resp, 400, "InvalidAuthenticationInfo", "Bearer")
 }

@@ -44,7 +44,13 @@ var storeKinds = []string{"sqlite+disk", "postgres+disk", "sqlite+s3", "postgres
 
 // forEachStore runs fn as one subtest per storeKinds entry.
 func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {
-	for _, kind := range storeKinds {
+	forKinds(t, storeKinds, fn)
+}
+
+// forKinds runs fn as one subtest per entry of kinds (a subset of
+// storeKinds, for tests that need not run on every pair).
+func forKinds(t *testing.T, kinds []string, fn func(t *testing.T, kind string)) {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) { fn(t, kind) })
 	}
 }
@@ -258,6 +264,13 @@ func (b *bundle) do(t *testing.T, method, path, body string, hdr map[string]stri
 		req.Header.Set(k, v)
 	}
 	b.sign(t, req)
+	return send(t, req)
+}
+
+// send sends a hand-built request as it is (signed or not) and returns
+// the response with its body, read and closed.
+func send(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +278,7 @@ func (b *bundle) do(t *testing.T, method, path, body string, hdr map[string]stri
 	got, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		t.Fatalf("%s %s: reading the response: %v", method, path, err)
+		t.Fatalf("%s %s: reading the response: %v", req.Method, req.URL.RequestURI(), err)
 	}
 	return resp, string(got)
 }

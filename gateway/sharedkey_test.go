@@ -25,11 +25,7 @@ func TestSharedKeyWhitespaceTampering(t *testing.T) {
 		req.Header.Set("x-ms-meta-m", signedValue)
 		b.sign(t, req)
 		req.Header.Set("x-ms-meta-m", sentValue)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		return resp
 	}
 	resp := put("a b", "a      b")

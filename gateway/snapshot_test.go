@@ -33,17 +33,13 @@ func TestSnapshots(t *testing.T) {
 		}
 		snap1 := *sr.Snapshot
 		// Same bytes, no copy: still 1 object.
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after a snapshot, want 1 (shared)", n)
-		}
+		b.wantObjects(t, 1, "after a snapshot (shared)")
 		// Overwrite the base; the snapshot keeps version one.
 		if _, err := b.client.UploadBuffer(ctx, "snaps", "doc", []byte("version two!"), nil); err != nil {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after overwrite + collection, want 2 (snapshot keeps v1)", n)
-		}
+		b.wantObjects(t, 2, "after overwrite + collection (snapshot keeps v1)")
 		sc, err := bc.WithSnapshot(snap1)
 		if err != nil {
 			t.Fatal(err)
@@ -103,9 +99,7 @@ func TestSnapshots(t *testing.T) {
 			t.Fatalf("snapshot after delete only: %v", err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after deleting the snapshots, want 1", n)
-		}
+		b.wantObjects(t, 1, "after deleting the snapshots")
 		// Delete one snapshot by id, then base with include.
 		sr3, err := bc.CreateSnapshot(ctx, nil)
 		if err != nil {
@@ -116,9 +110,7 @@ func TestSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("deleting a snapshot that shares the base's bytes removed them: %d objects", n)
-		}
+		b.wantObjects(t, 1, "after deleting a snapshot that shares the base's bytes (they stay)")
 		if _, err := bc.CreateSnapshot(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -126,9 +118,7 @@ func TestSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after deleting blob and snapshots", n)
-		}
+		b.wantObjects(t, 0, "after deleting blob and snapshots")
 		b.checkNoLeak(t)
 	})
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
-	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/internal/config"
 )
 
 // setRetention sets the account's blob DeleteRetentionPolicy (0: off)
@@ -157,9 +155,7 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 			t.Fatalf("include=deleted without snapshots: %s", render(l))
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != objects {
-			t.Fatalf("%d objects after collecting a soft-deleted blob, want %d", n, objects)
-		}
+		b.wantObjects(t, objects, "after collecting a soft-deleted blob")
 
 		// The name is free: a new blob; Undelete Blob then restores the
 		// snapshots only and leaves the live blob as it is.
@@ -221,8 +217,7 @@ func TestBlobSoftDeleteUndelete(t *testing.T) {
 		}
 		_, err = cc.NewBlobClient("never").Undelete(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -329,15 +324,11 @@ func TestSoftDeleteExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2", n)
-		}
+		b.wantObjects(t, 2, "before expiry")
 		b.setClockOffset(24*time.Hour + time.Minute)
 		b.collectAll(t) // purges, queues a's object (grace 0) ...
 		b.collectAll(t) // ... and deletes it
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after expiry, want 1 (keep's, still live)", n)
-		}
+		b.wantObjects(t, 1, "after expiry (keep's, still live)")
 		if l := listFlat(t, cc, container.ListBlobsInclude{Deleted: true, Snapshots: true}, 10); render(l) != "keep" {
 			t.Fatalf("listing after expiry: %s", render(l))
 		}
@@ -352,32 +343,26 @@ func TestSoftDeleteExpiry(t *testing.T) {
 // (leasedb.DB.RetentionDay, a test hook) passes, and a collection pass
 // purges the blob and its objects.
 func TestSoftDeleteExpiryWait(t *testing.T) {
-	for _, kind := range []string{"sqlite+disk", "postgres+s3"} {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			const day = 2 * time.Second
-			b := setup(t, kind, setupOpts{retentionDay: day})
-			b.setRetention(t, 1)
-			createContainers(t, b.client, "wait")
-			if _, err := b.client.UploadBuffer(ctx, "wait", "a", randBytes(2000, 6), nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.client.DeleteBlob(ctx, "wait", "a", nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			if n := b.countObjects(t); n != 1 {
-				t.Fatalf("%d objects before the retention passed, want 1", n)
-			}
-			time.Sleep(day + 500*time.Millisecond)
-			b.collectAll(t)
-			b.collectAll(t)
-			if n := b.countObjects(t); n != 0 {
-				t.Fatalf("%d objects after the retention passed, want 0", n)
-			}
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, []string{"sqlite+disk", "postgres+s3"}, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		const day = 2 * time.Second
+		b := setup(t, kind, setupOpts{retentionDay: day})
+		b.setRetention(t, 1)
+		createContainers(t, b.client, "wait")
+		if _, err := b.client.UploadBuffer(ctx, "wait", "a", randBytes(2000, 6), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.DeleteBlob(ctx, "wait", "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.wantObjects(t, 1, "before the retention passed")
+		time.Sleep(day + 500*time.Millisecond)
+		b.collectAll(t)
+		b.collectAll(t)
+		b.wantObjects(t, 0, "after the retention passed")
+		b.checkNoLeak(t)
+	})
 }
 
 // Soft delete off (the default, or turned off again): Delete Blob deletes
@@ -413,9 +398,7 @@ func TestSoftDeleteOff(t *testing.T) {
 		_, err = cc.NewBlobClient("a").Undelete(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 0 {
-			t.Fatalf("%d objects after a hard delete, want 0", n)
-		}
+		b.wantObjects(t, 0, "after a hard delete")
 		b.checkNoLeak(t)
 	})
 }
@@ -427,53 +410,49 @@ func TestSoftDeleteOff(t *testing.T) {
 // those snapshots and the version (the blob comes back by copying a
 // version).
 func TestSoftDeleteWithVersioning(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			cc := b.versionedSoftContainer(t, "vsoft")
-			v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
-			up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.client.UploadBuffer(ctx, "vsoft", "a", v2, nil); err != nil {
-				t.Fatal(err)
-			}
-			inc := container.ListBlobsInclude{Snapshots: true, Deleted: true}
-			if l := listFlat(t, cc, inc, 10); len(l) != 2 || l[0].deleted || l[1].deleted {
-				t.Fatalf("after an overwrite with versioning: %s, want the snapshot and the blob, nothing soft-deleted", render(l))
-			}
-			b.deleteRaw(t, "vsoft/a", map[string]string{"x-ms-delete-snapshots": "include"})
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
-				t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
-			}
-			if perm := b.deleteRaw(t, "vsoft/a?versionid="+*up1.VersionID, nil); perm != "false" {
-				t.Errorf("Delete Blob ?versionid=: x-ms-delete-type-permanent %q, want false (soft-deleted)", perm)
-			}
-			_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "soft-deleted version after Undelete Blob")
-			sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, downloadClient(t, sc), v1, "restored snapshot")
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b, cc := setupVersionedSoft(t, kind, "vsoft")
+		v1, v2 := randBytes(4000, 9), randBytes(3000, 10)
+		up1, err := b.client.UploadBuffer(ctx, "vsoft", "a", v1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := cc.NewBlobClient("a").CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, "vsoft", "a", v2, nil); err != nil {
+			t.Fatal(err)
+		}
+		inc := container.ListBlobsInclude{Snapshots: true, Deleted: true}
+		if l := listFlat(t, cc, inc, 10); len(l) != 2 || l[0].deleted || l[1].deleted {
+			t.Fatalf("after an overwrite with versioning: %s, want the snapshot and the blob, nothing soft-deleted", render(l))
+		}
+		b.deleteRaw(t, "vsoft/a", map[string]string{"x-ms-delete-snapshots": "include"})
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if l := listFlat(t, cc, inc, 10); len(l) != 1 || !l[0].deleted || l[0].snapshot != *snap.Snapshot {
+			t.Fatalf("after Delete Blob: %s, want the soft-deleted snapshot", render(l))
+		}
+		if perm := b.deleteRaw(t, "vsoft/a?versionid="+*up1.VersionID, nil); perm != "false" {
+			t.Errorf("Delete Blob ?versionid=: x-ms-delete-type-permanent %q, want false (soft-deleted)", perm)
+		}
+		_, err = b.versionClient(t, "vsoft", "a", *up1.VersionID).GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "vsoft", "a", *up1.VersionID), v1, "soft-deleted version after Undelete Blob")
+		sc, err := cc.NewBlobClient("a").WithSnapshot(*snap.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, downloadClient(t, sc), v1, "restored snapshot")
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		b.collectNoLeak(t)
+	})
 }
 
 // The policy round-trips through Get Blob Service Properties with
@@ -521,10 +500,8 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		const retention = 2 * time.Second
-		b := setup(t, kind, setupOpts{options: gateway.Options{
-			ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: retention}}})
+		b := setup(t, kind, containerRetention(retention))
 		b.setRetention(t, 1)
-		svc := b.client.ServiceClient()
 		data := randBytes(40_000, 11)
 		for _, name := range []string{"back", "gone"} {
 			createContainers(t, b.client, name)
@@ -539,18 +516,9 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 			}
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects with both containers soft-deleted, want 2", n)
-		}
+		b.wantObjects(t, 2, "with both containers soft-deleted")
 		b.checkNoLeak(t)
-		del := deletedItems(listAll(t, b.client, true), "back")
-		if len(del) != 1 {
-			t.Fatalf("deleted containers %v", del)
-		}
-		if _, err := svc.RestoreContainer(ctx, "back", *del[0].Version, nil); err != nil {
-			t.Fatal(err)
-		}
-		cc := svc.NewContainerClient("back")
+		cc := b.restoreOnlyDeleted(t, "back")
 		if l := listFlat(t, cc, container.ListBlobsInclude{Deleted: true}, 10); render(l) != "a (deleted, 1 days)" {
 			t.Fatalf("restored container lists %s", render(l))
 		}
@@ -561,9 +529,7 @@ func TestSoftDeleteInDeletedContainer(t *testing.T) {
 		time.Sleep(retention + 500*time.Millisecond)
 		b.collectAll(t) // purges "gone" with its soft-deleted blob ...
 		b.collectAll(t) // ... and deletes its object
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after the purge, want 1 (the undeleted blob)", n)
-		}
+		b.wantObjects(t, 1, "after the purge (the undeleted blob)")
 		b.checkNoLeak(t)
 	})
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/blobgw/blobgw/gateway"
-	"github.com/blobgw/blobgw/internal/config"
 )
 
 // listSoftVersions lists a container flat, pageSize entries a page, with
@@ -59,8 +57,7 @@ func listSoftVersions(t *testing.T, cc *container.Client, inc container.ListBlob
 func TestSoftDeletedVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "softv")
+		b, cc := setupVersionedSoft(t, kind, "softv")
 		x1, x2, x3, y1 := randBytes(3000, 21), randBytes(2000, 22), randBytes(1000, 23), randBytes(500, 24)
 		var vids []string
 		for _, x := range [][]byte{x1, x2, x3} {
@@ -99,9 +96,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 			t.Errorf("include=deleted: %s, want %s", got, want)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 4 {
-			t.Fatalf("%d objects with two soft-deleted versions, want 4", n)
-		}
+		b.wantObjects(t, 4, "with two soft-deleted versions")
 
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -112,8 +107,7 @@ func TestSoftDeletedVersions(t *testing.T) {
 		if got, want := listSoftVersions(t, cc, both, 1, vids...), "a@v1, a@v2, a@v3*, b@v?*"; got != want {
 			t.Errorf("after Undelete Blob: %s, want %s", got, want)
 		}
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -124,50 +118,46 @@ func TestSoftDeletedVersions(t *testing.T) {
 // again a version delete is permanent, and the version soft-deleted
 // before stays listed.
 func TestUndeleteVersionsNoCurrent(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			cc := b.versionedSoftContainer(t, "noc")
-			x1, x2 := randBytes(700, 25), randBytes(800, 26)
-			v1 := b.uploadVersion(t, "noc", "a", x1)
-			b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
-			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			_, err := cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days)"; got != want {
-				t.Errorf("listing: %s, want %s", got, want)
-			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "noc", "a", v1), x1, "undeleted version")
-			_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1"; got != want {
-				t.Errorf("after Undelete Blob: %s, want %s", got, want)
-			}
-			// Soft-delete it again, then write: the new id follows it.
-			b.deleteRaw(t, "noc/a?versionid="+v1, nil)
-			v2 := b.uploadVersion(t, "noc", "a", x2)
-			if v2 <= v1 {
-				t.Errorf("version id %s after the soft-deleted %s", v2, v1)
-			}
-			// Retention off: a version deleted now goes for good.
-			if _, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.setRetention(t, 0)
-			if perm := b.deleteRaw(t, "noc/a?versionid="+v2, nil); perm != "true" {
-				t.Errorf("Delete Blob ?versionid= without a retention: x-ms-delete-type-permanent %q, want true", perm)
-			}
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
-				t.Errorf("after a permanent delete: %s, want %s", got, want)
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b, cc := setupVersionedSoft(t, kind, "noc")
+		x1, x2 := randBytes(700, 25), randBytes(800, 26)
+		v1 := b.uploadVersion(t, "noc", "a", x1)
+		b.deleteRaw(t, "noc/a", nil) // v1 becomes a previous version
+		b.deleteRaw(t, "noc/a?versionid="+v1, nil)
+		_, err := cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days)"; got != want {
+			t.Errorf("listing: %s, want %s", got, want)
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "noc", "a", v1), x1, "undeleted version")
+		_, err = cc.NewBlobClient("a").GetProperties(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1"; got != want {
+			t.Errorf("after Undelete Blob: %s, want %s", got, want)
+		}
+		// Soft-delete it again, then write: the new id follows it.
+		b.deleteRaw(t, "noc/a?versionid="+v1, nil)
+		v2 := b.uploadVersion(t, "noc", "a", x2)
+		if v2 <= v1 {
+			t.Errorf("version id %s after the soft-deleted %s", v2, v1)
+		}
+		// Retention off: a version deleted now goes for good.
+		if _, err := b.client.UploadBuffer(ctx, "noc", "a", x1, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.setRetention(t, 0)
+		if perm := b.deleteRaw(t, "noc/a?versionid="+v2, nil); perm != "true" {
+			t.Errorf("Delete Blob ?versionid= without a retention: x-ms-delete-type-permanent %q, want true", perm)
+		}
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1, v2), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+			t.Errorf("after a permanent delete: %s, want %s", got, want)
+		}
+		b.collectNoLeak(t)
+	})
 }
 
 // Retention expiry of soft-deleted versions by the database clock: the
@@ -177,8 +167,7 @@ func TestUndeleteVersionsNoCurrent(t *testing.T) {
 func TestSoftDeletedVersionExpiry(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "vexp")
+		b, cc := setupVersionedSoft(t, kind, "vexp")
 		x1, x2 := randBytes(4000, 27), randBytes(4000, 28)
 		up1, err := b.client.UploadBuffer(ctx, "vexp", "a", x1, nil)
 		if err != nil {
@@ -195,23 +184,17 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 		v1, v2 := vidOf(t, "upload", up1.VersionID), vidOf(t, "set metadata", md.VersionID)
 		b.deleteRaw(t, "vexp/a?versionid="+v1, nil)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects before expiry, want 2", n)
-		}
+		b.wantObjects(t, 2, "before expiry")
 		b.setClockOffset(2*24*time.Hour + time.Minute)
 		b.collectAll(t) // purges v1; x1 stays, v2 holds it
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after v1 expired, want 2 (v2 holds x1)", n)
-		}
+		b.wantObjects(t, 2, "after v1 expired (v2 holds x1)")
 		checkBytes(t, b.downloadVersion(t, "vexp", "a", v2), x1, "version sharing the purged one's bytes")
 		b.deleteRaw(t, "vexp/a?versionid="+v2, nil) // expires two days from the moved clock
 		b.setClockOffset(4*24*time.Hour + 2*time.Minute)
 		b.collectAll(t)
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 1 {
-			t.Fatalf("%d objects after both expired, want 1 (the current blob's)", n)
-		}
+		b.wantObjects(t, 1, "after both expired (the current blob's)")
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -233,43 +216,40 @@ func TestSoftDeletedVersionExpiry(t *testing.T) {
 // a delimiter; Undelete Blob then restores the soft-deleted base as the
 // current blob (the name has none) and keeps the versions.
 func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind)
-			b.setRetention(t, 2)
-			cc := b.newContainer(t, "mix")
-			x1, x2 := randBytes(111, 29), randBytes(222, 30)
-			if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.deleteRaw(t, "mix/a", nil) // soft-deleted base
-			b.setVersioning(t, true)
-			v1 := b.uploadVersion(t, "mix", "a", x2)
-			b.deleteRaw(t, "mix/a", nil) // v1 becomes a previous version
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b := setup(t, kind)
+		b.setRetention(t, 2)
+		cc := b.newContainer(t, "mix")
+		x1, x2 := randBytes(111, 29), randBytes(222, 30)
+		if _, err := b.client.UploadBuffer(ctx, "mix", "a", x1, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.deleteRaw(t, "mix/a", nil) // soft-deleted base
+		b.setVersioning(t, true)
+		v1 := b.uploadVersion(t, "mix", "a", x2)
+		b.deleteRaw(t, "mix/a", nil) // v1 becomes a previous version
 
-			inc := container.ListBlobsInclude{Deleted: true, DeletedWithVersions: true}
-			want := "a (versions only, 222 bytes), a (deleted)"
-			for _, size := range []int32{1, 100} {
-				if got := listVersionsOnly(t, cc, inc, "", size); got != want {
-					t.Errorf("include=deleted,deletedwithversions, pages of %d:\n got %s\nwant %s", size, got, want)
-				}
-				if got := listVersionsOnlyTree(t, cc, inc, "", size); got != want {
-					t.Errorf("include=deleted,deletedwithversions with a delimiter, pages of %d:\n got %s\nwant %s", size, got, want)
-				}
+		inc := container.ListBlobsInclude{Deleted: true, DeletedWithVersions: true}
+		want := "a (versions only, 222 bytes), a (deleted)"
+		for _, size := range []int32{1, 100} {
+			if got := listVersionsOnly(t, cc, inc, "", size); got != want {
+				t.Errorf("include=deleted,deletedwithversions, pages of %d:\n got %s\nwant %s", size, got, want)
 			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
+			if got := listVersionsOnlyTree(t, cc, inc, "", size); got != want {
+				t.Errorf("include=deleted,deletedwithversions with a delimiter, pages of %d:\n got %s\nwant %s", size, got, want)
 			}
-			checkBytes(t, download(t, b.client, "mix", "a"), x1, "soft-deleted base undeleted")
-			checkBytes(t, b.downloadVersion(t, "mix", "a", v1), x2, "version after Undelete Blob")
-			if got, want := listVersionsOnly(t, cc, inc, "", 100), "a"; got != want {
-				t.Errorf("after Undelete Blob: %s, want %s", got, want)
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, download(t, b.client, "mix", "a"), x1, "soft-deleted base undeleted")
+		checkBytes(t, b.downloadVersion(t, "mix", "a", v1), x2, "version after Undelete Blob")
+		if got, want := listVersionsOnly(t, cc, inc, "", 100), "a"; got != want {
+			t.Errorf("after Undelete Blob: %s, want %s", got, want)
+		}
+		b.collectNoLeak(t)
+	})
 }
 
 // A soft-deleted version inside container soft delete: it moves with its
@@ -277,46 +257,31 @@ func TestSoftDeletedBaseAndVersionsOnly(t *testing.T) {
 // bytes held all the while; List Blobs include=versions,deleted then
 // lists it and Undelete Blob restores it whole. Nothing leaks.
 func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			ctx := context.Background()
-			b := setup(t, kind, setupOpts{options: gateway.Options{
-				ContainerDeleteRetention: map[string]time.Duration{config.DevAccountName: time.Hour}}})
-			b.versionedSoftContainer(t, "vback")
-			x1, x2 := randBytes(9000, 31), randBytes(100, 32)
-			v1 := b.uploadVersion(t, "vback", "a", x1)
-			if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.deleteRaw(t, "vback/a?versionid="+v1, nil)
-			if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			if n := b.countObjects(t); n != 2 {
-				t.Fatalf("%d objects with the container soft-deleted, want 2", n)
-			}
-			b.checkNoLeak(t)
-			svc := b.client.ServiceClient()
-			del := deletedItems(listAll(t, b.client, true), "vback")
-			if len(del) != 1 {
-				t.Fatalf("deleted containers %v", del)
-			}
-			if _, err := svc.RestoreContainer(ctx, "vback", *del[0].Version, nil); err != nil {
-				t.Fatal(err)
-			}
-			cc := svc.NewContainerClient("vback")
-			if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
-				t.Fatalf("restored container lists %s, want %s", got, want)
-			}
-			if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		b, _ := setupVersionedSoft(t, kind, "vback", containerRetention(time.Hour))
+		x1, x2 := randBytes(9000, 31), randBytes(100, 32)
+		v1 := b.uploadVersion(t, "vback", "a", x1)
+		if _, err := b.client.UploadBuffer(ctx, "vback", "a", x2, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.deleteRaw(t, "vback/a?versionid="+v1, nil)
+		if _, err := b.client.DeleteContainer(ctx, "vback", nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.wantObjects(t, 2, "with the container soft-deleted")
+		b.checkNoLeak(t)
+		cc := b.restoreOnlyDeleted(t, "vback")
+		if got, want := listSoftVersions(t, cc, container.ListBlobsInclude{Versions: true, Deleted: true}, 100, v1), "a@v1 (deleted, 2 days), a@v?*"; got != want {
+			t.Fatalf("restored container lists %s, want %s", got, want)
+		}
+		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, b.downloadVersion(t, "vback", "a", v1), x1, "version undeleted in a restored container")
+		b.collectNoLeak(t)
+	})
 }
 
 // A soft-deleted version that shares the current blob's bytes keeps them
@@ -327,8 +292,7 @@ func TestSoftDeletedVersionInDeletedContainer(t *testing.T) {
 func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		b := setup(t, kind)
-		cc := b.versionedSoftContainer(t, "vplain")
+		b, cc := setupVersionedSoft(t, kind, "vplain")
 		x1 := randBytes(6000, 33)
 		v1 := b.uploadVersion(t, "vplain", "a", x1)
 		// With versioning off, Set Blob Metadata keeps v1 as a version
@@ -344,9 +308,7 @@ func TestSoftDeletedVersionSurvivesPlainOverwrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.collectAll(t)
-		if n := b.countObjects(t); n != 2 {
-			t.Fatalf("%d objects after the plain overwrite, want 2 (the soft-deleted version keeps x1)", n)
-		}
+		b.wantObjects(t, 2, "after the plain overwrite (the soft-deleted version keeps x1)")
 		if _, err := cc.NewBlobClient("a").Undelete(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -106,6 +106,15 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 		return &r
 	}
+	// swapCounter makes c the counter of the moment and returns the one
+	// it replaces.
+	swapCounter := func(c *postgres.Counter) *postgres.Counter {
+		mu.Lock()
+		defer mu.Unlock()
+		prev := current
+		current = c
+		return prev
+	}
 	measure := func(name string, op func()) {
 		t.Helper()
 		// The least of a few runs: the steady cost of the operation,
@@ -114,13 +123,9 @@ func TestStatementsPerOperation(t *testing.T) {
 		var least postgres.Counts
 		for i := range 4 {
 			c := &postgres.Counter{}
-			mu.Lock()
-			current = c
-			mu.Unlock()
+			swapCounter(c)
 			op()
-			mu.Lock()
-			current = nil
-			mu.Unlock()
+			swapCounter(nil)
 			if got := c.Counts(); i == 0 || got.Statements < least.Statements {
 				least = got
 			}
@@ -138,22 +143,31 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 	}
 
-	bb := cc.NewBlockBlobClient("cas")
-	etag := put(bb, nil).ETag
-	measure("Put Blob If-Match", func() {
-		etag = put(bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
-	})
+	// Outside the count: what an operation needs done before or after it.
+	uncounted := func(fn func()) {
+		c := swapCounter(nil)
+		fn()
+		swapCounter(c)
+	}
 
-	mu.Lock()
-	useInline = true
-	mu.Unlock()
-	bi := cc.NewBlockBlobClient("cas-inline")
-	etag = put(bi, nil).ETag
-	measure("Put Blob If-Match inline", func() {
-		etag = put(bi, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
-	})
+	bb := cc.NewBlockBlobClient("cas")
+	for _, cas := range []struct {
+		name   string
+		bb     *blockblob.Client
+		inline bool
+	}{
+		{"Put Blob If-Match", bb, false},
+		{"Put Blob If-Match inline", cc.NewBlockBlobClient("cas-inline"), true},
+	} {
+		mu.Lock()
+		useInline = cas.inline
+		mu.Unlock()
+		etag := put(cas.bb, nil).ETag
+		measure(cas.name, func() {
+			etag = put(cas.bb, &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
+				ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}}).ETag
+		})
+	}
 	mu.Lock()
 	useInline = false
 	mu.Unlock()
@@ -170,29 +184,13 @@ func TestStatementsPerOperation(t *testing.T) {
 		}
 		// Released outside the count, so the next acquire finds the
 		// blob available.
-		mu.Lock()
-		c := current
-		current = nil
-		mu.Unlock()
-		if _, err := lc.ReleaseLease(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		current = c
-		mu.Unlock()
+		uncounted(func() {
+			if _, err := lc.ReleaseLease(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
 	})
 
-	// Outside the count: what an operation needs done before it.
-	uncounted := func(fn func()) {
-		mu.Lock()
-		c := current
-		current = nil
-		mu.Unlock()
-		fn()
-		mu.Lock()
-		current = c
-		mu.Unlock()
-	}
 	staged := cc.NewBlockBlobClient("staged")
 	blockID := base64.StdEncoding.EncodeToString([]byte("block-0"))
 	measure("Put Block List", func() {

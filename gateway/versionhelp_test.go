@@ -10,6 +10,24 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
+// setupVersioned is setup with blob versioning on and the container cont
+// created (its client returned): how every versioning test begins.
+func setupVersioned(t *testing.T, kind, cont string, opts ...setupOpts) (*bundle, *container.Client) {
+	t.Helper()
+	b := setup(t, kind, opts...)
+	b.setVersioning(t, true)
+	return b, b.newContainer(t, cont)
+}
+
+// setupVersionedSoft is setupVersioned with a two-day blob soft delete
+// (DeleteRetentionPolicy) on as well.
+func setupVersionedSoft(t *testing.T, kind, cont string, opts ...setupOpts) (*bundle, *container.Client) {
+	t.Helper()
+	b, cc := setupVersioned(t, kind, cont, opts...)
+	b.setRetention(t, 2)
+	return b, cc
+}
+
 // newContainer creates container name and returns its client.
 func (b *bundle) newContainer(t *testing.T, name string) *container.Client {
 	t.Helper()

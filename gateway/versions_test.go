@@ -104,11 +104,9 @@ func vidOf(t *testing.T, what string, vid *string) string {
 // it only, and a version id the blob never had is 404.
 func TestVersionRoundTrip(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		b := setup(t, kind)
+		b, cc := setupVersioned(t, kind, "ver")
 		ctx := context.Background()
-		createContainers(t, b.client, "ver")
-		b.setVersioning(t, true)
-		bc := blockClient(b.client, "ver", "doc")
+		bc := cc.NewBlockBlobClient("doc")
 		var vids []string
 		contents := map[string][]byte{}
 		put := func(data []byte) {
@@ -251,8 +249,7 @@ func TestVersionRoundTrip(t *testing.T) {
 		wantErr(t, err, 404, "BlobNotFound")
 		_, err = missing.Delete(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
-		b.collectAll(t)
-		b.checkNoLeak(t)
+		b.collectNoLeak(t)
 	})
 }
 
@@ -262,80 +259,76 @@ func TestVersionRoundTrip(t *testing.T) {
 // List Blobs include=versions shows the first upload and all 16, in the
 // order of their ids, the last one current.
 func TestVersionRacingWriters(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind, setupOpts{replicas: 2})
-			ctx := context.Background()
-			createContainers(t, b.client, "race")
-			b.setVersioning(t, true)
-			first, err := blockClient(b.client, "race", "counter").Upload(ctx, rsc{bytes.NewReader([]byte("writer -1"))}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const writers = 16
-			vids := make([]string, writers)
-			var wg sync.WaitGroup
-			for i := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					bc := blockClient(b.clientFor(t, i%2), "race", "counter")
-					data := []byte(fmt.Sprintf("writer %d", i))
-					for attempt := 0; attempt < 1000; attempt++ {
-						p, err := bc.GetProperties(ctx, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						resp, err := bc.Upload(ctx, rsc{bytes.NewReader(data)}, &blockblob.UploadOptions{
-							AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: p.ETag}}})
-						if statusOf(err) == 412 {
-							continue
-						}
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if resp.VersionID == nil {
-							t.Errorf("writer %d: no version id", i)
-							return
-						}
-						vids[i] = *resp.VersionID
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		b, cc := setupVersioned(t, kind, "race", setupOpts{replicas: 2})
+		ctx := context.Background()
+		first, err := cc.NewBlockBlobClient("counter").Upload(ctx, rsc{bytes.NewReader([]byte("writer -1"))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const writers = 16
+		vids := make([]string, writers)
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				bc := blockClient(b.clientFor(t, i%2), "race", "counter")
+				data := []byte(fmt.Sprintf("writer %d", i))
+				for attempt := 0; attempt < 1000; attempt++ {
+					p, err := bc.GetProperties(ctx, nil)
+					if err != nil {
+						t.Error(err)
 						return
 					}
-					t.Errorf("writer %d never won", i)
-				}()
-			}
-			wg.Wait()
-			if t.Failed() {
-				return
-			}
-			all := append([]string{*first.VersionID}, vids...)
-			seen := map[string]bool{}
-			for _, v := range all {
-				if seen[v] {
-					t.Fatalf("version id %s returned twice", v)
+					resp, err := bc.Upload(ctx, rsc{bytes.NewReader(data)}, &blockblob.UploadOptions{
+						AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: p.ETag}}})
+					if statusOf(err) == 412 {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if resp.VersionID == nil {
+						t.Errorf("writer %d: no version id", i)
+						return
+					}
+					vids[i] = *resp.VersionID
+					return
 				}
-				seen[v] = true
+				t.Errorf("writer %d never won", i)
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		all := append([]string{*first.VersionID}, vids...)
+		seen := map[string]bool{}
+		for _, v := range all {
+			if seen[v] {
+				t.Fatalf("version id %s returned twice", v)
 			}
-			sort.Strings(all)
-			listed := b.listVersions(t, "race", 5)
-			if len(listed) != len(all) {
-				t.Fatalf("%d versions listed, want %d: %v", len(listed), len(all), listed)
+			seen[v] = true
+		}
+		sort.Strings(all)
+		listed := b.listVersions(t, "race", 5)
+		if len(listed) != len(all) {
+			t.Fatalf("%d versions listed, want %d: %v", len(listed), len(all), listed)
+		}
+		for i, lv := range listed {
+			if lv.vid != all[i] || lv.current != (i == len(all)-1) {
+				t.Fatalf("entry %d: %+v, want version %s (current %v)", i, lv, all[i], i == len(all)-1)
 			}
-			for i, lv := range listed {
-				if lv.vid != all[i] || lv.current != (i == len(all)-1) {
-					t.Fatalf("entry %d: %+v, want version %s (current %v)", i, lv, all[i], i == len(all)-1)
-				}
+		}
+		for i, vid := range vids {
+			if got := string(b.downloadVersion(t, "race", "counter", vid)); got != fmt.Sprintf("writer %d", i) {
+				t.Fatalf("version %s of writer %d holds %q", vid, i, got)
 			}
-			for i, vid := range vids {
-				if got := string(b.downloadVersion(t, "race", "counter", vid)); got != fmt.Sprintf("writer %d", i) {
-					t.Fatalf("version %s of writer %d holds %q", vid, i, got)
-				}
-			}
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		b.checkNoLeak(t)
+	})
 }
 
 // TestVersionBytesSurvive: a version's bytes stay readable after the base
@@ -343,63 +336,55 @@ func TestVersionRacingWriters(t *testing.T) {
 // 404, as on Azure) and collection runs; no byte is copied to keep them;
 // they are collected only when the last row referencing them goes.
 func TestVersionBytesSurvive(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "keep")
-			b.setVersioning(t, true)
-			data := randBytes(300_000, 5)
-			putBlocks(t, b.client, "keep", "b", data, 100_000)
-			bc := blockClient(b.client, "keep", "b")
-			p, err := bc.GetProperties(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v1 := vidOf(t, "Put Block List", p.VersionID)
-			objects := b.countObjects(t)
-			up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("second"))}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v2 := vidOf(t, "Put Blob", up.VersionID)
-			if _, err := bc.Delete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			_, err = bc.DownloadStream(ctx, nil)
-			wantErr(t, err, 404, "BlobNotFound")
-			b.collectAll(t)
-			if n := b.countObjects(t); n != objects+1 {
-				t.Fatalf("%d objects after overwrite and delete, want %d (versions keep theirs, nothing copied)", n, objects+1)
-			}
-			if got := b.downloadVersion(t, "keep", "b", v1); !bytes.Equal(got, data) {
-				t.Fatal("version 1 lost its bytes")
-			}
-			if got := b.downloadVersion(t, "keep", "b", v2); string(got) != "second" {
-				t.Fatalf("version 2 reads %q", got)
-			}
-			if got := b.listVersions(t, "keep", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"b", v1, false}, {"b", v2, false}}) {
-				t.Fatalf("listing after delete: %v", got)
-			}
-			b.checkNoLeak(t)
-			// The last row referencing them goes: the objects are collected.
-			if _, err := b.versionClient(t, "keep", "b", v2).Delete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			if got := b.downloadVersion(t, "keep", "b", v1); !bytes.Equal(got, data) {
-				t.Fatal("version 1 lost its bytes when version 2 went")
-			}
-			if _, err := b.versionClient(t, "keep", "b", v1).Delete(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.collectAll(t)
-			if n := b.countObjects(t); n != 0 {
-				t.Fatalf("%d objects left after every version was deleted", n)
-			}
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		b, cc := setupVersioned(t, kind, "keep")
+		ctx := context.Background()
+		data := randBytes(300_000, 5)
+		putBlocks(t, b.client, "keep", "b", data, 100_000)
+		bc := cc.NewBlockBlobClient("b")
+		p, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1 := vidOf(t, "Put Block List", p.VersionID)
+		objects := b.countObjects(t)
+		up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("second"))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2 := vidOf(t, "Put Blob", up.VersionID)
+		if _, err := bc.Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.DownloadStream(ctx, nil)
+		wantErr(t, err, 404, "BlobNotFound")
+		b.collectAll(t)
+		b.wantObjects(t, objects+1, "after overwrite and delete (versions keep theirs, nothing copied)")
+		if got := b.downloadVersion(t, "keep", "b", v1); !bytes.Equal(got, data) {
+			t.Fatal("version 1 lost its bytes")
+		}
+		if got := b.downloadVersion(t, "keep", "b", v2); string(got) != "second" {
+			t.Fatalf("version 2 reads %q", got)
+		}
+		if got := b.listVersions(t, "keep", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"b", v1, false}, {"b", v2, false}}) {
+			t.Fatalf("listing after delete: %v", got)
+		}
+		b.checkNoLeak(t)
+		// The last row referencing them goes: the objects are collected.
+		if _, err := b.versionClient(t, "keep", "b", v2).Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		if got := b.downloadVersion(t, "keep", "b", v1); !bytes.Equal(got, data) {
+			t.Fatal("version 1 lost its bytes when version 2 went")
+		}
+		if _, err := b.versionClient(t, "keep", "b", v1).Delete(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.collectAll(t)
+		b.wantObjects(t, 0, "left after every version was deleted")
+		b.checkNoLeak(t)
+	})
 }
 
 // TestVersioningOffOnOff: with versioning off nothing changes (no version
@@ -408,66 +393,63 @@ func TestVersionBytesSurvive(t *testing.T) {
 // return no version id, and every version made while it was on stays
 // readable and listed (the last one written while on among them).
 func TestVersioningOffOnOff(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "toggle")
-			bc := blockClient(b.client, "toggle", "t")
-			upload := func(s string) *string {
-				t.Helper()
-				resp, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte(s))}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return resp.VersionID
-			}
-			if v := upload("off 1"); v != nil {
-				t.Fatalf("versioning off: x-ms-version-id %s", *v)
-			}
-			if v := upload("off 2"); v != nil {
-				t.Fatalf("versioning off: x-ms-version-id %s", *v)
-			}
-			if got := b.listVersions(t, "toggle", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{name: "t"}}) {
-				t.Fatalf("versioning off: listing %v", got)
-			}
-			b.setVersioning(t, true)
-			v1 := vidOf(t, "on", upload("on 1"))
-			v2 := vidOf(t, "on", upload("on 2"))
-			listed := b.listVersions(t, "toggle", 100)
-			if len(listed) != 3 || listed[0].vid == "" || listed[0].vid >= v1 || listed[1].vid != v1 || listed[2] != (listedVersion{"t", v2, true}) {
-				t.Fatalf("after turning on: %v", listed)
-			}
-			vOff := listed[0].vid
-			b.setVersioning(t, false)
-			if v := upload("off 3"); v != nil {
-				t.Fatalf("versioning off again: x-ms-version-id %s", *v)
-			}
-			if v := upload("off 4"); v != nil {
-				t.Fatalf("versioning off again: x-ms-version-id %s", *v)
-			}
-			for vid, want := range map[string]string{vOff: "off 2", v1: "on 1", v2: "on 2"} {
-				if got := string(b.downloadVersion(t, "toggle", "t", vid)); got != want {
-					t.Fatalf("version %s reads %q, want %q", vid, got, want)
-				}
-			}
-			p, err := bc.GetProperties(ctx, nil)
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "toggle")
+		bc := blockClient(b.client, "toggle", "t")
+		upload := func(s string) *string {
+			t.Helper()
+			resp, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte(s))}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.VersionID != nil || p.IsCurrentVersion != nil {
-				t.Fatalf("blob written with versioning off reports version %v current %v", p.VersionID, p.IsCurrentVersion)
+			return resp.VersionID
+		}
+		if v := upload("off 1"); v != nil {
+			t.Fatalf("versioning off: x-ms-version-id %s", *v)
+		}
+		if v := upload("off 2"); v != nil {
+			t.Fatalf("versioning off: x-ms-version-id %s", *v)
+		}
+		if got := b.listVersions(t, "toggle", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{name: "t"}}) {
+			t.Fatalf("versioning off: listing %v", got)
+		}
+		b.setVersioning(t, true)
+		v1 := vidOf(t, "on", upload("on 1"))
+		v2 := vidOf(t, "on", upload("on 2"))
+		listed := b.listVersions(t, "toggle", 100)
+		if len(listed) != 3 || listed[0].vid == "" || listed[0].vid >= v1 || listed[1].vid != v1 || listed[2] != (listedVersion{"t", v2, true}) {
+			t.Fatalf("after turning on: %v", listed)
+		}
+		vOff := listed[0].vid
+		b.setVersioning(t, false)
+		if v := upload("off 3"); v != nil {
+			t.Fatalf("versioning off again: x-ms-version-id %s", *v)
+		}
+		if v := upload("off 4"); v != nil {
+			t.Fatalf("versioning off again: x-ms-version-id %s", *v)
+		}
+		for vid, want := range map[string]string{vOff: "off 2", v1: "on 1", v2: "on 2"} {
+			if got := string(b.downloadVersion(t, "toggle", "t", vid)); got != want {
+				t.Fatalf("version %s reads %q, want %q", vid, got, want)
 			}
-			if got := b.listVersions(t, "toggle", 2); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"t", vOff, false}, {"t", v1, false}, {"t", v2, false}, {name: "t"}}) {
-				t.Fatalf("after turning off: %v", got)
-			}
-			if got := download(t, b.client, "toggle", "t"); string(got) != "off 4" {
-				t.Fatalf("current blob %q", got)
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		p, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.VersionID != nil || p.IsCurrentVersion != nil {
+			t.Fatalf("blob written with versioning off reports version %v current %v", p.VersionID, p.IsCurrentVersion)
+		}
+		if got := b.listVersions(t, "toggle", 2); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"t", vOff, false}, {"t", v1, false}, {"t", v2, false}, {name: "t"}}) {
+			t.Fatalf("after turning off: %v", got)
+		}
+		if got := download(t, b.client, "toggle", "t"); string(got) != "off 4" {
+			t.Fatalf("current blob %q", got)
+		}
+		b.collectNoLeak(t)
+	})
 }
 
 // TestVersionRestoreByCopy: restoring an old version is a copy of it onto
@@ -475,70 +457,63 @@ func TestVersioningOffOnOff(t *testing.T) {
 // versionid source): the base gets the old bytes as a new version, and
 // Copy Blob (both forms) copies no byte.
 func TestVersionRestoreByCopy(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "restore")
-			b.setVersioning(t, true)
-			bc := blockClient(b.client, "restore", "r")
-			old := randBytes(200_000, 9)
-			up, err := bc.Upload(ctx, rsc{bytes.NewReader(old)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v1 := vidOf(t, "Put Blob", up.VersionID)
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		b, cc := setupVersioned(t, kind, "restore")
+		ctx := context.Background()
+		bc := cc.NewBlockBlobClient("r")
+		old := randBytes(200_000, 9)
+		up, err := bc.Upload(ctx, rsc{bytes.NewReader(old)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1 := vidOf(t, "Put Blob", up.VersionID)
+		if _, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("bad edit"))}, nil); err != nil {
+			t.Fatal(err)
+		}
+		objects := b.countObjects(t)
+		src := b.versionClient(t, "restore", "r", v1).URL()
+		type restore struct {
+			name string
+			do   func() (*string, error)
+		}
+		for _, r := range []restore{
+			{"Copy Blob", func() (*string, error) {
+				resp, err := bc.StartCopyFromURL(ctx, src, nil)
+				return resp.VersionID, err
+			}},
+			{"Copy Blob From URL", func() (*string, error) {
+				resp, err := bc.CopyFromURL(ctx, src, nil)
+				return resp.VersionID, err
+			}},
+			{"Put Blob From URL", func() (*string, error) {
+				resp, err := bc.UploadBlobFromURL(ctx, src, nil)
+				return resp.VersionID, err
+			}},
+		} {
 			if _, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("bad edit"))}, nil); err != nil {
 				t.Fatal(err)
 			}
-			objects := b.countObjects(t)
-			src := b.versionClient(t, "restore", "r", v1).URL()
-			type restore struct {
-				name string
-				do   func() (*string, error)
+			vid, err := r.do()
+			if err != nil {
+				t.Fatalf("%s: %v", r.name, err)
 			}
-			for _, r := range []restore{
-				{"Copy Blob", func() (*string, error) {
-					resp, err := bc.StartCopyFromURL(ctx, src, nil)
-					return resp.VersionID, err
-				}},
-				{"Copy Blob From URL", func() (*string, error) {
-					resp, err := bc.CopyFromURL(ctx, src, nil)
-					return resp.VersionID, err
-				}},
-				{"Put Blob From URL", func() (*string, error) {
-					resp, err := bc.UploadBlobFromURL(ctx, src, nil)
-					return resp.VersionID, err
-				}},
-			} {
-				if _, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("bad edit"))}, nil); err != nil {
-					t.Fatal(err)
-				}
-				vid, err := r.do()
-				if err != nil {
-					t.Fatalf("%s: %v", r.name, err)
-				}
-				nv := vidOf(t, r.name, vid)
-				if got := download(t, b.client, "restore", "r"); !bytes.Equal(got, old) {
-					t.Fatalf("%s: the base reads %d bytes, not the restored version", r.name, len(got))
-				}
-				if got := b.downloadVersion(t, "restore", "r", nv); !bytes.Equal(got, old) {
-					t.Fatalf("%s: the new version does not hold the restored bytes", r.name)
-				}
+			nv := vidOf(t, r.name, vid)
+			if got := download(t, b.client, "restore", "r"); !bytes.Equal(got, old) {
+				t.Fatalf("%s: the base reads %d bytes, not the restored version", r.name, len(got))
 			}
-			// Three "bad edit" uploads (one object each) and one copy of
-			// the restored bytes: Put Blob From URL streams its source,
-			// the two Copy Blob forms share it.
-			if n := b.countObjects(t); n != objects+4 {
-				t.Fatalf("%d objects, want %d: a Copy Blob restore copied bytes", n, objects+4)
+			if got := b.downloadVersion(t, "restore", "r", nv); !bytes.Equal(got, old) {
+				t.Fatalf("%s: the new version does not hold the restored bytes", r.name)
 			}
-			if got := b.downloadVersion(t, "restore", "r", v1); !bytes.Equal(got, old) {
-				t.Fatal("the restored version changed")
-			}
-			b.collectAll(t)
-			b.checkNoLeak(t)
-		})
-	}
+		}
+		// Three "bad edit" uploads (one object each) and one copy of
+		// the restored bytes: Put Blob From URL streams its source,
+		// the two Copy Blob forms share it.
+		b.wantObjects(t, objects+4, "after the restores (more: a Copy Blob restore copied bytes)")
+		if got := b.downloadVersion(t, "restore", "r", v1); !bytes.Equal(got, old) {
+			t.Fatal("the restored version changed")
+		}
+		b.collectNoLeak(t)
+	})
 }
 
 // TestVersionLeaseAndConditions: leases and conditional headers apply to
@@ -547,54 +522,48 @@ func TestVersionRestoreByCopy(t *testing.T) {
 // stale ETag is 412 and makes none; with the lease id the write makes
 // one.
 func TestVersionLeaseAndConditions(t *testing.T) {
-	for _, kind := range versionKinds {
-		t.Run(kind, func(t *testing.T) {
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "lease")
-			b.setVersioning(t, true)
-			bc := blockClient(b.client, "lease", "l")
-			up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("one"))}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, &blockblob.UploadOptions{
-				AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(azcore.ETag(`"0x1"`))}}})
-			wantErr(t, err, 412, "ConditionNotMet")
-			leaseID := "6f4d1a8c-2b3e-4c5d-8e9f-0a1b2c3d4e5f"
-			resp, _ := b.do(t, "PUT", "lease/l?comp=lease", "", map[string]string{
-				"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1", "x-ms-proposed-lease-id": leaseID})
-			if resp.StatusCode != 201 {
-				t.Fatalf("acquire: %d", resp.StatusCode)
-			}
-			_, err = bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, nil)
-			wantErr(t, err, 412, "LeaseIdMissing")
-			_, err = bc.SetMetadata(ctx, map[string]*string{"m": to.Ptr("1")}, nil)
-			wantErr(t, err, 412, "LeaseIdMissing")
-			if got := b.listVersions(t, "lease", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"l", *up.VersionID, true}}) {
-				t.Fatalf("refused writes made versions: %v", got)
-			}
-			ok, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, &blockblob.UploadOptions{
-				AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: to.Ptr(leaseID)}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := b.listVersions(t, "lease", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"l", *up.VersionID, false}, {"l", *ok.VersionID, true}}) {
-				t.Fatalf("after the leased write: %v", got)
-			}
-			b.checkNoLeak(t)
-		})
-	}
+	forKinds(t, versionKinds, func(t *testing.T, kind string) {
+		b, cc := setupVersioned(t, kind, "lease")
+		ctx := context.Background()
+		bc := cc.NewBlockBlobClient("l")
+		up, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("one"))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, &blockblob.UploadOptions{
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(azcore.ETag(`"0x1"`))}}})
+		wantErr(t, err, 412, "ConditionNotMet")
+		leaseID := "6f4d1a8c-2b3e-4c5d-8e9f-0a1b2c3d4e5f"
+		resp, _ := b.do(t, "PUT", "lease/l?comp=lease", "", map[string]string{
+			"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1", "x-ms-proposed-lease-id": leaseID})
+		if resp.StatusCode != 201 {
+			t.Fatalf("acquire: %d", resp.StatusCode)
+		}
+		_, err = bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, nil)
+		wantErr(t, err, 412, "LeaseIdMissing")
+		_, err = bc.SetMetadata(ctx, map[string]*string{"m": to.Ptr("1")}, nil)
+		wantErr(t, err, 412, "LeaseIdMissing")
+		if got := b.listVersions(t, "lease", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"l", *up.VersionID, true}}) {
+			t.Fatalf("refused writes made versions: %v", got)
+		}
+		ok, err := bc.Upload(ctx, rsc{bytes.NewReader([]byte("two"))}, &blockblob.UploadOptions{
+			AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: to.Ptr(leaseID)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.listVersions(t, "lease", 100); fmt.Sprint(got) != fmt.Sprint([]listedVersion{{"l", *up.VersionID, false}, {"l", *ok.VersionID, true}}) {
+			t.Fatalf("after the leased write: %v", got)
+		}
+		b.checkNoLeak(t)
+	})
 }
 
 // TestVersionDeleteSAS: deleting a previous version needs the SAS
 // permission x (delete version); d alone deletes the blob but not a
 // version, and x alone does not delete the blob.
 func TestVersionDeleteSAS(t *testing.T) {
-	b := setup(t, "sqlite+disk")
+	b, _ := setupVersioned(t, "sqlite+disk", "vsas")
 	ctx := context.Background()
-	createContainers(t, b.client, "vsas")
-	b.setVersioning(t, true)
 	up, err := b.client.UploadBuffer(ctx, "vsas", "v", []byte("one"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -637,10 +606,8 @@ func TestVersionDeleteSAS(t *testing.T) {
 // whose current blob was deleted included) and rolls deeper names up into
 // one prefix.
 func TestVersionListHierarchy(t *testing.T) {
-	b := setup(t, "postgres+disk")
+	b, cc := setupVersioned(t, "postgres+disk", "vtree")
 	ctx := context.Background()
-	createContainers(t, b.client, "vtree")
-	b.setVersioning(t, true)
 	for _, n := range []string{"a", "a", "dir/x", "dir/x", "gone"} {
 		if _, err := b.client.UploadBuffer(ctx, "vtree", n, []byte(n), nil); err != nil {
 			t.Fatal(err)
@@ -650,7 +617,7 @@ func TestVersionListHierarchy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	pager := b.client.ServiceClient().NewContainerClient("vtree").NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{
+	pager := cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{
 		Include: container.ListBlobsInclude{Versions: true}, MaxResults: to.Ptr(int32(2))})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)

@@ -19,10 +19,9 @@ import (
 // VersionId, IsCurrentVersion or Deleted. Before, HasVersionsOnly came
 // last and the lease elements were left out.
 func TestVersionsOnlyEntryShape(t *testing.T) {
-	b := setup(t, "sqlite")
+	b, cc := setupVersioned(t, "sqlite", "shape")
 	ctx := context.Background()
-	b.setVersioning(t, true)
-	bb := b.newContainer(t, "shape").NewBlockBlobClient("v")
+	bb := cc.NewBlockBlobClient("v")
 	if _, err := bb.UploadBuffer(ctx, randBytes(100, 1), &blockblob.UploadBufferOptions{HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("text/old")}}); err != nil {
 		t.Fatal(err)
 	}
