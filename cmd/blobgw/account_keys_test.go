@@ -73,22 +73,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func buildBlobgw(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestAccountKeysReplicas: two `blobgw serve` processes on one Postgres;
 // `blobgw account add`, `rotate-key` and `remove` run against the store
 // are honoured by both replicas within a few seconds, without a restart:
 // the rotated-out key fails afterwards, the new one works, and the other
 // key of the account works throughout.
 func TestAccountKeysReplicas(t *testing.T) {
-	bin := buildBlobgw(t)
+	bin := buildBlobgw(t, filepath.Join(t.TempDir(), "blobgw"))
 	dsn := pgtest.Start(t)
 	dir := t.TempDir()
 	var hosts []string
@@ -277,7 +268,7 @@ func TestAccountKeysSeed(t *testing.T) {
 // usual; serve with a wrong or missing encryption key refuses to start
 // with a clear error, and so do the account commands.
 func TestAccountKeysEncrypted(t *testing.T) {
-	bin := buildBlobgw(t)
+	bin := buildBlobgw(t, filepath.Join(t.TempDir(), "blobgw"))
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "meta.db")
 	kek := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))

@@ -216,9 +216,7 @@ func startGateway(b *testing.B, dir string, args ...string) *azblob.Client {
 	if bin == "" {
 		bin = filepath.Join(dir, "blobgw")
 	}
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	buildBlobgw(b, bin)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -301,9 +299,7 @@ func BenchmarkTransferS3(b *testing.B) {
 	size := benchSize(b)
 	cfg := miniotest.NewBucket(b)
 	dir := b.TempDir()
-	client := startGateway(b, dir, "--data-dir", filepath.Join(dir, "data"), "--backend", "s3",
-		"--s3-endpoint", cfg.Endpoint, "--s3-bucket", cfg.Bucket, "--s3-region", cfg.Region,
-		"--s3-access-key", cfg.AccessKey, "--s3-secret-key", cfg.SecretKey, "--s3-path-style", "--s3-prefix", "gw/")
+	client := startGateway(b, dir, append([]string{"--data-dir", filepath.Join(dir, "data")}, append(s3ServeArgs(cfg), "--s3-prefix", "gw/")...)...)
 	ctx := context.Background()
 	if _, err := client.CreateContainer(ctx, "bench", nil); err != nil {
 		b.Fatal(err)

@@ -125,10 +125,7 @@ func TestServeDefaults(t *testing.T) {
 		ln.Close()
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	work := filepath.Join(dir, "work")
 	os.Mkdir(work, 0o755)
 	cmd := exec.Command(bin, "serve")

@@ -52,10 +52,7 @@ func BenchmarkSmallOps(b *testing.B) {
 	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	ctx := context.Background()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(b, filepath.Join(dir, "blobgw"))
 
 	az := startAzurite(b)
 	pg := startBenchPG(b, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
