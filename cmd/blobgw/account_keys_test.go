@@ -357,3 +357,29 @@ func TestAccountAddRefusesBadName(t *testing.T) {
 		t.Errorf("account list after refused adds: exit %d\n%s", code, out)
 	}
 }
+
+// TestAccountKeysUsage: the account key commands count their arguments
+// as the lease commands do (leaseAction): a wrong count is exit 2 with the
+// usage line, before any store is opened, and one without arguments says
+// so.
+func TestAccountKeysUsage(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"BLOBGW_METADATA": filepath.Join(dir, "meta.db"), "BLOBGW_DATA_DIR": dir}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "extra"}, "usage: blobgw account list (no arguments)"},
+		{[]string{"add"}, "usage: blobgw account add ACCOUNT"},
+		{[]string{"add", "a", "b"}, "usage: blobgw account add ACCOUNT"},
+		{[]string{"remove"}, "usage: blobgw account remove ACCOUNT"},
+	} {
+		out, code := runApp(t, env, append([]string{"account"}, tc.args...)...)
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("account %v: exit %d, want 2 and %q\n%s", tc.args, code, tc.want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.db")); !os.IsNotExist(err) {
+		t.Errorf("a refused command opened the store (%v)", err)
+	}
+}
