@@ -27,7 +27,6 @@
 package miniotest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -150,19 +149,11 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("miniotest: %w", err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		retry, err := s.start(bin)
-		if err == nil {
-			ok = true
-			return s, nil
-		}
-		lastErr = err
-		if !retry {
-			break
-		}
+	if err := testproc.Attempts(5, func() (bool, error) { return s.start(bin) }); err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	ok = true
+	return s, nil
 }
 
 // start runs minio on two free ports and waits until it is live. retry
@@ -203,7 +194,7 @@ func (s *Server) start(bin string) (retry bool, err error) {
 	s.proc, s.addr = proc, addr
 
 	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testproc.ReadyTimeout)
 	err = proc.WaitReady(deadline, func() error {
 		resp, err := hc.Get("http://" + addr + "/minio/health/live")
 		if err != nil {
@@ -215,15 +206,12 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		}
 		return nil
 	})
-	var exited *testproc.Exited
-	switch {
-	case errors.As(err, &exited):
-		s.proc = nil
-		log := exited.Log
-		taken := bytes.Contains(log, []byte("already in use")) || bytes.Contains(log, []byte("bind:"))
-		return taken, fmt.Errorf("miniotest: minio exited during start-up (%v):\n%s", exited.State, testproc.Tail(log))
-	case err != nil:
-		return false, fmt.Errorf("miniotest: minio not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
+	if err != nil {
+		exited, retry, err := testproc.StartErr(err, "miniotest", "minio", proc, "already in use", "bind:")
+		if exited {
+			s.proc = nil
+		}
+		return retry, err
 	}
 	client := awss3.New(awss3.Options{
 		BaseEndpoint: aws.String(s.Endpoint()),
@@ -348,35 +336,16 @@ func (s *Server) RemoveBucket(ctx context.Context, name string) error {
 // ends, and returns a Config for it.
 func (s *Server) NewBucket(t testing.TB) s3.Config {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name, err := s.CreateBucket(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.RemoveBucket(ctx, name); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	return s.Config(name)
+	return s.Config(testproc.Scratch(t, func(ctx context.Context) (string, error) { return s.CreateBucket(ctx, t.Name()) },
+		s.RemoveBucket, 2*time.Minute))
 }
 
 // Stop shuts the server down (SIGTERM, then SIGKILL) and removes its
 // directory. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		if s.proc != nil {
-			if err := s.proc.Stop("minio", testproc.Step{Sig: syscall.SIGTERM, Wait: 15 * time.Second},
-				testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second}); err != nil {
-				s.stopErr = fmt.Errorf("miniotest: %w", err)
-			}
-		}
-		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
-			s.stopErr = fmt.Errorf("miniotest: remove %s: %w", s.dir, err)
-		}
+		s.stopErr = testproc.StopAndRemove("miniotest", "minio", s.proc, s.dir,
+			testproc.Step{Sig: syscall.SIGTERM, Wait: 15 * time.Second}, testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second})
 	})
 	return s.stopErr
 }
