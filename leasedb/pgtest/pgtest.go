@@ -159,7 +159,7 @@ func startServer(extra []string, create func(s *Server, initdb string, cred *sys
 		base = "/tmp"
 	}
 	dir, err := testproc.MkdirOwned(base, dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	s := &Server{dir: dir, extra: extra}
@@ -169,9 +169,6 @@ func startServer(extra []string, create func(s *Server, initdb string, cred *sys
 			s.Stop()
 		}
 	}()
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
-	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, fmt.Errorf("pgtest: chown %s to postgres: %w", dir, err)

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/blobgw/blobgw/backends/s3"
@@ -72,23 +71,20 @@ func StartDistributed(n int) (*Cluster, error) {
 		return nil, err
 	}
 	sweepStale()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		c, retry, err := startCluster(bin, n)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if !retry {
-			break
-		}
+	var c *Cluster
+	err = testproc.Attempts(3, func() (retry bool, err error) {
+		c, retry, err = startCluster(bin, n)
+		return retry, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return c, nil
 }
 
 func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 	dir, err := testproc.MkdirOwned("", dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, false, fmt.Errorf("miniotest: %w", err)
 	}
 	var pw [16]byte
@@ -101,9 +97,6 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 			c.Stop()
 		}
 	}()
-	if err != nil {
-		return nil, false, fmt.Errorf("miniotest: %w", err)
-	}
 	for i := 0; i < n; i++ {
 		api, err1 := testproc.FreePort()
 		console, err2 := testproc.FreePort()
@@ -140,12 +133,7 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 		}
 	}
 	c.front = &Server{dir: dir, addr: c.ln.Addr().String(), password: c.password}
-	c.front.client = awss3.New(awss3.Options{
-		BaseEndpoint: aws.String(c.Endpoint()),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, c.password, ""),
-	})
+	c.front.client = newClient(c.Endpoint(), c.password)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := c.front.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
@@ -160,12 +148,7 @@ const probeBucket = "miniotest-probe"
 
 // nodeClient is an S3 client addressed at node i itself.
 func (c *Cluster) nodeClient(i int) *awss3.Client {
-	return awss3.New(awss3.Options{
-		BaseEndpoint: aws.String("http://" + c.addrs[i]),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, c.password, ""),
-	})
+	return newClient("http://"+c.addrs[i], c.password)
 }
 
 // spawn starts node i's process (not waiting for it, not putting it in the

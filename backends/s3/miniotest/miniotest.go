@@ -134,25 +134,16 @@ func StartServer() (*Server, error) {
 	}
 	sweepStale()
 	dir, err := testproc.MkdirOwned("", dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, fmt.Errorf("miniotest: %w", err)
 	}
 	var pw [16]byte
 	rand.Read(pw[:])
 	s := &Server{dir: dir, password: hex.EncodeToString(pw[:])}
-	ok := false
-	defer func() {
-		if !ok {
-			s.Stop()
-		}
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("miniotest: %w", err)
-	}
 	if err := testproc.Attempts(5, func() (bool, error) { return s.start(bin) }); err != nil {
+		s.Stop()
 		return nil, err
 	}
-	ok = true
 	return s, nil
 }
 
@@ -213,12 +204,7 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		}
 		return retry, err
 	}
-	client := awss3.New(awss3.Options{
-		BaseEndpoint: aws.String(s.Endpoint()),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, s.password, ""),
-	})
+	client := newClient(s.Endpoint(), s.password)
 	// "live" answers before the object layer is up ("Server not
 	// initialized yet"): wait until a real S3 call succeeds.
 	for {
@@ -235,6 +221,16 @@ func (s *Server) start(bin string) (retry bool, err error) {
 	}
 	s.client = client
 	return false, nil
+}
+
+// newClient is a path-style S3 client for the root user at endpoint.
+func newClient(endpoint, password string) *awss3.Client {
+	return awss3.New(awss3.Options{
+		BaseEndpoint: aws.String(endpoint),
+		Region:       region,
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(user, password, ""),
+	})
 }
 
 // Endpoint returns the URL of the S3 API, http://127.0.0.1:port.
