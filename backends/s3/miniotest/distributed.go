@@ -163,27 +163,14 @@ func (c *Cluster) spawn(i int) (*testproc.Proc, error) {
 	args := append([]string{"server", "--address", c.addrs[i], "--console-address", c.consoles[i], "--quiet"}, drives...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = c.dir
-	env := []string{
-		"HOME=" + c.dir,
-		"MINIO_ROOT_USER=" + user,
-		"MINIO_ROOT_PASSWORD=" + c.password,
-		"MINIO_BROWSER=off",
-		"MINIO_UPDATE=off",
+	cmd.Env = minioEnv(c.dir, c.password,
 		// Distributed drives on the root disk are refused outside CI/CD
 		// mode.
 		"MINIO_CI_CD=1",
 		// In a container (/.dockerenv) MinIO waits forever for a host
 		// that resolves to loopback to resolve to "a valid IP"; this
 		// names the node's own endpoint as local instead.
-		"_MINIO_SERVER_LOCAL=" + c.addrs[i],
-	}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "_MINIO_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = env
+		"_MINIO_SERVER_LOCAL="+c.addrs[i])
 	c.mu.Lock()
 	c.runs[i]++
 	logPath := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i+1, c.runs[i]))
@@ -198,18 +185,7 @@ func (c *Cluster) spawn(i int) (*testproc.Proc, error) {
 // waitNode waits until node i reports the cluster able to serve reads and
 // writes (GET /minio/health/cluster: 200 once the node has write quorum).
 func (c *Cluster) waitNode(i int, p *testproc.Proc, deadline time.Time) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	return p.WaitReady(deadline, func() error {
-		resp, err := hc.Get("http://" + c.addrs[i] + "/minio/health/cluster")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("cluster health: %s", resp.Status)
-		}
-		return nil
-	})
+	return p.WaitReady(deadline, healthy("http://"+c.addrs[i]+"/minio/health/cluster"))
 }
 
 // startProxy listens on a free 127.0.0.1 port. Keep-alives to the nodes

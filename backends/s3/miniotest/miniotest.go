@@ -164,39 +164,15 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		"--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(consolePort)),
 		"--quiet")
 	cmd.Dir = s.dir
-	env := []string{
-		"HOME=" + s.dir,
-		"MINIO_ROOT_USER=" + user,
-		"MINIO_ROOT_PASSWORD=" + s.password,
-		"MINIO_BROWSER=off",
-		"MINIO_UPDATE=off",
-	}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = env
+	cmd.Env = minioEnv(s.dir, s.password)
 	proc, err := testproc.Start(cmd, filepath.Join(s.dir, "minio.log"), syscall.SIGKILL)
 	if err != nil {
 		return false, fmt.Errorf("miniotest: start minio: %w", err)
 	}
 	s.proc, s.addr = proc, addr
 
-	hc := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(testproc.ReadyTimeout)
-	err = proc.WaitReady(deadline, func() error {
-		resp, err := hc.Get("http://" + addr + "/minio/health/live")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("health check: %s", resp.Status)
-		}
-		return nil
-	})
+	err = proc.WaitReady(deadline, healthy("http://"+addr+"/minio/health/live"))
 	if err != nil {
 		exited, retry, err := testproc.StartErr(err, "miniotest", "minio", proc, "already in use", "bind:")
 		if exited {
@@ -221,6 +197,42 @@ func (s *Server) start(bin string) (retry bool, err error) {
 	}
 	s.client = client
 	return false, nil
+}
+
+// minioEnv is the environment of a minio process with its files in dir:
+// the root user's credentials, no browser, no update check, and none of
+// the caller's MINIO_ settings; extra adds more.
+func minioEnv(dir, password string, extra ...string) []string {
+	env := append([]string{
+		"HOME=" + dir,
+		"MINIO_ROOT_USER=" + user,
+		"MINIO_ROOT_PASSWORD=" + password,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+	}, extra...)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "_MINIO_") || strings.HasPrefix(kv, "HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// healthy is a WaitReady check: a GET of a MinIO health URL answers 200.
+func healthy(url string) func() error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
 }
 
 // newClient is a path-style S3 client for the root user at endpoint.
