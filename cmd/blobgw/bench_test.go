@@ -236,22 +236,29 @@ func startGateway(b *testing.B, dir string, args ...string) *azblob.Client {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if i > 300 {
-			b.Fatal("gateway did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(b, addr, 300)
 	cred, _ := azblob.NewSharedKeyCredential("devstoreaccount1", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
 	client, err := azblob.NewClientWithSharedKeyCredential("http://"+addr+"/devstoreaccount1/", cred, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return client
+}
+
+// waitListening waits until a started gateway accepts connections on
+// addr, trying every 50 ms up to tries times, and fails b after that.
+func waitListening(b *testing.B, addr string, tries int) {
+	b.Helper()
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		if i > tries {
+			b.Fatal("gateway did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func benchSize(b *testing.B) int64 {

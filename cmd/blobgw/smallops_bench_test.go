@@ -218,16 +218,7 @@ func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, 
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if i > 600 {
-			b.Fatal("gateway did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(b, addr, 600)
 	return "http://" + addr + "/" + config.DevAccountName + "/", cmd.Process.Pid
 }
 
