@@ -65,10 +65,7 @@ func TestConnectionSettings(t *testing.T) {
 func startAbuseServe(t *testing.T, args ...string) (*testproc.Proc, string, *azblob.Client) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -179,18 +178,9 @@ func accountRotateKeyCommand() *cli.Command {
 // refuse a database without blobgw's schema, see openLeaseDB) and the
 // sealer, checks that the sealer opens every key already stored (so that
 // keys sealed with two different encryption keys never mix), and runs fn.
+// The arguments are parsed as the lease commands' (leaseAction).
 func accountAction(nargs int, create bool, fn func(c *cli.Context, db *leasedb.DB, sealer *accounts.Sealer, args []string) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		args, help, err := trailingFlags(c)
-		if err != nil {
-			return err
-		}
-		if help {
-			return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
-		}
-		if len(args) != nargs {
-			return cli.Exit(fmt.Sprintf("usage: %s %s", c.Command.HelpName, strings.TrimSpace(c.Command.ArgsUsage)), 2)
-		}
+	return leaseAction(nargs, nargs, func(c *cli.Context, args []string) error {
 		cfg, err := loadConfig(c)
 		if err != nil {
 			return err
@@ -225,7 +215,7 @@ func accountAction(nargs int, create bool, fn func(c *cli.Context, db *leasedb.D
 			return cli.Exit(err.Error(), 2)
 		}
 		return fn(c, db, sealer, args)
-	}
+	})
 }
 
 // startAccounts seeds the store's accounts from the configuration (an

@@ -73,22 +73,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func buildBlobgw(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestAccountKeysReplicas: two `blobgw serve` processes on one Postgres;
 // `blobgw account add`, `rotate-key` and `remove` run against the store
 // are honoured by both replicas within a few seconds, without a restart:
 // the rotated-out key fails afterwards, the new one works, and the other
 // key of the account works throughout.
 func TestAccountKeysReplicas(t *testing.T) {
-	bin := buildBlobgw(t)
+	bin := buildBlobgw(t, filepath.Join(t.TempDir(), "blobgw"))
 	dsn := pgtest.Start(t)
 	dir := t.TempDir()
 	var hosts []string
@@ -277,7 +268,7 @@ func TestAccountKeysSeed(t *testing.T) {
 // usual; serve with a wrong or missing encryption key refuses to start
 // with a clear error, and so do the account commands.
 func TestAccountKeysEncrypted(t *testing.T) {
-	bin := buildBlobgw(t)
+	bin := buildBlobgw(t, filepath.Join(t.TempDir(), "blobgw"))
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "meta.db")
 	kek := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
@@ -364,5 +355,31 @@ func TestAccountAddRefusesBadName(t *testing.T) {
 	out, code := runApp(t, env, "account", "list", "--json")
 	if code != 0 || strings.Contains(out, "alpha") || strings.Contains(out, "Alpha") {
 		t.Errorf("account list after refused adds: exit %d\n%s", code, out)
+	}
+}
+
+// TestAccountKeysUsage: the account key commands count their arguments
+// as the lease commands do (leaseAction): a wrong count is exit 2 with the
+// usage line, before any store is opened, and one without arguments says
+// so.
+func TestAccountKeysUsage(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"BLOBGW_METADATA": filepath.Join(dir, "meta.db"), "BLOBGW_DATA_DIR": dir}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "extra"}, "usage: blobgw account list (no arguments)"},
+		{[]string{"add"}, "usage: blobgw account add ACCOUNT"},
+		{[]string{"add", "a", "b"}, "usage: blobgw account add ACCOUNT"},
+		{[]string{"remove"}, "usage: blobgw account remove ACCOUNT"},
+	} {
+		out, code := runApp(t, env, append([]string{"account"}, tc.args...)...)
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("account %v: exit %d, want 2 and %q\n%s", tc.args, code, tc.want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.db")); !os.IsNotExist(err) {
+		t.Errorf("a refused command opened the store (%v)", err)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,10 +85,7 @@ func TestAccountVersioning(t *testing.T) {
 // the serving process takes effect at its next write, without a restart.
 func TestServeVersioning(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	dataDir := filepath.Join(dir, "data")
 	client := startServe(t, bin, dataDir, "--versioning")
 	if _, err := client.CreateContainer(context.Background(), "vers", nil); err != nil {

@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -520,34 +519,19 @@ func TestImportAzurite(t *testing.T) {
 		// 6 MiB blob arrives (blocks of migrateBlockSize): the run stops in
 		// the middle of that blob, with the one before it in the listing
 		// (big/a with md5.bin, one Put Blob) copied.
-		var once sync.Once
-		dst := newMigGateway(t, func(h http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				h.ServeHTTP(w, r)
-				if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "block" && strings.HasSuffix(r.URL.Path, "/big/multi block.bin") {
-					once.Do(cancel)
-				}
-			})
-		})
+		dst := newMigGateway(t, cancelAfter(cancel, func(r *http.Request) bool {
+			return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "block" && strings.HasSuffix(r.URL.Path, "/big/multi block.bin")
+		}))
 		args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
-		out, code := runAppCtx(t, ictx, args...)
-		if code != 1 || !strings.Contains(out, "interrupted") {
-			t.Fatalf("interrupted run (%d):\n%s", code, out)
-		}
+		out := runInterrupted(t, ictx, args...)
 		if _, err := dst.client.ServiceClient().NewContainerClient("docs").NewBlobClient("big/multi block.bin").GetProperties(ctx, nil); err == nil {
 			t.Fatalf("the interrupted blob is visible at the destination:\n%s", out)
 		}
 		t.Logf("interrupted run:\n%s", out)
-		out, code = runApp(t, nil, args...)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 1, failed 0", len(blobs)-1)) {
-			t.Fatalf("resumed run (%d):\n%s", code, out)
-		}
+		out = runOK(t, "resumed run", fmt.Sprintf("copied %d, skipped 1, failed 0", len(blobs)-1), args...)
 		t.Logf("resumed run:\n%s", out)
 		checkFromAzurite(t, src, dst, blobs, nil)
-		out, code = runApp(t, nil, args...)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
-			t.Fatalf("third run (%d):\n%s", code, out)
-		}
+		runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
 	})
 }
 

@@ -216,9 +216,7 @@ func startGateway(b *testing.B, dir string, args ...string) *azblob.Client {
 	if bin == "" {
 		bin = filepath.Join(dir, "blobgw")
 	}
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	buildBlobgw(b, bin)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -238,22 +236,29 @@ func startGateway(b *testing.B, dir string, args ...string) *azblob.Client {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if i > 300 {
-			b.Fatal("gateway did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(b, addr, 300)
 	cred, _ := azblob.NewSharedKeyCredential("devstoreaccount1", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
 	client, err := azblob.NewClientWithSharedKeyCredential("http://"+addr+"/devstoreaccount1/", cred, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return client
+}
+
+// waitListening waits until a started gateway accepts connections on
+// addr, trying every 50 ms up to tries times, and fails b after that.
+func waitListening(b *testing.B, addr string, tries int) {
+	b.Helper()
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		if i > tries {
+			b.Fatal("gateway did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func benchSize(b *testing.B) int64 {
@@ -301,9 +306,7 @@ func BenchmarkTransferS3(b *testing.B) {
 	size := benchSize(b)
 	cfg := miniotest.NewBucket(b)
 	dir := b.TempDir()
-	client := startGateway(b, dir, "--data-dir", filepath.Join(dir, "data"), "--backend", "s3",
-		"--s3-endpoint", cfg.Endpoint, "--s3-bucket", cfg.Bucket, "--s3-region", cfg.Region,
-		"--s3-access-key", cfg.AccessKey, "--s3-secret-key", cfg.SecretKey, "--s3-path-style", "--s3-prefix", "gw/")
+	client := startGateway(b, dir, append([]string{"--data-dir", filepath.Join(dir, "data")}, append(s3ServeArgs(cfg), "--s3-prefix", "gw/")...)...)
 	ctx := context.Background()
 	if _, err := client.CreateContainer(ctx, "bench", nil); err != nil {
 		b.Fatal(err)
@@ -325,54 +328,51 @@ func BenchmarkTransferS3(b *testing.B) {
 		}
 		*d += time.Since(t0)
 	}
-	upload := func(u *manager.Uploader, key string) func() error {
+	// fromSrc and toFile open the source file or create a download's
+	// destination around one transfer, inside the timed span as before.
+	fromSrc := func(put func(in *os.File) error) func() error {
 		return func() error {
 			in, err := os.Open(src)
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			_, err = u.Upload(ctx, &awss3.PutObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key), Body: in})
-			return err
+			return put(in)
 		}
+	}
+	toFile := func(name string, get func(dst *os.File) error) func() error {
+		return func() error {
+			dst, err := os.Create(filepath.Join(dir, name))
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			return get(dst)
+		}
+	}
+	upload := func(u *manager.Uploader, key string) func() error {
+		return fromSrc(func(in *os.File) error {
+			_, err := u.Upload(ctx, &awss3.PutObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key), Body: in})
+			return err
+		})
 	}
 	for i := 0; i < b.N; i++ {
 		direct := fmt.Sprintf("direct/%d", i)
-		timed(&upGW, func() error {
-			in, err := os.Open(src)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			_, err = client.UploadStream(ctx, "bench", "blob", in, &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4})
+		timed(&upGW, fromSrc(func(in *os.File) error {
+			_, err := client.UploadStream(ctx, "bench", "blob", in, &azblob.UploadStreamOptions{BlockSize: 4 << 20, Concurrency: 4})
 			return err
-		})
+		}))
 		timed(&upS3, upload(up, direct))
 		timed(&up16S3, upload(up16, direct+"-16"))
-		timed(&downGW, func() error {
-			dst, err := os.Create(filepath.Join(dir, "dst.bin"))
-			if err != nil {
-				return err
-			}
-			defer dst.Close()
-			_, err = client.DownloadFile(ctx, "bench", "blob", dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4})
+		timed(&downGW, toFile("dst.bin", func(dst *os.File) error {
+			_, err := client.DownloadFile(ctx, "bench", "blob", dst, &azblob.DownloadFileOptions{BlockSize: 4 << 20, Concurrency: 4})
 			return err
-		})
-		timed(&downS3, func() error {
-			dst, err := os.Create(filepath.Join(dir, "dst2.bin"))
-			if err != nil {
-				return err
-			}
-			defer dst.Close()
-			_, err = down.Download(ctx, dst, &awss3.GetObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(direct)})
+		}))
+		timed(&downS3, toFile("dst2.bin", func(dst *os.File) error {
+			_, err := down.Download(ctx, dst, &awss3.GetObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(direct)})
 			return err
-		})
-		timed(&streamS3, func() error {
-			dst, err := os.Create(filepath.Join(dir, "dst3.bin"))
-			if err != nil {
-				return err
-			}
-			defer dst.Close()
+		}))
+		timed(&streamS3, toFile("dst3.bin", func(dst *os.File) error {
 			out, err := st.Client().GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(direct)})
 			if err != nil {
 				return err
@@ -380,7 +380,7 @@ func BenchmarkTransferS3(b *testing.B) {
 			defer out.Body.Close()
 			_, err = io.Copy(dst, out.Body)
 			return err
-		})
+		}))
 	}
 	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e6 }
 	b.ReportMetric(mbps(upGW), "put-MB/s")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,10 +96,7 @@ func cpuBenchKnobs(b *testing.B) (duration time.Duration, clients, rounds int) {
 func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
 	b.Helper()
 	dir = b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(b, filepath.Join(dir, "blobgw"))
 	bins = map[string]string{"after": bin}
 	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
 		bins["before"] = before

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -42,19 +40,10 @@ func TestPostgresFailover(t *testing.T) {
 	pair := pgtest.StartPair(t)
 	dsn := pair.NewDatabase(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	cfg := miniotest.NewBucket(t)
 	cfg.Prefix = "gw/"
-	var clients []*azblob.Client
-	for i := range 2 {
-		clients = append(clients, startServe(t, bin, filepath.Join(dir, "data"+strconv.Itoa(i)),
-			"--metadata", dsn, "--backend", "s3", "--s3-endpoint", cfg.Endpoint, "--s3-bucket", cfg.Bucket,
-			"--s3-region", cfg.Region, "--s3-access-key", cfg.AccessKey, "--s3-secret-key", cfg.SecretKey,
-			"--s3-path-style", "--s3-prefix", cfg.Prefix))
-	}
+	clients := startServes(t, bin, dir, 2, append(s3ServeArgs(cfg), "--metadata", dsn)...)
 	ctx := context.Background()
 	const cont = "failover"
 	if _, err := clients[0].CreateContainer(ctx, cont, nil); err != nil {

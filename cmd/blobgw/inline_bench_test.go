@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -42,10 +41,7 @@ func BenchmarkInline(b *testing.B) {
 	}
 	ctx := context.Background()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(b, filepath.Join(dir, "blobgw"))
 	pg, err := pgtest.StartServer()
 	if err != nil {
 		b.Fatal(err)
@@ -67,8 +63,7 @@ func BenchmarkInline(b *testing.B) {
 		}
 		b.Cleanup(func() { ms.Stop() })
 		c := ms.NewBucket(b)
-		s3args = []string{"--backend", "s3", "--s3-endpoint", c.Endpoint, "--s3-bucket", c.Bucket, "--s3-region", c.Region,
-			"--s3-access-key", c.AccessKey, "--s3-secret-key", c.SecretKey, "--s3-path-style"}
+		s3args = s3ServeArgs(c)
 		stores = append(stores, "sqlite+s3")
 	}
 	for _, store := range stores {

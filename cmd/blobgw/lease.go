@@ -141,7 +141,7 @@ func leaseConfig(c *cli.Context) (config.Config, error) {
 }
 
 // leaseAction parses the positional arguments (between min and max of
-// them), then runs fn. urfave/cli v2 stops parsing flags at the first
+// them), then runs fn; the account commands parse theirs with it too. urfave/cli v2 stops parsing flags at the first
 // argument, but the lease commands are written with flags last ("lease
 // release C B --force"), so flags after the arguments are applied here; "--"
 // ends the flags (for blob names that begin with '-').

@@ -21,6 +21,17 @@ import (
 // runApp runs the CLI in-process and returns its output and exit code.
 func runApp(t *testing.T, env map[string]string, args ...string) (string, int) {
 	t.Helper()
+	return runAppWith(t, context.Background(), env, args...)
+}
+
+// runAppCtx is runApp with a context and no environment of its own.
+func runAppCtx(t testing.TB, ctx context.Context, args ...string) (string, int) {
+	t.Helper()
+	return runAppWith(t, ctx, nil, args...)
+}
+
+func runAppWith(t testing.TB, ctx context.Context, env map[string]string, args ...string) (string, int) {
+	t.Helper()
 	// Each call sees only the environment it names.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BLOBGW_") {
@@ -35,17 +46,15 @@ func runApp(t *testing.T, env map[string]string, args ...string) (string, int) {
 	app := newApp()
 	app.Writer = &out
 	app.ErrWriter = &out
-	err := app.Run(append([]string{"blobgw"}, args...))
+	err := app.RunContext(ctx, append([]string{"blobgw"}, args...))
 	code := 0
 	if err != nil {
+		code = 1
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			code = ec.ExitCode()
-			out.WriteString(err.Error())
-		} else {
-			code = 1
-			out.WriteString(err.Error())
 		}
+		out.WriteString(err.Error())
 	}
 	return out.String(), code
 }
@@ -125,10 +134,7 @@ func TestServeDefaults(t *testing.T) {
 		ln.Close()
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	work := filepath.Join(dir, "work")
 	os.Mkdir(work, 0o755)
 	cmd := exec.Command(bin, "serve")

@@ -12,7 +12,6 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,7 +37,6 @@ import (
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/urfave/cli/v2"
 )
 
 // migGateway is one in-process gateway (SQLite, disk backend).
@@ -227,30 +225,43 @@ func checkImported(t *testing.T, src, dst *migGateway, blobs []srcBlob, conts ..
 	}
 }
 
-// runAppCtx is runApp with a context.
-func runAppCtx(t testing.TB, ctx context.Context, args ...string) (string, int) {
+// runInterrupted runs args with ctx, which the destination cancels
+// midway (see cancelAfter), and fails t unless the run ends with exit 1
+// saying it was interrupted. It returns the output.
+func runInterrupted(t *testing.T, ctx context.Context, args ...string) string {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BLOBGW_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
+	out, code := runAppCtx(t, ctx, args...)
+	if code != 1 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("interrupted run (%d):\n%s", code, out)
 	}
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer = &out
-	app.ErrWriter = &out
-	err := app.RunContext(ctx, append([]string{"blobgw"}, args...))
-	code := 0
-	if err != nil {
-		code = 1
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			code = ec.ExitCode()
-		}
-		out.WriteString(err.Error())
+	return out
+}
+
+// runOK runs args and fails t (naming the run what) unless the run ends
+// with exit 0 and its output contains want. It returns the output.
+func runOK(t *testing.T, what, want string, args ...string) string {
+	t.Helper()
+	out, code := runApp(t, nil, args...)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("%s (%d):\n%s", what, code, out)
 	}
-	return out.String(), code
+	return out
+}
+
+// cancelAfter wraps a destination gateway's handler so that it calls
+// cancel, once, right after serving the first request stop matches: an
+// import running with the cancelled context stops as if interrupted at
+// that write.
+func cancelAfter(cancel context.CancelFunc, stop func(r *http.Request) bool) func(http.Handler) http.Handler {
+	var once sync.Once
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			if stop(r) {
+				once.Do(cancel)
+			}
+		})
+	}
 }
 
 func TestImportAzure(t *testing.T) {
@@ -329,37 +340,24 @@ func TestImportAzureContainerSAS(t *testing.T) {
 func TestImportAzureInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var once sync.Once
 	// The destination cancels the import once it has stored its first blob
 	// (a Put Blob or Put Block List), before the copy is verified.
 	src := newMigGateway(t, nil)
-	dst := newMigGateway(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r)
-			q := r.URL.Query()
-			if r.Method == http.MethodPut && q.Get("restype") == "" && (q.Get("comp") == "" || q.Get("comp") == "blocklist") {
-				once.Do(cancel)
-			}
-		})
-	})
+	dst := newMigGateway(t, cancelAfter(cancel, func(r *http.Request) bool {
+		q := r.URL.Query()
+		return r.Method == http.MethodPut && q.Get("restype") == "" && (q.Get("comp") == "" || q.Get("comp") == "blocklist")
+	}))
 	blobs := fillSource(t, src)
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
 
-	out, code := runAppCtx(t, ctx, args...)
-	if code != 1 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("interrupted run (%d):\n%s", code, out)
-	}
-	t.Logf("interrupted run:\n%s", out)
-	out, code = runApp(t, nil, args...)
+	t.Logf("interrupted run:\n%s", runInterrupted(t, ctx, args...))
+	out, code := runApp(t, nil, args...)
 	if code != 0 || !strings.Contains(out, "failed 0") || strings.Contains(out, "skipped 0,") {
 		t.Fatalf("rerun (%d):\n%s", code, out)
 	}
 	t.Logf("rerun:\n%s", out)
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
-		t.Fatalf("third run (%d):\n%s", code, out)
-	}
+	runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
 }
 
 func TestImportAzureMissingSourceBlob(t *testing.T) {
@@ -404,10 +402,7 @@ func TestExportS3(t *testing.T) {
 	src := newMigGateway(t, nil)
 	blobs := fillSource(t, src)
 	args := bucket.exportArgs(src)
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-		t.Fatalf("export (%d):\n%s", code, out)
-	}
+	runOK(t, "export", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), args...)
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
 		obj, got := bucket.object(t, key)
@@ -423,10 +418,7 @@ func TestExportS3(t *testing.T) {
 			}
 		}
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
-		t.Fatalf("second export (%d):\n%s", code, out)
-	}
+	runOK(t, "second export", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
 }
 
 // exportBucket is the target of an `export s3` test: a private MinIO
@@ -822,22 +814,13 @@ func TestImportAzureAppendInterrupted(t *testing.T) {
 	// The destination cancels the import once the first block of the
 	// append blob is in: the run stops with a partial append blob, which
 	// (unlike a block blob before its commit) is visible.
-	var once sync.Once
 	src := newMigGateway(t, nil)
-	dst := newMigGateway(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r)
-			if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock" && strings.HasSuffix(r.URL.Path, "/log/app.log") {
-				once.Do(cancel)
-			}
-		})
-	})
+	dst := newMigGateway(t, cancelAfter(cancel, func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock" && strings.HasSuffix(r.URL.Path, "/log/app.log")
+	}))
 	kinds := fillKinds(t, src.client)
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
-	out, code := runAppCtx(t, ctx, args...)
-	if code != 1 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("interrupted run (%d):\n%s", code, out)
-	}
+	out := runInterrupted(t, ctx, args...)
 	p, err := dst.client.ServiceClient().NewContainerClient(kindsContainer).NewBlobClient("log/app.log").GetProperties(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("no partial append blob after the interruption: %v\n%s", err, out)
@@ -846,16 +829,13 @@ func TestImportAzureAppendInterrupted(t *testing.T) {
 		t.Fatalf("partial append blob: %d bytes, Content-MD5 %x; want %d bytes and none", deref64(p.ContentLength), p.ContentMD5, appendBlockSize)
 	}
 	t.Logf("interrupted run:\n%s", out)
-	out, code = runApp(t, nil, args...)
+	out, code := runApp(t, nil, args...)
 	if code != 0 || !strings.Contains(out, "failed 0") || !strings.Contains(out, "copied 3,") {
 		t.Fatalf("resumed run (%d):\n%s", code, out)
 	}
 	checkImported(t, src, dst, kindSrcBlobs(kinds), kindsContainer)
 	checkKinds(t, dst.client, kinds, true)
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
-		t.Fatalf("third run (%d):\n%s", code, out)
-	}
+	runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)), args...)
 }
 
 // refuseTagListing answers List Blobs with include=tags as Azure does for

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/blobgw/blobgw/gateway"
@@ -48,10 +47,7 @@ func TestExportImportInline(t *testing.T) {
 	if n := src.inlineBlobs(t, blobs); n != small {
 		t.Fatalf("%d inline blobs in the source, want %d", n, small)
 	}
-	out, code := runApp(t, nil, bucket.exportArgs(src)...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-		t.Fatalf("export (%d):\n%s", code, out)
-	}
+	runOK(t, "export", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), bucket.exportArgs(src)...)
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
 		_, got := bucket.object(t, key)
@@ -61,10 +57,7 @@ func TestExportImportInline(t *testing.T) {
 	}
 
 	dst := newMigGatewayWith(t, nil, opt)
-	out, code = runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-		t.Fatalf("import (%d):\n%s", code, out)
-	}
+	runOK(t, "import", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
 	if n := dst.inlineBlobs(t, blobs); n != small {
 		t.Fatalf("%d inline blobs imported, want %d", n, small)

@@ -56,7 +56,7 @@ func freeAddr(t *testing.T) string {
 // when t ends unless the test stopped it.
 func startProd(t *testing.T, bin, dataDir string, args ...string) *prodProc {
 	t.Helper()
-	p := &prodProc{addr: freeAddr(t), metrics: freeAddr(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	p := &prodProc{addr: freeAddr(t), metrics: freeAddr(t), logs: newSyncBuffer(), exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--listen", p.addr, "--data-dir", dataDir,
 		"--metrics-listen", p.metrics}, args...)...)
 	p.cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
@@ -145,10 +145,7 @@ func blobSAS(t *testing.T, serviceURL, cont, name, perms string, proto sas.Proto
 // uploads in flight.
 func TestProduction(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	t.Run("TLS", func(t *testing.T) { testTLS(t, bin) })
 	t.Run("AccessLogAndMetrics", func(t *testing.T) { testAccessLogAndMetrics(t, bin) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, bin) })

@@ -50,20 +50,11 @@ import (
 // in the bucket.
 func TestThreeProcesses(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(t, filepath.Join(dir, "blobgw"))
 	dsn := pgtest.Start(t)
 	cfg := miniotest.NewBucket(t)
 	cfg.Prefix = "gw/"
-	var clients []*azblob.Client
-	for i := range 3 {
-		clients = append(clients, startServe(t, bin, filepath.Join(dir, "data"+strconv.Itoa(i)),
-			"--metadata", dsn, "--backend", "s3", "--s3-endpoint", cfg.Endpoint, "--s3-bucket", cfg.Bucket,
-			"--s3-region", cfg.Region, "--s3-access-key", cfg.AccessKey, "--s3-secret-key", cfg.SecretKey,
-			"--s3-path-style", "--s3-prefix", cfg.Prefix, "--gc-grace", "1s", "--gc-interval", "1s"))
-	}
+	clients := startServes(t, bin, dir, 3, append(s3ServeArgs(cfg), "--metadata", dsn, "--gc-grace", "1s", "--gc-interval", "1s")...)
 	ctx := context.Background()
 	if _, err := clients[0].CreateContainer(ctx, "race", nil); err != nil {
 		t.Fatal(err)
@@ -314,6 +305,37 @@ func TestThreeProcesses(t *testing.T) {
 	}
 }
 
+// buildBlobgw builds this command to bin and returns bin.
+func buildBlobgw(t testing.TB, bin string) string {
+	t.Helper()
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// s3ServeArgs are the `blobgw serve` flags for the MinIO bucket cfg
+// (path-style; --s3-prefix when cfg has a prefix).
+func s3ServeArgs(cfg s3.Config) []string {
+	args := []string{"--backend", "s3", "--s3-endpoint", cfg.Endpoint, "--s3-bucket", cfg.Bucket, "--s3-region", cfg.Region,
+		"--s3-access-key", cfg.AccessKey, "--s3-secret-key", cfg.SecretKey, "--s3-path-style"}
+	if cfg.Prefix != "" {
+		args = append(args, "--s3-prefix", cfg.Prefix)
+	}
+	return args
+}
+
+// startServes starts n `bin serve` processes with args, each with its own
+// data directory dir/dataI (see startServe), and returns their clients.
+func startServes(t *testing.T, bin, dir string, n int, args ...string) []*azblob.Client {
+	t.Helper()
+	var clients []*azblob.Client
+	for i := range n {
+		clients = append(clients, startServe(t, bin, filepath.Join(dir, "data"+strconv.Itoa(i)), args...))
+	}
+	return clients
+}
+
 // startServe starts `bin serve` on a free port with args, stopped when t
 // ends, and returns an SDK client (no retries: every status reaches the
 // test) once it listens.
@@ -327,8 +349,8 @@ func startServe(t *testing.T, bin, dataDir string, args ...string) *azblob.Clien
 	ln.Close()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
-	var logs syncBuffer
-	cmd.Stderr = &logs
+	logs := newSyncBuffer()
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -373,15 +395,17 @@ func startServe(t *testing.T, bin, dataDir string, args ...string) *azblob.Clien
 	return client
 }
 
+// syncBuffer is a buffer for a child's output, written through the lock
+// of the syncWriter the import commands use and read back by String.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	syncWriter
+	b bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func newSyncBuffer() *syncBuffer {
+	s := &syncBuffer{}
+	s.w = &s.b
+	return s
 }
 
 func (s *syncBuffer) String() string {

@@ -52,10 +52,7 @@ func BenchmarkSmallOps(b *testing.B) {
 	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	ctx := context.Background()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "blobgw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBlobgw(b, filepath.Join(dir, "blobgw"))
 
 	az := startAzurite(b)
 	pg := startBenchPG(b, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
@@ -221,16 +218,7 @@ func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, 
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if i > 600 {
-			b.Fatal("gateway did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(b, addr, 600)
 	return "http://" + addr + "/" + config.DevAccountName + "/", cmd.Process.Pid
 }
 

@@ -166,14 +166,15 @@ const ownerFile = "owner.pid"
 
 // MkdirOwned creates a new temporary directory under base (os.TempDir()
 // when empty) named prefix followed by random characters, holding
-// owner.pid with this process's pid.
+// owner.pid with this process's pid. On failure nothing is left behind.
 func MkdirOwned(base, prefix string) (string, error) {
 	dir, err := os.MkdirTemp(base, prefix)
 	if err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return dir, err
+		os.RemoveAll(dir)
+		return "", err
 	}
 	return dir, nil
 }

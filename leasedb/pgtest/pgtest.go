@@ -159,7 +159,7 @@ func startServer(extra []string, create func(s *Server, initdb string, cred *sys
 		base = "/tmp"
 	}
 	dir, err := testproc.MkdirOwned(base, dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	s := &Server{dir: dir, extra: extra}
@@ -169,9 +169,6 @@ func startServer(extra []string, create func(s *Server, initdb string, cred *sys
 			s.Stop()
 		}
 	}()
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
-	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, fmt.Errorf("pgtest: chown %s to postgres: %w", dir, err)
@@ -184,23 +181,18 @@ func startServer(extra []string, create func(s *Server, initdb string, cred *sys
 	if err := create(s, initdb, cred); err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
+	err = testproc.Attempts(5, func() (bool, error) {
 		port, err := testproc.FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("pgtest: %w", err)
+			return false, fmt.Errorf("pgtest: %w", err)
 		}
-		retry, err := s.start(postgres, cred, port)
-		if err == nil {
-			ok = true
-			return s, nil
-		}
-		lastErr = err
-		if !retry {
-			break
-		}
+		return s.start(postgres, cred, port)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	ok = true
+	return s, nil
 }
 
 // initdb creates the cluster. It prefers an ICU en-US default collation so
@@ -270,7 +262,7 @@ func (s *Server) start(postgres string, cred *syscall.Credential, port int) (ret
 	}
 	s.proc, s.port = proc, port
 
-	err = proc.WaitReady(time.Now().Add(60*time.Second), func() error {
+	err = proc.WaitReady(time.Now().Add(testproc.ReadyTimeout), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		pool, err := pgxpool.New(ctx, s.DSN("postgres"))
@@ -284,19 +276,15 @@ func (s *Server) start(postgres string, cred *syscall.Credential, port int) (ret
 		s.admin = pool
 		return nil
 	})
-	var exited *testproc.Exited
-	switch {
-	case err == nil:
+	if err == nil {
 		return false, nil
-	case errors.As(err, &exited):
-		s.proc = nil
-		log := exited.Log
-		taken := bytes.Contains(log, []byte("could not bind")) || bytes.Contains(log, []byte("already in use")) ||
-			bytes.Contains(log, []byte("could not create any TCP/IP sockets"))
-		return taken, fmt.Errorf("pgtest: postgres exited during start-up (%v):\n%s", exited.State, testproc.Tail(log))
-	default:
-		return false, fmt.Errorf("pgtest: postgres not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
 	}
+	exited, retry, err := testproc.StartErr(err, "pgtest", "postgres", proc,
+		"could not bind", "already in use", "could not create any TCP/IP sockets")
+	if exited {
+		s.proc = nil
+	}
+	return retry, err
 }
 
 // DSN returns the URL of database on this server (superuser postgres, no
@@ -341,22 +329,16 @@ func (s *Server) DropDatabase(ctx context.Context, name string) error {
 // returns its DSN.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name, dsn, err := s.CreateDatabase(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	var dsn string
+	testproc.Scratch(t, func(ctx context.Context) (name string, err error) {
+		name, dsn, err = s.CreateDatabase(ctx, t.Name())
+		return name, err
+	}, func(ctx context.Context, name string) error {
 		if s.stopped.Load() {
-			return // the database went with the server
+			return nil // the database went with the server
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.DropDatabase(ctx, name); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
+		return s.DropDatabase(ctx, name)
+	}, 30*time.Second)
 	return dsn
 }
 
@@ -368,17 +350,10 @@ func (s *Server) Stop() error {
 		if s.admin != nil {
 			s.admin.Close()
 		}
-		if s.proc != nil {
-			// SIGINT is a fast shutdown, SIGQUIT an immediate one;
-			// SIGKILL is the last resort.
-			if err := s.proc.Stop("postgres", testproc.Step{Sig: syscall.SIGINT, Wait: 30 * time.Second},
-				testproc.Step{Sig: syscall.SIGQUIT, Wait: 10 * time.Second}, testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second}); err != nil {
-				s.stopErr = fmt.Errorf("pgtest: %w", err)
-			}
-		}
-		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
-			s.stopErr = fmt.Errorf("pgtest: remove %s: %w", s.dir, err)
-		}
+		// SIGINT is a fast shutdown, SIGQUIT an immediate one; SIGKILL is
+		// the last resort.
+		s.stopErr = testproc.StopAndRemove("pgtest", "postgres", s.proc, s.dir, testproc.Step{Sig: syscall.SIGINT, Wait: 30 * time.Second},
+			testproc.Step{Sig: syscall.SIGQUIT, Wait: 10 * time.Second}, testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second})
 	})
 	return s.stopErr
 }

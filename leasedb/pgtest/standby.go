@@ -180,12 +180,11 @@ func (p *Pair) CreateDatabase(ctx context.Context, hint string) (name, dsn strin
 // NewDatabase is CreateDatabase for t: it returns the multi-host DSN.
 func (p *Pair) NewDatabase(t testing.TB) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, dsn, err := p.CreateDatabase(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	var dsn string
+	testproc.Scratch(t, func(ctx context.Context) (name string, err error) {
+		name, dsn, err = p.CreateDatabase(ctx, t.Name())
+		return name, err
+	}, nil, 0)
 	return dsn
 }
 

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/blobgw/blobgw/backends/s3"
@@ -72,23 +71,20 @@ func StartDistributed(n int) (*Cluster, error) {
 		return nil, err
 	}
 	sweepStale()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		c, retry, err := startCluster(bin, n)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if !retry {
-			break
-		}
+	var c *Cluster
+	err = testproc.Attempts(3, func() (retry bool, err error) {
+		c, retry, err = startCluster(bin, n)
+		return retry, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return c, nil
 }
 
 func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 	dir, err := testproc.MkdirOwned("", dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, false, fmt.Errorf("miniotest: %w", err)
 	}
 	var pw [16]byte
@@ -101,9 +97,6 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 			c.Stop()
 		}
 	}()
-	if err != nil {
-		return nil, false, fmt.Errorf("miniotest: %w", err)
-	}
 	for i := 0; i < n; i++ {
 		api, err1 := testproc.FreePort()
 		console, err2 := testproc.FreePort()
@@ -140,12 +133,7 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 		}
 	}
 	c.front = &Server{dir: dir, addr: c.ln.Addr().String(), password: c.password}
-	c.front.client = awss3.New(awss3.Options{
-		BaseEndpoint: aws.String(c.Endpoint()),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, c.password, ""),
-	})
+	c.front.client = newClient(c.Endpoint(), c.password)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := c.front.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
@@ -160,12 +148,7 @@ const probeBucket = "miniotest-probe"
 
 // nodeClient is an S3 client addressed at node i itself.
 func (c *Cluster) nodeClient(i int) *awss3.Client {
-	return awss3.New(awss3.Options{
-		BaseEndpoint: aws.String("http://" + c.addrs[i]),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, c.password, ""),
-	})
+	return newClient("http://"+c.addrs[i], c.password)
 }
 
 // spawn starts node i's process (not waiting for it, not putting it in the
@@ -180,27 +163,14 @@ func (c *Cluster) spawn(i int) (*testproc.Proc, error) {
 	args := append([]string{"server", "--address", c.addrs[i], "--console-address", c.consoles[i], "--quiet"}, drives...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = c.dir
-	env := []string{
-		"HOME=" + c.dir,
-		"MINIO_ROOT_USER=" + user,
-		"MINIO_ROOT_PASSWORD=" + c.password,
-		"MINIO_BROWSER=off",
-		"MINIO_UPDATE=off",
+	cmd.Env = minioEnv(c.dir, c.password,
 		// Distributed drives on the root disk are refused outside CI/CD
 		// mode.
 		"MINIO_CI_CD=1",
 		// In a container (/.dockerenv) MinIO waits forever for a host
 		// that resolves to loopback to resolve to "a valid IP"; this
 		// names the node's own endpoint as local instead.
-		"_MINIO_SERVER_LOCAL=" + c.addrs[i],
-	}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "_MINIO_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = env
+		"_MINIO_SERVER_LOCAL="+c.addrs[i])
 	c.mu.Lock()
 	c.runs[i]++
 	logPath := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i+1, c.runs[i]))
@@ -215,18 +185,7 @@ func (c *Cluster) spawn(i int) (*testproc.Proc, error) {
 // waitNode waits until node i reports the cluster able to serve reads and
 // writes (GET /minio/health/cluster: 200 once the node has write quorum).
 func (c *Cluster) waitNode(i int, p *testproc.Proc, deadline time.Time) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	return p.WaitReady(deadline, func() error {
-		resp, err := hc.Get("http://" + c.addrs[i] + "/minio/health/cluster")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("cluster health: %s", resp.Status)
-		}
-		return nil
-	})
+	return p.WaitReady(deadline, healthy("http://"+c.addrs[i]+"/minio/health/cluster"))
 }
 
 // startProxy listens on a free 127.0.0.1 port. Keep-alives to the nodes

@@ -27,7 +27,6 @@
 package miniotest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -135,34 +134,17 @@ func StartServer() (*Server, error) {
 	}
 	sweepStale()
 	dir, err := testproc.MkdirOwned("", dirPrefix)
-	if dir == "" {
+	if err != nil {
 		return nil, fmt.Errorf("miniotest: %w", err)
 	}
 	var pw [16]byte
 	rand.Read(pw[:])
 	s := &Server{dir: dir, password: hex.EncodeToString(pw[:])}
-	ok := false
-	defer func() {
-		if !ok {
-			s.Stop()
-		}
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("miniotest: %w", err)
+	if err := testproc.Attempts(5, func() (bool, error) { return s.start(bin) }); err != nil {
+		s.Stop()
+		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		retry, err := s.start(bin)
-		if err == nil {
-			ok = true
-			return s, nil
-		}
-		lastErr = err
-		if !retry {
-			break
-		}
-	}
-	return nil, lastErr
+	return s, nil
 }
 
 // start runs minio on two free ports and waits until it is live. retry
@@ -182,55 +164,23 @@ func (s *Server) start(bin string) (retry bool, err error) {
 		"--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(consolePort)),
 		"--quiet")
 	cmd.Dir = s.dir
-	env := []string{
-		"HOME=" + s.dir,
-		"MINIO_ROOT_USER=" + user,
-		"MINIO_ROOT_PASSWORD=" + s.password,
-		"MINIO_BROWSER=off",
-		"MINIO_UPDATE=off",
-	}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = env
+	cmd.Env = minioEnv(s.dir, s.password)
 	proc, err := testproc.Start(cmd, filepath.Join(s.dir, "minio.log"), syscall.SIGKILL)
 	if err != nil {
 		return false, fmt.Errorf("miniotest: start minio: %w", err)
 	}
 	s.proc, s.addr = proc, addr
 
-	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(60 * time.Second)
-	err = proc.WaitReady(deadline, func() error {
-		resp, err := hc.Get("http://" + addr + "/minio/health/live")
-		if err != nil {
-			return err
+	deadline := time.Now().Add(testproc.ReadyTimeout)
+	err = proc.WaitReady(deadline, healthy("http://"+addr+"/minio/health/live"))
+	if err != nil {
+		exited, retry, err := testproc.StartErr(err, "miniotest", "minio", proc, "already in use", "bind:")
+		if exited {
+			s.proc = nil
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("health check: %s", resp.Status)
-		}
-		return nil
-	})
-	var exited *testproc.Exited
-	switch {
-	case errors.As(err, &exited):
-		s.proc = nil
-		log := exited.Log
-		taken := bytes.Contains(log, []byte("already in use")) || bytes.Contains(log, []byte("bind:"))
-		return taken, fmt.Errorf("miniotest: minio exited during start-up (%v):\n%s", exited.State, testproc.Tail(log))
-	case err != nil:
-		return false, fmt.Errorf("miniotest: minio not ready after 60s: %v\n%s", err, testproc.Tail(proc.Log()))
+		return retry, err
 	}
-	client := awss3.New(awss3.Options{
-		BaseEndpoint: aws.String(s.Endpoint()),
-		Region:       region,
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(user, s.password, ""),
-	})
+	client := newClient(s.Endpoint(), s.password)
 	// "live" answers before the object layer is up ("Server not
 	// initialized yet"): wait until a real S3 call succeeds.
 	for {
@@ -247,6 +197,52 @@ func (s *Server) start(bin string) (retry bool, err error) {
 	}
 	s.client = client
 	return false, nil
+}
+
+// minioEnv is the environment of a minio process with its files in dir:
+// the root user's credentials, no browser, no update check, and none of
+// the caller's MINIO_ settings; extra adds more.
+func minioEnv(dir, password string, extra ...string) []string {
+	env := append([]string{
+		"HOME=" + dir,
+		"MINIO_ROOT_USER=" + user,
+		"MINIO_ROOT_PASSWORD=" + password,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+	}, extra...)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "MINIO_") || strings.HasPrefix(kv, "_MINIO_") || strings.HasPrefix(kv, "HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// healthy is a WaitReady check: a GET of a MinIO health URL answers 200.
+func healthy(url string) func() error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+// newClient is a path-style S3 client for the root user at endpoint.
+func newClient(endpoint, password string) *awss3.Client {
+	return awss3.New(awss3.Options{
+		BaseEndpoint: aws.String(endpoint),
+		Region:       region,
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(user, password, ""),
+	})
 }
 
 // Endpoint returns the URL of the S3 API, http://127.0.0.1:port.
@@ -348,35 +344,16 @@ func (s *Server) RemoveBucket(ctx context.Context, name string) error {
 // ends, and returns a Config for it.
 func (s *Server) NewBucket(t testing.TB) s3.Config {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name, err := s.CreateBucket(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.RemoveBucket(ctx, name); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	return s.Config(name)
+	return s.Config(testproc.Scratch(t, func(ctx context.Context) (string, error) { return s.CreateBucket(ctx, t.Name()) },
+		s.RemoveBucket, 2*time.Minute))
 }
 
 // Stop shuts the server down (SIGTERM, then SIGKILL) and removes its
 // directory. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		if s.proc != nil {
-			if err := s.proc.Stop("minio", testproc.Step{Sig: syscall.SIGTERM, Wait: 15 * time.Second},
-				testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second}); err != nil {
-				s.stopErr = fmt.Errorf("miniotest: %w", err)
-			}
-		}
-		if err := os.RemoveAll(s.dir); err != nil && s.stopErr == nil {
-			s.stopErr = fmt.Errorf("miniotest: remove %s: %w", s.dir, err)
-		}
+		s.stopErr = testproc.StopAndRemove("miniotest", "minio", s.proc, s.dir,
+			testproc.Step{Sig: syscall.SIGTERM, Wait: 15 * time.Second}, testproc.Step{Sig: syscall.SIGKILL, Wait: 10 * time.Second})
 	})
 	return s.stopErr
 }
