@@ -21,6 +21,7 @@ import (
 	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 )
 
 // statementCeilings are the statements (BEGIN, COMMIT and ROLLBACK
@@ -54,14 +55,7 @@ var statementCeilings = map[string]struct{ statements, roundTrips, transactions 
 // Properties sent by the Azure SDK, and holds each to its ceiling.
 func TestStatementsPerOperation(t *testing.T) {
 	ctx := context.Background()
-	store, err := postgres.OpenCounting(ctx, pgtest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if _, _, err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := postgrestest.OpenCounting(t, pgtest.Start(t))
 	be := gwtest.DiskBackend(t, t.TempDir())
 	gw := gwtest.Gateway(t, store, be, gateway.Options{})
 	t.Cleanup(func() { gw.Close(context.Background()) })

@@ -8,6 +8,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 )
 
 // TestCountStatements: a store opened with OpenCounting counts what runs on
@@ -16,14 +17,7 @@ import (
 func TestCountStatements(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t)
-	counting, err := postgres.OpenCounting(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { counting.Close() })
-	if _, _, err := counting.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	counting := postgrestest.OpenCounting(t, dsn)
 	plain := open(t, dsn)
 	update := func(s leasedb.Store, ctx context.Context) {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 )
 
 // TestListDeletedContainersStatements: a List Containers include=deleted
@@ -18,14 +19,7 @@ import (
 // account.
 func TestListDeletedContainersStatements(t *testing.T) {
 	ctx := context.Background()
-	store, err := postgres.OpenCounting(ctx, pgtest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if _, _, err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := postgrestest.OpenCounting(t, pgtest.Start(t))
 	db := &leasedb.DB{Store: store}
 	const n = 12
 	for i := range n {

@@ -12,6 +12,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 )
 
 // TestAddIntentsOneStatement: the intent pool's refill (DB.AddIntents of
@@ -21,14 +22,7 @@ import (
 func TestAddIntentsOneStatement(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t)
-	s, err := postgres.OpenCounting(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := postgrestest.OpenCounting(t, dsn)
 	db := &leasedb.DB{Store: s}
 	keys := func(prefix string) []string {
 		var ks []string
