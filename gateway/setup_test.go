@@ -25,17 +25,12 @@ import (
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/internal/gwtest"
-	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	pgtest.Managed()
-	miniotest.Managed()
-	testproc.Main(m, pgtest.StopShared, miniotest.StopShared)
-}
+func TestMain(m *testing.M) { gwtest.Main(m) }
 
 // storeKinds are the metadata store and byte backend pairs every
 // end-to-end test runs against ("store+backend"; a bare store name means

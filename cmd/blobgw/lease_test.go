@@ -23,21 +23,15 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/blobgw/blobgw/backends/s3/miniotest"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 	"github.com/blobgw/blobgw/internal/gwtest"
-	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/google/uuid"
 )
 
-func TestMain(m *testing.M) {
-	pgtest.Managed()
-	miniotest.Managed()
-	testproc.Main(m, pgtest.StopShared, miniotest.StopShared)
-}
+func TestMain(m *testing.M) { gwtest.Main(m) }
 
 // leaseEnv is one gateway on a fresh metadata store, driven by the Azure
 // SDK, and the environment that points the CLI at the same store.
