@@ -318,49 +318,46 @@ func TestLeaseRealExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 16 s")
 	}
-	for _, kind := range storeKinds {
-		kind := kind
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, kind)
-			ctx := context.Background()
-			createContainers(t, b.client, "expiry")
-			for _, n := range []string{"a", "b"} {
-				if _, err := b.client.UploadBuffer(ctx, "expiry", n, []byte(n), nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			idA, idB := uuid.NewString(), uuid.NewString()
-			la := blobLease(t, blockClient(b.client, "expiry", "a"), idA)
-			la2 := blobLease(t, blockClient(b.client, "expiry", "b"), idA)
-			if _, err := la.AcquireLease(ctx, 15, nil); err != nil {
+	forEachStore(t, func(t *testing.T, kind string) {
+		t.Parallel()
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "expiry")
+		for _, n := range []string{"a", "b"} {
+			if _, err := b.client.UploadBuffer(ctx, "expiry", n, []byte(n), nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := la2.AcquireLease(ctx, 15, nil); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(16 * time.Second)
-			p, err := blockClient(b.client, "expiry", "a").GetProperties(ctx, nil)
-			if err != nil {
-				t.Fatalf("Get Properties: %v", err)
-			}
-			if *p.LeaseState != lease.StateTypeExpired || *p.LeaseStatus != lease.StatusTypeUnlocked {
-				t.Fatalf("after 16 s: %v %v", *p.LeaseState, *p.LeaseStatus)
-			}
-			// C5: a new id acquires; the old holder's write is refused.
-			if _, err := blobLease(t, blockClient(b.client, "expiry", "a"), idB).AcquireLease(ctx, 15, nil); err != nil {
-				t.Fatal(err)
-			}
-			_, err = blockClient(b.client, "expiry", "a").Upload(ctx, nopSeeker("old holder"), &blockblob.UploadOptions{AccessConditions: withLease(idA)})
-			wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")
-			// C7: a write without id clears the expired lease; renew A then fails.
-			if _, err := blockClient(b.client, "expiry", "b").Upload(ctx, nopSeeker("anyone"), nil); err != nil {
-				t.Fatal(err)
-			}
-			_, err = la2.RenewLease(ctx, nil)
-			wantErr(t, err, 409, "LeaseIdMismatchWithLeaseOperation")
-		})
-	}
+		}
+		idA, idB := uuid.NewString(), uuid.NewString()
+		la := blobLease(t, blockClient(b.client, "expiry", "a"), idA)
+		la2 := blobLease(t, blockClient(b.client, "expiry", "b"), idA)
+		if _, err := la.AcquireLease(ctx, 15, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := la2.AcquireLease(ctx, 15, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(16 * time.Second)
+		p, err := blockClient(b.client, "expiry", "a").GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatalf("Get Properties: %v", err)
+		}
+		if *p.LeaseState != lease.StateTypeExpired || *p.LeaseStatus != lease.StatusTypeUnlocked {
+			t.Fatalf("after 16 s: %v %v", *p.LeaseState, *p.LeaseStatus)
+		}
+		// C5: a new id acquires; the old holder's write is refused.
+		if _, err := blobLease(t, blockClient(b.client, "expiry", "a"), idB).AcquireLease(ctx, 15, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = blockClient(b.client, "expiry", "a").Upload(ctx, nopSeeker("old holder"), &blockblob.UploadOptions{AccessConditions: withLease(idA)})
+		wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")
+		// C7: a write without id clears the expired lease; renew A then fails.
+		if _, err := blockClient(b.client, "expiry", "b").Upload(ctx, nopSeeker("anyone"), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = la2.RenewLease(ctx, nil)
+		wantErr(t, err, 409, "LeaseIdMismatchWithLeaseOperation")
+	})
 }
 
 // TestPutAndRelease covers blobgw's x-ms-lease-action extension on Put Blob.
