@@ -13,6 +13,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 	"github.com/blobgw/blobgw/leasedb/storetest"
 	"github.com/blobgw/blobgw/migrations"
 )
@@ -22,16 +23,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // open opens and migrates a store on dsn, closed when t ends.
 func open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	ctx := context.Background()
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return postgrestest.Open(t, dsn)
 }
 
 func TestConformance(t *testing.T) {
