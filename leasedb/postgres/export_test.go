@@ -5,3 +5,6 @@ var Dialect = dialect
 
 // CommitReplaceSQL is CommitReplace's statement, for its plan test.
 var CommitReplaceSQL = commitReplaceSQL
+
+// PoolMaxConns is the size of s's connection pool.
+func PoolMaxConns(s *Store) int32 { return s.pool.Config().MaxConns }

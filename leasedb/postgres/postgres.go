@@ -73,7 +73,8 @@ type Store struct {
 
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value connection string; pgxpool settings such as pool_max_conns are
-// honoured). It does not migrate; call Migrate (dbopen.Open does).
+// honoured; without pool_max_conns the pool holds up to 16 connections, see
+// defaultMaxConns). It does not migrate; call Migrate (dbopen.Open does).
 func Open(ctx context.Context, dsn string) (*Store, error) { return open(ctx, dsn, nil) }
 
 // open is Open with a pgx tracer on every connection (nil: none).
@@ -84,6 +85,7 @@ func open(ctx context.Context, dsn string, tracer pgx.QueryTracer) (*Store, erro
 		return nil, fmt.Errorf("leasedb/postgres: parse dsn: %w", err)
 	}
 	cfg.ConnConfig.Tracer = tracer
+	sizePool(cfg, dsn)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: open: %w", err)
