@@ -145,10 +145,10 @@ func BenchmarkPostgresCPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		cpu0 := pgCPUByRole(pg.Pid(), g.db)
-		gw0 := cpuOf(g.pid)
+		gw0, me0 := cpuOf(g.pid), cpuOf(os.Getpid())
 		return func(r *bench.Result) {
 			cpu1 := pgCPUByRole(pg.Pid(), g.db)
-			gw1 := cpuOf(g.pid)
+			gw1, me1 := cpuOf(g.pid), cpuOf(os.Getpid())
 			stopPerf()
 			wp := waits.Stop()
 			// Backends report table counters when they go idle, at most
@@ -182,9 +182,10 @@ func BenchmarkPostgresCPU(b *testing.B) {
 				total -= d
 			}
 			r.Extra = map[string]float64{
-				"gw-cpu-us/op": (gw1 - gw0).Seconds() * 1e6 / ops,
-				"db-cpu-us/op": total.Seconds() * 1e6 / ops,
-				"wal-bytes/op": float64(wal1.bytes-wal0.bytes) / ops,
+				"gw-cpu-us/op":     (gw1 - gw0).Seconds() * 1e6 / ops,
+				"client-cpu-us/op": (me1 - me0).Seconds() * 1e6 / ops,
+				"db-cpu-us/op":     total.Seconds() * 1e6 / ops,
+				"wal-bytes/op":     float64(wal1.bytes-wal0.bytes) / ops,
 			}
 			key := set + " " + workload
 			d := details[key]
@@ -253,24 +254,39 @@ func BenchmarkPostgresCPU(b *testing.B) {
 	// SELECT ... FOR UPDATE + UPDATE at the same client count, its waits
 	// sampled as the gateways' were.
 	pgbWaits := map[string]waitProfile{}
+	var pgbClient time.Duration // pgbench's own CPU in the random-row run
 	tps, hot, pgbTx, pgbCPU, err := runPgbenchAround(pg, clients, duration, func(db, run string) func() {
 		w, err := startWaitSampler(ctx, pg.DSN("postgres"), db, waitEvery)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return func() { pgbWaits[run] = w.Stop() }
+		c0 := childrenCPU()
+		return func() {
+			pgbWaits[run] = w.Stop()
+			if run == "random" {
+				pgbClient = childrenCPU() - c0
+			}
+		}
 	})
 	if err != nil {
 		b.Fatalf("pgbench: %v", err)
 	}
 	fmt.Printf("\n== pgbench, %d clients, same server: %.0f tx/s random rows, %.0f tx/s one row, %.0f us database CPU per tx\n",
 		clients, tps, hot, pgbCPU.Seconds()*1e6/float64(max(pgbTx, 1)))
+	// pgbench's client CPU per transaction of the random-row run; the
+	// cores in use are rate × CPU per operation of server and client.
+	pgbClientUS := pgbClient.Seconds() * 1e6 / (tps * max(1, duration.Seconds()))
+	pgbDBUS := pgbCPU.Seconds() * 1e6 / float64(max(pgbTx, 1))
+	fmt.Printf("pgbench random rows: client CPU %.0f us/tx; server + client %.0f us/tx: %.2f cores busy\n",
+		pgbClientUS, pgbDBUS+pgbClientUS, tps*(pgbDBUS+pgbClientUS)/1e6)
 	for _, run := range []string{"random", "one row"} {
 		pgbWaits[run].write(os.Stdout, "pgbench "+run, 8)
 	}
 	for _, r := range rep.Results {
 		if r.Workload == "put-small-ifmatch" {
-			fmt.Printf("put-small-ifmatch on %s: %.0f ops/s, %.3fx pgbench's random-row rate\n", r.Set, r.OpsPerS, r.OpsPerS/tps)
+			all := r.Extra["db-cpu-us/op"] + r.Extra["gw-cpu-us/op"] + r.Extra["client-cpu-us/op"]
+			fmt.Printf("put-small-ifmatch on %s: %.0f ops/s, %.3fx pgbench's random-row rate; database + gateway + client %.0f us/op: %.2f cores busy\n",
+				r.Set, r.OpsPerS, r.OpsPerS/tps, all, r.OpsPerS*all/1e6)
 			b.ReportMetric(r.OpsPerS/tps, "put-small-ifmatch-"+r.Set+"/pgbench-x")
 		}
 	}

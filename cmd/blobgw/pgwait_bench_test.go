@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -154,3 +155,13 @@ const waitEvery = 5 * time.Millisecond
 // benchAppName is the application_name of the benchmark's own connections
 // to a gateway's database, which the wait sampler leaves out.
 const benchAppName = "blobgw-bench"
+
+// childrenCPU is the CPU time of this process's children that ended and
+// were waited for (RUSAGE_CHILDREN): pgbench's, once its run returned.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
