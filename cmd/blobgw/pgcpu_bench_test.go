@@ -44,13 +44,22 @@ import (
 //
 //	BLOBGW_BENCH_BEFORE_SQL='ALTER DATABASE $DB SET plan_cache_mode = force_custom_plan' go test ./cmd/blobgw -run '^$' -bench PostgresCPU -benchtime 1x
 //
+// BLOBGW_BENCH_BEFORE_DSN and BLOBGW_BENCH_AFTER_DSN are appended to that
+// set's gateway DSN (pgxpool settings, say "&pool_max_conns=4"); with
+// BLOBGW_BENCH_BEFORE_DSN alone, "before" is this binary too.
+//
+// Every phase also samples pg_stat_activity every 5 ms (waitSampler): the
+// share of the gateway's backends running, waiting on a lock or on the WAL
+// flush, or idle (waiting for the gateway); and after the phases pgbench
+// runs on the same server with the same sampling, for the ratio.
+//
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkPostgresCPU(b *testing.B) {
 	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
 	dir, bins := cpuBenchBins(b)
-	if _, ok := bins["before"]; !ok && os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" {
+	if _, ok := bins["before"]; !ok && (os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" || os.Getenv("BLOBGW_BENCH_BEFORE_DSN") != "") {
 		bins["before"] = bins["after"] // the same binary, another setting
 	}
 	args := []string{"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
@@ -84,7 +93,8 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pool, err := pgxpool.New(ctx, dsn+"&pool_max_conns=1")
+		// Named, so the wait sampler leaves this connection out.
+		pool, err := pgxpool.New(ctx, dsn+"&pool_max_conns=1&application_name="+benchAppName)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,7 +115,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 			}
 			pool.Reset()
 		}
-		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn)
+		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn+os.Getenv("BLOBGW_BENCH_"+strings.ToUpper(which)+"_DSN"))
 		g.pid = pid
 		gws[which] = g
 		sets = append(sets, bench.Set{Name: which, Endpoints: devEndpoint(u)})
@@ -130,12 +140,17 @@ func BenchmarkPostgresCPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		stopPerf := perfRecord(b, pg.Pid(), g.db, set+"-"+workload)
+		waits, err := startWaitSampler(ctx, pg.DSN("postgres"), g.db, waitEvery)
+		if err != nil {
+			b.Fatal(err)
+		}
 		cpu0 := pgCPUByRole(pg.Pid(), g.db)
-		gw0 := cpuOf(g.pid)
+		gw0, me0 := cpuOf(g.pid), cpuOf(os.Getpid())
 		return func(r *bench.Result) {
 			cpu1 := pgCPUByRole(pg.Pid(), g.db)
-			gw1 := cpuOf(g.pid)
+			gw1, me1 := cpuOf(g.pid), cpuOf(os.Getpid())
 			stopPerf()
+			wp := waits.Stop()
 			// Backends report table counters when they go idle, at most
 			// once a second.
 			time.Sleep(1500 * time.Millisecond)
@@ -167,9 +182,10 @@ func BenchmarkPostgresCPU(b *testing.B) {
 				total -= d
 			}
 			r.Extra = map[string]float64{
-				"gw-cpu-us/op": (gw1 - gw0).Seconds() * 1e6 / ops,
-				"db-cpu-us/op": total.Seconds() * 1e6 / ops,
-				"wal-bytes/op": float64(wal1.bytes-wal0.bytes) / ops,
+				"gw-cpu-us/op":     (gw1 - gw0).Seconds() * 1e6 / ops,
+				"client-cpu-us/op": (me1 - me0).Seconds() * 1e6 / ops,
+				"db-cpu-us/op":     total.Seconds() * 1e6 / ops,
+				"wal-bytes/op":     float64(wal1.bytes-wal0.bytes) / ops,
 			}
 			key := set + " " + workload
 			d := details[key]
@@ -178,6 +194,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 				details[key] = d
 			}
 			d.ops += r.Ops
+			d.waits.add(wp)
 			for k, v := range cpu1 {
 				d.cpu[k] += v - cpu0[k]
 			}
@@ -232,6 +249,47 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		d := details[k]
 		d.write(k)
 	}
+
+	// The database's own limit on the same server right after: pgbench's
+	// SELECT ... FOR UPDATE + UPDATE at the same client count, its waits
+	// sampled as the gateways' were.
+	pgbWaits := map[string]waitProfile{}
+	var pgbClient time.Duration // pgbench's own CPU in the random-row run
+	tps, hot, pgbTx, pgbCPU, err := runPgbenchAround(pg, clients, duration, func(db, run string) func() {
+		w, err := startWaitSampler(ctx, pg.DSN("postgres"), db, waitEvery)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c0 := childrenCPU()
+		return func() {
+			pgbWaits[run] = w.Stop()
+			if run == "random" {
+				pgbClient = childrenCPU() - c0
+			}
+		}
+	})
+	if err != nil {
+		b.Fatalf("pgbench: %v", err)
+	}
+	fmt.Printf("\n== pgbench, %d clients, same server: %.0f tx/s random rows, %.0f tx/s one row, %.0f us database CPU per tx\n",
+		clients, tps, hot, pgbCPU.Seconds()*1e6/float64(max(pgbTx, 1)))
+	// pgbench's client CPU per transaction of the random-row run; the
+	// cores in use are rate × CPU per operation of server and client.
+	pgbClientUS := pgbClient.Seconds() * 1e6 / (tps * max(1, duration.Seconds()))
+	pgbDBUS := pgbCPU.Seconds() * 1e6 / float64(max(pgbTx, 1))
+	fmt.Printf("pgbench random rows: client CPU %.0f us/tx; server + client %.0f us/tx: %.2f cores busy\n",
+		pgbClientUS, pgbDBUS+pgbClientUS, tps*(pgbDBUS+pgbClientUS)/1e6)
+	for _, run := range []string{"random", "one row"} {
+		pgbWaits[run].write(os.Stdout, "pgbench "+run, 8)
+	}
+	for _, r := range rep.Results {
+		if r.Workload == "put-small-ifmatch" {
+			all := r.Extra["db-cpu-us/op"] + r.Extra["gw-cpu-us/op"] + r.Extra["client-cpu-us/op"]
+			fmt.Printf("put-small-ifmatch on %s: %.0f ops/s, %.3fx pgbench's random-row rate; database + gateway + client %.0f us/op: %.2f cores busy\n",
+				r.Set, r.OpsPerS, r.OpsPerS/tps, all, r.OpsPerS*all/1e6)
+			b.ReportMetric(r.OpsPerS/tps, "put-small-ifmatch-"+r.Set+"/pgbench-x")
+		}
+	}
 	for _, r := range rep.Results {
 		if n := r.ErrorCount(); n > 0 {
 			b.Errorf("%s on %s: %d errors %v", r.Workload, r.Set, n, r.Errors)
@@ -254,6 +312,7 @@ type pgPhase struct {
 	walRecs map[string]walCounts
 	tables  map[string]tableCounts
 	stmts   map[string]*stmtStat
+	waits   waitProfile
 }
 
 func (d *pgPhase) write(title string) {
@@ -287,6 +346,14 @@ func (d *pgPhase) write(title string) {
 		c := d.walRecs[t]
 		fmt.Printf("  WAL %-28s per op: %.2f records %.0f bytes (%.0f of them full-page images)\n", t, float64(c.records)/ops, float64(c.bytes)/ops, float64(c.fpi)/ops)
 	}
+	var mx walCounts
+	for t, c := range d.walRecs {
+		if strings.HasPrefix(t, "MultiXact/") {
+			mx = mx.add(c)
+		}
+	}
+	fmt.Printf("  WAL MultiXact/* per op: %.3f records (a FOR SHARE lock joining another's makes one)\n", float64(mx.records)/ops)
+	d.waits.write(os.Stdout, title, 12)
 	tabs := make([]string, 0, len(d.tables))
 	for t, c := range d.tables {
 		if c.ins+c.upd+c.del > 0 {

@@ -290,6 +290,13 @@ var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection tim
 // row and then on one row. It returns both rates, the transactions both
 // runs made and the CPU time the server spent on them.
 func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot float64, txs int64, cpu time.Duration, err error) {
+	return runPgbenchAround(pg, clients, d, nil)
+}
+
+// runPgbenchAround is runPgbench calling around (when not nil) right
+// before each of the two timed runs with the database's name and "random"
+// or "one row"; what it returns is called right after that run.
+func runPgbenchAround(pg *pgtest.Server, clients int, d time.Duration, around func(db, run string) func()) (random, hot float64, txs int64, cpu time.Duration, err error) {
 	bin, err := pgbenchBinary()
 	if err != nil {
 		return 0, 0, 0, 0, err
@@ -319,10 +326,13 @@ func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot fl
 		return 0, 0, 0, 0, err
 	}
 	txRE := regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
-	rate := func(script string) (float64, error) {
+	rate := func(what, script string) (float64, error) {
 		path := filepath.Join(dir, "script.sql")
 		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 			return 0, err
+		}
+		if around != nil {
+			defer around(name, what)()
 		}
 		out, err := run("-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path)
 		if err != nil {
@@ -338,10 +348,10 @@ func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot fl
 	}
 	const body = "BEGIN;\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\nEND;\n"
 	cpu0 := treeCPU(pg.Pid())
-	if random, err = rate("\\set aid random(1, 100000)\n" + body); err != nil {
+	if random, err = rate("random", "\\set aid random(1, 100000)\n"+body); err != nil {
 		return 0, 0, 0, 0, err
 	}
-	if hot, err = rate("\\set aid 1\n" + body); err != nil {
+	if hot, err = rate("one row", "\\set aid 1\n"+body); err != nil {
 		return 0, 0, 0, 0, err
 	}
 	return random, hot, txs, treeCPU(pg.Pid()) - cpu0, nil

@@ -1,7 +1,15 @@
 package postgres
 
+import "github.com/jackc/pgx/v5/pgxpool"
+
 // Dialect is the dialect this driver gives sqlq, for the plan tests.
 var Dialect = dialect
 
 // CommitReplaceSQL is CommitReplace's statement, for its plan test.
 var CommitReplaceSQL = commitReplaceSQL
+
+// PoolMaxConns is the size of s's connection pool.
+func PoolMaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
+
+// PoolStat is s's connection pool's counters.
+func PoolStat(s *Store) *pgxpool.Stat { return s.pool.Stat() }

@@ -19,25 +19,40 @@ var _ leasedb.BlobWriteLocker = (*tx)(nil)
 // lockForReplaceSQL is LockForReplace's statement. Each LATERAL subquery
 // refers to the one before it, which makes Postgres run them in order, one
 // after the other (OFFSET 0 keeps each a subquery of its own): the
-// container FOR SHARE (as Tx.Container with LockShare: a Delete Container
-// waits for the commit), then the name's advisory lock (only when the
-// container exists; held whether or not the row is, so that two creators
-// of an absent name are serialized), then the row FOR UPDATE. The clock,
-// the settings, the ETag and what the bookkeeping needs of the name are
-// read in the outer list, after every lock was granted.
+// container's shared advisory lock (containerLockKey: what Tx.Container
+// with LockShare guards, a Delete Container or a container soft delete
+// waits for the commit, see there), the container check (only once that
+// lock is held), then the name's advisory lock (only when the container
+// exists; held whether or not the row is, so that two creators of an
+// absent name are serialized), then the row FOR UPDATE. The clock, the
+// settings, the ETag and what the bookkeeping needs of the name are read
+// in the outer list, after every lock was granted.
 //
-// The statement's snapshot was taken before a wait on the advisory lock:
-// a row that the previous holder inserted, or a snapshot, version or
-// share of the name it added, is not visible to it (a row it changed is:
-// FOR UPDATE re-reads it). CommitReplace's statement, with a snapshot
-// taken under the lock, checks that none appeared and has the transaction
-// retried if one did.
+// The container's lock is an advisory lock, not FOR SHARE on its row: a
+// row lock shared by several transactions is a MultiXact, and every write
+// of a busy container made one (a MultiXact/CREATE_ID WAL record, the row's
+// page dirtied and its lock written to WAL on every write).
+//
+// The statement's snapshot was taken before a wait on the advisory locks:
+// the container or a row the previous holder deleted still shows in it,
+// and a row that the previous holder inserted, or a snapshot, version or
+// share of the name it added, does not (a row it changed does: FOR UPDATE
+// re-reads it, and finds it gone when the holder deleted it). So the
+// container is checked again under a row lock where that costs nothing:
+// when the name has no row (none, or FOR UPDATE found it deleted), FOR KEY
+// SHARE on the container's row (ins), which re-reads it after the wait (a
+// container deleted meanwhile is gone) and which the new row's insert
+// takes anyway (its foreign key). When the name has a row, its container
+// exists: a Delete Container or soft delete that committed meanwhile took
+// the row with it.
+// CommitReplace's statement, with a snapshot taken under the locks, checks
+// that nothing else appeared and has the transaction retried if it did.
 var lockForReplaceSQL = func() string {
 	cols := strings.Fields(strings.ReplaceAll(blobCols, ",", " "))
 	for i, c := range cols {
 		cols[i] = "b." + c
 	}
-	return `SELECT ` + strings.Join(cols, ", ") + `, b.name IS NOT NULL, c.ok IS NOT NULL,
+	return `SELECT ` + strings.Join(cols, ", ") + `, b.name IS NOT NULL, c.ok IS NOT NULL AND (b.name IS NOT NULL OR ins.ok IS NOT NULL),
 	clock_timestamp(),
 	COALESCE((SELECT versioning FROM account_settings WHERE account = $1), 0),
 	COALESCE((SELECT delete_retention_days FROM account_settings WHERE account = $1), 0),
@@ -48,10 +63,12 @@ var lockForReplaceSQL = func() string {
 	b.name IS NOT NULL AND EXISTS (SELECT 1 FROM extent_shares
 		WHERE key IN (SELECT e->>'k' FROM json_array_elements(b.extents::json) AS e))
 FROM (SELECT 1 AS one_) AS one_
-LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 OFFSET 0 FOR SHARE) AS c ON TRUE
+LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck ON TRUE
+LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND ck.l IS NOT NULL OFFSET 0) AS c ON TRUE
 LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock($4)::text AS l WHERE c.ok OFFSET 0) AS lk ON TRUE
 LEFT JOIN LATERAL (SELECT ` + blobCols + ` FROM blobs
-	WHERE account = $1 AND container = $2 AND name = $3 AND lk.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE`
+	WHERE account = $1 AND container = $2 AND name = $3 AND lk.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE
+LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND c.ok AND b.name IS NULL OFFSET 0 FOR KEY SHARE) AS ins ON TRUE`
 }()
 
 // LockForReplace implements leasedb.BlobWriteLocker.
@@ -79,7 +96,8 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 		}
 		rows.Close()
 		return rows.Err()
-	}, lockForReplaceSQL, ref.Account, ref.Container, ref.Name, nameLockKey(ref.Account, ref.Container, ref.Name))
+	}, lockForReplaceSQL, ref.Account, ref.Container, ref.Name, nameLockKey(ref.Account, ref.Container, ref.Name),
+		containerLockKey(ref.Account, ref.Container))
 	if err != nil {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}

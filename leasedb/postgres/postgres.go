@@ -73,7 +73,8 @@ type Store struct {
 
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value connection string; pgxpool settings such as pool_max_conns are
-// honoured). It does not migrate; call Migrate (dbopen.Open does).
+// honoured; without pool_max_conns the pool holds up to 16 connections, see
+// defaultMaxConns). It does not migrate; call Migrate (dbopen.Open does).
 func Open(ctx context.Context, dsn string) (*Store, error) { return open(ctx, dsn, nil) }
 
 // open is Open with a pgx tracer on every connection (nil: none).
@@ -84,6 +85,7 @@ func open(ctx context.Context, dsn string, tracer pgx.QueryTracer) (*Store, erro
 		return nil, fmt.Errorf("leasedb/postgres: parse dsn: %w", err)
 	}
 	cfg.ConnConfig.Tracer = tracer
+	sizePool(cfg, dsn)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: open: %w", err)
@@ -522,7 +524,8 @@ const containerCols = sqlq.ContainerCols
 var putBlobSQL = sqlq.PutBlob(dialect.Placeholder)
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
-// FOR UPDATE.
+// the container's advisory lock exclusive and then FOR UPDATE
+// (lockContainerSQL).
 func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.LockMode) (*leasedb.Container, error) {
 	if err := checkText(account, name); err != nil {
 		return nil, err
@@ -530,8 +533,16 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if !t.readOnly && t.account == "" {
 		t.account = account
 	}
-	rows, err := t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
-		account, name)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if lock == leasedb.LockExclusive && !t.readOnly {
+		rows, err = t.tx.Query(ctx, lockContainerSQL, account, name, containerLockKey(account, name))
+	} else {
+		rows, err = t.tx.Query(ctx, `SELECT `+containerCols+` FROM containers WHERE account = $1 AND name = $2`+t.lockClause(lock),
+			account, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/postgres: get container %s/%s: %w", account, name, sqlq.CtxErr(ctx, err))
 	}
@@ -543,9 +554,10 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 }
 
 // DeleteContainer implements leasedb.Tx; ErrNotFound when the container row
-// does not exist. It locks the container row first, so no blob commit,
-// snapshot or block staging in it (which hold FOR SHARE or, through the
-// foreign key, FOR KEY SHARE) can run between the deletes. The lock and the
+// does not exist. It locks the container first as Container with
+// LockExclusive does, so no blob commit, snapshot or block staging in it
+// (which hold the container's advisory lock shared, FOR SHARE or, through
+// the foreign key, FOR KEY SHARE) can run between the deletes. The lock and the
 // five deletes go in one round trip; each statement takes its snapshot when
 // it starts, so the deletes see every row committed before the lock was
 // granted. Keys are distinct, each where it first appears in: the blobs'
@@ -558,7 +570,7 @@ func (t *tx) DeleteContainer(ctx context.Context, account, name string) ([]strin
 		return nil, err
 	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT 1 FROM containers WHERE account = $1 AND name = $2 FOR UPDATE`, account, name)
+	b.Queue(lockContainerSQL, account, name, containerLockKey(account, name))
 	b.Queue(`DELETE FROM blobs WHERE account = $1 AND container = $2 RETURNING name, '', extents`, account, name)
 	b.Queue(`DELETE FROM snapshots WHERE account = $1 AND container = $2 RETURNING name, snapshot, extents`, account, name)
 	b.Queue(`DELETE FROM versions WHERE account = $1 AND container = $2 RETURNING name, version_id, extents`, account, name)
