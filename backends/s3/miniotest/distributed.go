@@ -91,10 +91,13 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 	rand.Read(pw[:])
 	c = &Cluster{dir: dir, password: hex.EncodeToString(pw[:]), bin: bin,
 		procs: make([]*testproc.Proc, n), runs: make([]int, n), served: make([]atomic.Int64, n)}
+	// The failure returns set the named result c to nil before deferred
+	// calls run: stop the cluster through a copy of the pointer.
+	started := c
 	ok := false
 	defer func() {
 		if !ok {
-			c.Stop()
+			started.Stop()
 		}
 	}()
 	for i := 0; i < n; i++ {
