@@ -38,6 +38,9 @@ func EncodeExtents(x []Extent) (string, error) {
 	if len(x) == 0 {
 		return "[]", nil
 	}
+	if s, ok := encodeExtentsFast(x); ok {
+		return s, nil
+	}
 	b, err := json.Marshal(x)
 	if err != nil {
 		return "", fmt.Errorf("leasedb: encode extents: %w", err)
