@@ -21,7 +21,7 @@ import (
 // one locked transaction; a refused commit deletes the staged object.
 func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
-	blobType := r.Header.Get("x-ms-blob-type")
+	blobType := hdrGet(r.Header, "x-ms-blob-type")
 	switch blobType {
 	case "BlockBlob", "AppendBlob", "PageBlob":
 	case "":

@@ -28,7 +28,7 @@ const maxTagsBody = 64 << 10
 // ("k1=v1&k2=v2", keys and values percent- or plus-encoded), as the SDKs
 // send them on Put Blob and Put Block List. Absent or empty: no tags.
 func parseTagsHeader(h http.Header) (map[string]string, error) {
-	vals := h.Values("x-ms-tags")
+	vals := h[hdrKey("x-ms-tags")]
 	if len(vals) == 0 || (len(vals) == 1 && vals[0] == "") {
 		return nil, nil
 	}
@@ -68,7 +68,7 @@ func parseTagsHeader(h http.Header) (map[string]string, error) {
 // InvalidHeaderValue), and Hot, Cool, Cold and Archive on a page blob stay
 // refused.
 func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, error) {
-	v := h.Get("x-ms-access-tier")
+	v := hdrGet(h, "x-ms-access-tier")
 	if v == "" {
 		return "", nil
 	}

@@ -26,10 +26,12 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 	meta := map[string]string{}
 	size := 0
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if !strings.HasPrefix(lk, metaPrefix) {
+		// Lowercase only the metadata names: every other header of the
+		// request would cost a copy.
+		if !hasPrefixFold(k, metaPrefix) {
 			continue
 		}
+		lk := strings.ToLower(k)
 		name := lk[len(metaPrefix):]
 		if s, ok := raw[lk]; ok && strings.EqualFold(s, k) {
 			k, name = s, s[len(metaPrefix):]
@@ -79,7 +81,7 @@ func sortedKeys(m map[string]string) []string {
 // as Azure's Put Blob does.
 func parseBlobProps(h http.Header, fallback bool) (leasedb.Props, error) {
 	get := func(xms, std string) string {
-		if v, ok := h[http.CanonicalHeaderKey(xms)]; ok {
+		if v, ok := h[hdrKey(xms)]; ok {
 			return strings.Join(v, ",")
 		}
 		if fallback && std != "" {
