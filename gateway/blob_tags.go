@@ -92,17 +92,19 @@ func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, er
 // was set), page blobs their premium tier when one was set;
 // x-ms-tag-count only when the blob has tags.
 func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
+	// Canonical names: h.Set copies any other spelling first (every Get
+	// Blob and Get Blob Properties of a block blob passes here).
 	if b.Type == "BlockBlob" || (b.Type == "PageBlob" && b.AccessTier != "") {
 		if b.AccessTier == "" {
-			h.Set("x-ms-access-tier", leasedb.TierHot)
-			h.Set("x-ms-access-tier-inferred", "true")
+			h.Set("X-Ms-Access-Tier", leasedb.TierHot)
+			h.Set("X-Ms-Access-Tier-Inferred", "true")
 		} else {
-			h.Set("x-ms-access-tier", b.AccessTier)
-			h.Set("x-ms-access-tier-inferred", "false")
+			h.Set("X-Ms-Access-Tier", b.AccessTier)
+			h.Set("X-Ms-Access-Tier-Inferred", "false")
 		}
 	}
 	if len(b.Tags) > 0 {
-		h.Set("x-ms-tag-count", strconv.Itoa(len(b.Tags)))
+		h.Set("X-Ms-Tag-Count", strconv.Itoa(len(b.Tags)))
 	}
 }
 

@@ -46,3 +46,25 @@ func hdrGet(h http.Header, name string) string {
 	}
 	return ""
 }
+
+// headerVals sets response headers whose names are canonical from one
+// backing array of values: h.Set allocates a one-element slice per header,
+// and a Get Blob answer carries a dozen or more. Each header gets a
+// full slice expression of the array, so appending to one (h.Add) copies it
+// and never writes into the next.
+type headerVals struct {
+	h    http.Header
+	vals []string
+}
+
+// newHeaderVals prepares n values; more still work (a new array).
+func newHeaderVals(h http.Header, n int) headerVals {
+	return headerVals{h: h, vals: make([]string, 0, n)}
+}
+
+// set is h.Set(name, v) for a canonical name.
+func (hv *headerVals) set(name, v string) {
+	hv.vals = append(hv.vals, v)
+	n := len(hv.vals)
+	hv.h[name] = hv.vals[n-1 : n : n]
+}

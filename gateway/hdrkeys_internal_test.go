@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // sdkPutHeader is the header of an azblob Put Blob (canonicalized, as Go's
@@ -75,6 +79,79 @@ func TestHdrKey(t *testing.T) {
 	for _, n := range hotHeaderNames {
 		if a := testing.AllocsPerRun(10, func() { hdrKey(n) }); a != 0 {
 			t.Errorf("hdrKey(%q): %.0f allocations", n, a)
+		}
+	}
+}
+
+// TestResponseHeaderAllocs: the headers of a Get Blob answer take one
+// backing array of values, not one slice each (15 allocations → 5 for a
+// block blob's property headers, the map's own growth and the two times
+// included; 5 → 1 for the headers of every answer); every name is
+// canonical, so each is what h.Set gives.
+func TestResponseHeaderAllocs(t *testing.T) {
+	lm := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	b := &leasedb.Blob{Type: "BlockBlob", ETag: `"0x8DC0000000000001"`, LastModified: lm, Created: lm, Size: 4096,
+		Props: leasedb.Props{ContentType: "application/octet-stream"}}
+	full := &leasedb.Blob{Type: "AppendBlob", ETag: `"0x1"`, LastModified: lm, Created: lm, VersionID: "v",
+		Props:    leasedb.Props{ContentEncoding: "gzip", ContentLanguage: "en", ContentDisposition: "inline", CacheControl: "no-cache"},
+		Lease:    leasedb.Lease{State: "leased", Duration: -1, ID: "x"},
+		Copy:     &leasedb.CopyInfo{ID: "c", Source: "s", Status: "success", Progress: "1/1", Completed: lm, Incremental: true},
+		Metadata: map[string]string{"k": "v"}}
+	for _, bb := range []*leasedb.Blob{b, full} {
+		h := http.Header{}
+		writeBlobHeaders(h, bb, lm)
+		for k := range h {
+			if c := http.CanonicalHeaderKey(k); c != k && !strings.HasPrefix(k, metaPrefix) {
+				t.Errorf("writeBlobHeaders: header %q, want the canonical %q", k, c)
+			}
+		}
+	}
+	size := func(h http.Header) {
+		// A map already as large as an answer's, so its growth is not
+		// counted.
+		for k := range h {
+			delete(h, k)
+		}
+	}
+	h := make(http.Header, 32)
+	if n := testing.AllocsPerRun(100, func() { size(h); writeBlobHeaders(h, b, lm) }); n > 5 {
+		t.Errorf("writeBlobHeaders: %.0f allocations, want at most 5", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		size(h)
+		hv := newHeaderVals(h, 5)
+		for _, k := range []string{"X-Ms-Request-Id", "Server", "Date", "X-Ms-Version", "X-Ms-Client-Request-Id"} {
+			hv.set(k, "v")
+		}
+	}); n > 1 {
+		t.Errorf("headerVals: %.0f allocations for 5 headers, want 1", n)
+	}
+	// A header appended to later must not write into its neighbour's value.
+	hv := newHeaderVals(http.Header{}, 2)
+	hv.set("A", "1")
+	hv.set("B", "2")
+	hv.h.Add("A", "3")
+	if got := hv.h["B"]; len(got) != 1 || got[0] != "2" {
+		t.Errorf("after Add to A, B = %q, want [2]", got)
+	}
+}
+
+// TestHTTPTime: httpTime is the formatted time, from the Date cache or
+// not, zero time and other zones included; a time in the Date header's
+// second costs no allocation (a Put Blob's Last-Modified).
+func TestHTTPTime(t *testing.T) {
+	now := time.Now()
+	dateHeader(now)
+	for _, tm := range []time.Time{now, now.Add(-time.Second), now.Add(time.Hour).In(time.FixedZone("X", 7200)), {},
+		time.Date(2026, 12, 1, 15, 4, 5, 999999999, time.UTC)} {
+		if got, want := httpTime(tm), tm.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("httpTime(%v) = %q, want %q", tm, got, want)
+		}
+	}
+	same := time.Unix(now.Unix(), 0)
+	if lastDate.Load().sec == same.Unix() {
+		if n := testing.AllocsPerRun(100, func() { httpTime(same) }); n != 0 {
+			t.Errorf("httpTime in the Date header's second: %.0f allocations, want 0", n)
 		}
 	}
 }

@@ -188,18 +188,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resumeRecording func()
 	req.metaNames, resumeRecording = rawHeaderNames(r)
 	defer resumeRecording()
-	h := w.Header()
-	h.Set("X-Ms-Request-Id", req.id)
-	h.Set("Server", "blobgw")
-	h.Set("Date", dateHeader(time.Now()))
+	h := newHeaderVals(w.Header(), 5) // the headers every answer carries
+	h.set("X-Ms-Request-Id", req.id)
+	h.set("Server", "blobgw")
+	h.set("Date", dateHeader(time.Now()))
 	req.version = r.Header.Get("X-Ms-Version")
 	if req.version == "" {
-		h.Set("X-Ms-Version", DefaultVersion)
+		h.set("X-Ms-Version", DefaultVersion)
 	} else {
-		h.Set("X-Ms-Version", req.version)
+		h.set("X-Ms-Version", req.version)
 	}
 	if id := r.Header.Get("X-Ms-Client-Request-Id"); id != "" && len(id) <= 1024 {
-		h.Set("X-Ms-Client-Request-Id", id)
+		h.set("X-Ms-Client-Request-Id", id)
 	}
 	if w = s.corsHook(w, r, req); w == nil {
 		return // a CORS preflight, answered (cors.go)
