@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"testing"
 )
@@ -130,5 +131,75 @@ func BenchmarkEncodeExtents(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodeExtentsSameAsJSON: DecodeExtents answers what json.Unmarshal
+// answers (the extents, or an error), for what EncodeExtents writes and for
+// texts the shortcut must hand on: escapes, non-ASCII, numbers JSON or
+// int64 refuses, whitespace, other member orders and spellings, garbage.
+func TestDecodeExtentsSameAsJSON(t *testing.T) {
+	texts := []string{
+		`[]`, `[{"k":"b/aa/bb/x","n":4096}]`, `[{"k":"","n":0}]`, `[{"k":"k","n":-5,"id":"QQ==","a":7,"o":9}]`,
+		`[{"k":"a","n":1},{"k":"b","n":2,"id":"x"},{"k":"c","n":3,"o":4}]`,
+		`[{"k":"a","n":999999999999999999}]`, `[{"k":"a","n":9223372036854775807}]`, `[{"k":"a","n":9223372036854775808}]`,
+		`[{"k":"a","n":-9223372036854775808}]`, `[{"k":"a","n":01}]`, `[{"k":"a","n":-0}]`, `[{"k":"a","n":1.0}]`,
+		`[{"k":"a","n":1e3}]`, `[{"k":"a","n":1E3}]`, `[{"k":"a","n":-}]`, `[{"k":"a","n":}]`, `[{"k":"a","n":"1"}]`,
+		`[{"k":"a\"b","n":1}]`, `[{"k":"a\\b","n":1}]`, `[{"k":"a\u0041","n":1}]`, `[{"k":"ü","n":1}]`, "[{\"k\":\"\xff\",\"n\":1}]",
+		"[{\"k\":\"a\tb\",\"n\":1}]", `[{"k":"<&>","n":1}]`, `[ {"k":"a","n":1}]`, `[{"k": "a","n":1}]`, `[{"k":"a","n":1} ]`,
+		`[{"n":1,"k":"a"}]`, `[{"K":"a","n":1}]`, `[{"k":"a","n":1,"x":2}]`, `[{"k":"a","n":1,"o":2,"a":3}]`,
+		`[{"k":"a","n":1,"id":null}]`, `[{"k":"a","n":1}`, `{"k":"a","n":1}]`, `[{"k":"a","n":1}]x`, `[{"k":"a","n":1},]`,
+		`[{"k":"a","n":1}{"k":"b","n":2}]`, `[{"k":"a"}]`, `[{"k":"a","n":1,"k":"b"}]`, `null`, ``, `[`, `[{}]`, `[{"k":"a","n":1},{}]`,
+		`[{"k":"","n":2,"d":"YWI="}]`, `[{"k":"a","n":1,"a":0}]`, `[{"k":"a","n":1,"id":""}]`, `[{"k":"a","n":1,"id":"a","a":-1,"o":-2}]`,
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		x := make([]Extent, 1+rnd.IntN(5))
+		for i := range x {
+			x[i] = Extent{Key: "b/" + string(rune('a'+rnd.IntN(26))), Size: rnd.Int64() >> rnd.IntN(63), At: rnd.Int64N(3) << 40, Off: rnd.Int64N(2) * rnd.Int64()}
+			if rnd.IntN(2) == 0 {
+				x[i].Size = -x[i].Size
+			}
+			if rnd.IntN(3) == 0 {
+				x[i].BlockID = "QkxP" + string(rune('A'+rnd.IntN(26)))
+			}
+		}
+		s, err := EncodeExtents(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, s)
+	}
+	for _, s := range texts {
+		got, err := DecodeExtents(s)
+		var want []Extent
+		werr := json.Unmarshal([]byte(s), &want)
+		if len(want) == 0 {
+			want = nil
+		}
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeExtents(%.200s) = %+v, %v; encoding/json %+v, %v", s, got, err, want, werr)
+		}
+	}
+}
+
+// TestDecodeRowAllocs: a staged extent and empty metadata, as every read
+// of a blob row decodes them, take one allocation each (9 and 5 through
+// encoding/json).
+func TestDecodeRowAllocs(t *testing.T) {
+	s, _ := EncodeExtents([]Extent{{Key: "b/aa/bb/0123456789abcdef0123456789abcdef", Size: 4096}})
+	if a := testing.AllocsPerRun(50, func() {
+		if x, err := DecodeExtents(s); err != nil || len(x) != 1 || x[0].Size != 4096 {
+			t.Fatalf("DecodeExtents(%s): %+v %v", s, x, err)
+		}
+	}); a > 1 {
+		t.Errorf("DecodeExtents of a staged extent: %.0f allocations, want 1", a)
+	}
+	if a := testing.AllocsPerRun(50, func() {
+		if m, err := DecodeMetadata("{}"); err != nil || m == nil || len(m) != 0 {
+			t.Fatalf("DecodeMetadata({}): %v %v", m, err)
+		}
+	}); a > 1 {
+		t.Errorf("DecodeMetadata of no metadata: %.0f allocations, want 1", a)
 	}
 }
