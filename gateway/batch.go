@@ -298,7 +298,8 @@ func inheritSAS(sr, batch *http.Request) {
 // in its own part.
 func (s *Server) serveSub(w http.ResponseWriter, r *http.Request, batch *request) {
 	req := &request{id: uuid.NewString(), start: time.Now(), version: batch.version}
-	setRequestHeaders(w.Header(), r, req)
+	hv := newHeaderVals(w.Header(), 3)
+	setRequestHeaders(&hv, r, req)
 	rw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		if p := recover(); p != nil {

@@ -21,7 +21,7 @@ import (
 // one locked transaction; a refused commit deletes the staged object.
 func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
-	blobType := r.Header.Get("x-ms-blob-type")
+	blobType := hdrGet(r.Header, "x-ms-blob-type")
 	switch blobType {
 	case "BlockBlob", "AppendBlob", "PageBlob":
 	case "":
@@ -142,18 +142,19 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
+	// Canonical names: h.Set copies any other spelling into one first.
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
 	setVersionID(h, b)
 	if blobType == "BlockBlob" {
-		h.Set("Content-MD5", b64(sum))
+		h.Set("Content-Md5", b64(sum))
 	}
 	if got.crc64 != nil {
-		h.Set("x-ms-content-crc64", b64(got.crc64))
+		h.Set("X-Ms-Content-Crc64", b64(got.crc64))
 	}
-	h.Set("x-ms-request-server-encrypted", "true")
+	h.Set("X-Ms-Request-Server-Encrypted", "true")
 	if preq.LeaseAction == leasedb.PutLeaseAcquire {
-		h.Set("x-ms-lease-id", leaseRes.ID)
+		h.Set("X-Ms-Lease-Id", leaseRes.ID)
 	}
 	w.WriteHeader(http.StatusCreated)
 	return nil

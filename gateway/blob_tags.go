@@ -28,7 +28,7 @@ const maxTagsBody = 64 << 10
 // ("k1=v1&k2=v2", keys and values percent- or plus-encoded), as the SDKs
 // send them on Put Blob and Put Block List. Absent or empty: no tags.
 func parseTagsHeader(h http.Header) (map[string]string, error) {
-	vals := h.Values("x-ms-tags")
+	vals := h[hdrKey("x-ms-tags")]
 	if len(vals) == 0 || (len(vals) == 1 && vals[0] == "") {
 		return nil, nil
 	}
@@ -68,7 +68,7 @@ func parseTagsHeader(h http.Header) (map[string]string, error) {
 // InvalidHeaderValue), and Hot, Cool, Cold and Archive on a page blob stay
 // refused.
 func parseTierHeader(h http.Header, blobType string, pageSize int64) (string, error) {
-	v := h.Get("x-ms-access-tier")
+	v := hdrGet(h, "x-ms-access-tier")
 	if v == "" {
 		return "", nil
 	}
@@ -103,12 +103,14 @@ func reportedTier(b *leasedb.Blob) (tier string, inferred, ok bool) {
 // writeTierTagHeaders adds the tier (reportedTier) and tag count to Get
 // Blob / Get Blob Properties; x-ms-tag-count only when the blob has tags.
 func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
+	// Canonical names: h.Set copies any other spelling first (every Get
+	// Blob and Get Blob Properties of a block blob passes here).
 	if tier, inferred, ok := reportedTier(b); ok {
-		h.Set("x-ms-access-tier", tier)
-		h.Set("x-ms-access-tier-inferred", strconv.FormatBool(inferred))
+		h.Set("X-Ms-Access-Tier", tier)
+		h.Set("X-Ms-Access-Tier-Inferred", strconv.FormatBool(inferred))
 	}
 	if len(b.Tags) > 0 {
-		h.Set("x-ms-tag-count", strconv.Itoa(len(b.Tags)))
+		h.Set("X-Ms-Tag-Count", strconv.Itoa(len(b.Tags)))
 	}
 }
 

@@ -76,7 +76,7 @@ func values(h http.Header, name string) []string {
 	if name == "" {
 		return nil
 	}
-	return h.Values(name)
+	return h[hdrKey(name)]
 }
 
 // parseConditionDate reads one If-Modified-Since / If-Unmodified-Since
@@ -133,12 +133,13 @@ func tagParseMessage(err error) string {
 func splitETags(vals []string) []string {
 	var out []string
 	for _, v := range vals {
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			if p == "" {
-				continue
+		// strings.Cut, not Split: no slice of parts per header.
+		for v != "" {
+			var p string
+			p, v, _ = strings.Cut(v, ",")
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, leasedb.UnquoteETag(p))
 			}
-			out = append(out, leasedb.UnquoteETag(p))
 		}
 	}
 	return out

@@ -26,10 +26,12 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 	meta := map[string]string{}
 	size := 0
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if !strings.HasPrefix(lk, metaPrefix) {
+		// Lowercase only the metadata names: every other header of the
+		// request would cost a copy.
+		if !hasPrefixFold(k, metaPrefix) {
 			continue
 		}
+		lk := strings.ToLower(k)
 		name := lk[len(metaPrefix):]
 		if s, ok := raw[lk]; ok && strings.EqualFold(s, k) {
 			k, name = s, s[len(metaPrefix):]
@@ -79,7 +81,7 @@ func sortedKeys(m map[string]string) []string {
 // as Azure's Put Blob does.
 func parseBlobProps(h http.Header, fallback bool) (leasedb.Props, error) {
 	get := func(xms, std string) string {
-		if v, ok := h[http.CanonicalHeaderKey(xms)]; ok {
+		if v, ok := h[hdrKey(xms)]; ok {
 			return strings.Join(v, ",")
 		}
 		if fallback && std != "" {
@@ -112,7 +114,15 @@ func decodeMD5(v string) ([]byte, error) {
 	return b, nil
 }
 
-func httpTime(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
+// httpTime formats t as an HTTP date. A time in the second the Date header
+// was last formatted for (a write's Last-Modified, almost always) takes
+// that string instead of formatting it again.
+func httpTime(t time.Time) string {
+	if d := lastDate.Load(); d != nil && d.sec == t.Unix() {
+		return d.s
+	}
+	return t.UTC().Format(http.TimeFormat)
+}
 
 func setETagLM(h http.Header, etag string, lm time.Time) {
 	h.Set("Etag", etag)
@@ -122,14 +132,16 @@ func setETagLM(h http.Header, etag string, lm time.Time) {
 // writeBlobHeaders sets the property headers of Get Blob / Get Blob
 // Properties.
 func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
-	setETagLM(h, b.ETag, b.LastModified)
-	h.Set("X-Ms-Creation-Time", httpTime(b.Created))
-	h.Set("X-Ms-Blob-Type", b.Type)
+	hv := newHeaderVals(h, 12)
+	hv.set("Etag", b.ETag) // setETagLM's two
+	hv.set("Last-Modified", httpTime(b.LastModified))
+	hv.set("X-Ms-Creation-Time", httpTime(b.Created))
+	hv.set("X-Ms-Blob-Type", b.Type)
 	ct := b.Props.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	h.Set("Content-Type", ct)
+	hv.set("Content-Type", ct)
 	for _, kv := range [][2]string{
 		{"Content-Encoding", b.Props.ContentEncoding},
 		{"Content-Language", b.Props.ContentLanguage},
@@ -137,34 +149,34 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 		{"Cache-Control", b.Props.CacheControl},
 	} {
 		if kv[1] != "" {
-			h.Set(kv[0], kv[1])
+			hv.set(kv[0], kv[1])
 		}
 	}
 	status, state, duration := b.Lease.Headers(now)
-	h.Set("X-Ms-Lease-Status", status)
-	h.Set("X-Ms-Lease-State", state)
+	hv.set("X-Ms-Lease-Status", status)
+	hv.set("X-Ms-Lease-State", state)
 	if duration != "" {
-		h.Set("X-Ms-Lease-Duration", duration)
+		hv.set("X-Ms-Lease-Duration", duration)
 	}
-	h.Set("X-Ms-Server-Encrypted", "true")
-	h.Set("Accept-Ranges", "bytes")
+	hv.set("X-Ms-Server-Encrypted", "true")
+	hv.set("Accept-Ranges", "bytes")
 	if b.Type == "AppendBlob" {
-		h.Set("X-Ms-Blob-Committed-Block-Count", strconv.Itoa(b.BlockCount))
-		h.Set("X-Ms-Blob-Sealed", strconv.FormatBool(b.Sealed))
+		hv.set("X-Ms-Blob-Committed-Block-Count", strconv.Itoa(b.BlockCount))
+		hv.set("X-Ms-Blob-Sealed", strconv.FormatBool(b.Sealed))
 	}
 	if b.Type == "PageBlob" {
-		h.Set("X-Ms-Blob-Sequence-Number", strconv.FormatInt(b.SequenceNumber, 10))
+		hv.set("X-Ms-Blob-Sequence-Number", strconv.FormatInt(b.SequenceNumber, 10))
 	}
 	if c := b.Copy; c != nil {
-		h.Set("X-Ms-Copy-Id", c.ID)
-		h.Set("X-Ms-Copy-Source", c.Source)
-		h.Set("X-Ms-Copy-Status", c.Status)
-		h.Set("X-Ms-Copy-Progress", c.Progress)
-		h.Set("X-Ms-Copy-Completion-Time", httpTime(c.Completed))
+		hv.set("X-Ms-Copy-Id", c.ID)
+		hv.set("X-Ms-Copy-Source", c.Source)
+		hv.set("X-Ms-Copy-Status", c.Status)
+		hv.set("X-Ms-Copy-Progress", c.Progress)
+		hv.set("X-Ms-Copy-Completion-Time", httpTime(c.Completed))
 		if c.Incremental {
 			// Incremental Copy Blob's destination and its snapshots.
-			h.Set("X-Ms-Incremental-Copy", "true")
-			h.Set("X-Ms-Copy-Destination-Snapshot", c.DestinationSnapshot)
+			hv.set("X-Ms-Incremental-Copy", "true")
+			hv.set("X-Ms-Copy-Destination-Snapshot", c.DestinationSnapshot)
 		}
 	}
 	writeTierTagHeaders(h, b)
@@ -172,8 +184,8 @@ func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {
 	if b.VersionID != "" && b.Snapshot == "" {
 		// Get Blob / Get Blob Properties of a version: which one, and
 		// whether it is the current blob.
-		h.Set("X-Ms-Version-Id", b.VersionID)
-		h.Set("X-Ms-Is-Current-Version", strconv.FormatBool(!b.NonCurrent))
+		hv.set("X-Ms-Version-Id", b.VersionID)
+		hv.set("X-Ms-Is-Current-Version", strconv.FormatBool(!b.NonCurrent))
 	}
 }
 
@@ -233,14 +245,14 @@ func parsePublicAccess(h http.Header) (string, error) {
 // request (each Blob Batch sub-request's too): x-ms-request-id,
 // x-ms-version (the request's, else DefaultVersion) and the
 // x-ms-client-request-id echoed when it is at most 1,024 characters.
-func setRequestHeaders(h http.Header, r *http.Request, req *request) {
-	h.Set("X-Ms-Request-Id", req.id)
+func setRequestHeaders(h *headerVals, r *http.Request, req *request) {
+	h.set("X-Ms-Request-Id", req.id)
 	if req.version == "" {
-		h.Set("X-Ms-Version", DefaultVersion)
+		h.set("X-Ms-Version", DefaultVersion)
 	} else {
-		h.Set("X-Ms-Version", req.version)
+		h.set("X-Ms-Version", req.version)
 	}
 	if id := r.Header.Get("X-Ms-Client-Request-Id"); id != "" && len(id) <= 1024 {
-		h.Set("X-Ms-Client-Request-Id", id)
+		h.set("X-Ms-Client-Request-Id", id)
 	}
 }

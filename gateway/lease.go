@@ -15,8 +15,8 @@ import (
 // missing one before any state is looked at.
 func parseLease(r *http.Request) (leasedb.LeaseRequest, error) {
 	h := r.Header
-	return parseLeaseRequest(h.Get(hdrLeaseAction), h.Get(hdrLeaseID),
-		h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), h.Get(hdrLeaseBreakPeriod))
+	return parseLeaseRequest(hdrGet(h, hdrLeaseAction), hdrGet(h, hdrLeaseID),
+		hdrGet(h, hdrProposedLeaseID), hdrGet(h, hdrLeaseDuration), hdrGet(h, hdrLeaseBreakPeriod))
 }
 
 // leaseStatus is the success status Azure answers per x-ms-lease-action

@@ -24,7 +24,7 @@ const (
 // leaseIDHeader reads and normalizes x-ms-lease-id, "" when absent: the
 // lease a read or write names.
 func leaseIDHeader(h http.Header) (string, error) {
-	return parseLeaseID(hdrLeaseID, h.Get(hdrLeaseID), false)
+	return parseLeaseID(hdrLeaseID, hdrGet(h, hdrLeaseID), false)
 }
 
 // parseLeaseRequest validates the raw header values of a Lease Blob /
@@ -138,7 +138,25 @@ func hyphenatedGUID(s string) (string, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return "", false
 	}
+	if lowerHexGUID(s) {
+		// Already the normal form (what the SDKs send): no copy.
+		return s, true
+	}
 	return hexGUID(s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:])
+}
+
+// lowerHexGUID reports whether the 8-4-4-4-12 form s has only lowercase
+// hex digits between its hyphens.
+func lowerHexGUID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hexGUID formats 32 hex digits as a lowercase hyphenated GUID.

@@ -188,11 +188,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resumeRecording func()
 	req.metaNames, resumeRecording = rawHeaderNames(r)
 	defer resumeRecording()
-	h := w.Header()
-	h.Set("Server", "blobgw")
-	h.Set("Date", dateHeader(time.Now()))
+	h := newHeaderVals(w.Header(), 5) // the headers every answer carries
+	h.set("Server", "blobgw")
+	h.set("Date", dateHeader(time.Now()))
 	req.version = r.Header.Get("X-Ms-Version")
-	setRequestHeaders(h, r, req)
+	setRequestHeaders(&h, r, req)
 	if w = s.corsHook(w, r, req); w == nil {
 		return // a CORS preflight, answered (cors.go)
 	}
