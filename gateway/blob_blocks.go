@@ -319,7 +319,7 @@ func int64Header(h http.Header, name string) (int64, error) {
 // conditions, lease id, append position and size conditions, and the
 // put-and-release extension.
 func parseAppendRequest(r *http.Request, req *request) (leasedb.AppendRequest, error) {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return leasedb.AppendRequest{}, err
 	}

@@ -8,7 +8,7 @@ import (
 // Delete Blob: DELETE → 202. The bytes are collected after the grace
 // period, or kept while a DeleteRetentionPolicy keeps the blob.
 func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // Range. Replaced objects outlive the grace period, so a read that started
 // before an overwrite finishes on the old bytes.
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func parsePageWrite(r *http.Request, req *request) (leasedb.PageWriteRequest, er
 	if preq.Start, preq.End, err = parsePageRange(r.Header); err != nil {
 		return preq, err
 	}
-	if preq.Cond, preq.LeaseID, err = writeConds(r); err != nil {
+	if preq.Cond, preq.LeaseID, err = blobConds(r); err != nil {
 		return preq, err
 	}
 	if preq.Seq, err = parseSeqConditions(r.Header); err != nil {
@@ -312,7 +312,7 @@ func sendsContentProps(h http.Header) bool {
 // setPageBlobProperties is Set Blob Properties with a resize or a sequence
 // number action; it answers x-ms-blob-sequence-number.
 func (s *Server) setPageBlobProperties(w http.ResponseWriter, r *http.Request, req *request, pp leasedb.PageProps) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}
@@ -360,7 +360,7 @@ func (s *Server) getPageRanges(w http.ResponseWriter, r *http.Request, req *requ
 		return err
 	}
 	ctx := r.Context()
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// writeConds parses the conditions and lease id every blob write carries,
+// blobConds parses the conditions and lease id every blob write carries,
 // and the reads that take both (Get Blob, Get Page Ranges).
-func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
+func blobConds(r *http.Request) (leasedb.Conditions, string, error) {
 	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return cond, "", err
@@ -21,20 +21,20 @@ func writeConds(r *http.Request) (leasedb.Conditions, string, error) {
 
 // metaWriteConds parses a write that also sets the blob's metadata (Put
 // Block List, Copy Blob, Put Blob From URL): its x-ms-meta-* headers
-// first, then its conditions and lease id (writeConds).
+// first, then its conditions and lease id (blobConds).
 func metaWriteConds(r *http.Request, req *request) (map[string]string, leasedb.Conditions, string, error) {
 	meta, err := parseMetadata(r.Header, req.metaNames)
 	if err != nil {
 		return nil, leasedb.Conditions{}, "", err
 	}
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	return meta, cond, leaseID, err
 }
 
 // Set Blob Properties: PUT ?comp=properties → 200, new ETag. The
 // x-ms-blob-content-* set replaces the stored one wholesale.
 func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 
 // Set Blob Metadata: PUT ?comp=metadata → 200, new ETag.
 func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

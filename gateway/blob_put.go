@@ -53,7 +53,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // conditions, x-ms-if-tags and x-ms-blob-condition-appendpos are checked
 // under the row lock (leasedb.DB.SealBlob).
 func (s *Server) sealBlob(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}

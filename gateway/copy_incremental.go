@@ -70,7 +70,7 @@ func (s *Server) incrementalCopy(w http.ResponseWriter, r *http.Request, req *re
 	if !local {
 		return cannotVerify(http.StatusConflict, "Incremental Copy Blob from a source outside this gateway (%s) is not supported.", redactURL(spec.raw))
 	}
-	cond, leaseID, err := writeConds(r)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}
