@@ -25,6 +25,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/blobgw/blobgw/backends/s3"
 	"github.com/blobgw/blobgw/internal/testproc"
@@ -139,7 +140,10 @@ func startCluster(bin string, n int) (c *Cluster, retry bool, err error) {
 	c.front.client = newClient(c.Endpoint(), c.password)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.front.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
+	// BucketAlreadyOwnedByYou: the SDK retried a CreateBucket whose first
+	// attempt the cluster, still settling, carried out but answered late.
+	var owned *types.BucketAlreadyOwnedByYou
+	if _, err := c.front.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil && !errors.As(err, &owned) {
 		return nil, false, fmt.Errorf("miniotest: create %s: %w", probeBucket, err)
 	}
 	ok = true
