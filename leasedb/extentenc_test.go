@@ -203,3 +203,20 @@ func TestDecodeRowAllocs(t *testing.T) {
 		t.Errorf("DecodeMetadata of no metadata: %.0f allocations, want 1", a)
 	}
 }
+
+// TestExtentFieldsKnown: encodeExtentsFast and decodeExtentsFast spell out
+// Extent's fields and JSON tags; a field added to Extent without them
+// would be dropped from every row written through the fast path. This
+// fails first, naming what to teach extentenc.go.
+func TestExtentFieldsKnown(t *testing.T) {
+	known := []string{"Key k", "Size n", "Data d,omitempty", "BlockID id,omitempty", "At a,omitempty", "Off o,omitempty"}
+	typ := reflect.TypeOf(Extent{})
+	var got []string
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		got = append(got, f.Name+" "+f.Tag.Get("json"))
+	}
+	if !reflect.DeepEqual(got, known) {
+		t.Fatalf("Extent's fields are %q; extentenc.go encodes and decodes %q: update both codecs (and this list)", got, known)
+	}
+}
