@@ -919,12 +919,6 @@ func scanBlobs(rows pgx.Rows, snapshot bool) ([]*leasedb.Blob, error) {
 	return sqlq.ScanBlobs(rows, fromTS, nil)
 }
 
-// scanItems reads the rows of sqlq.ListEntries and sqlq.ListDelimited.
-func scanItems(rows pgx.Rows) ([]leasedb.ListItem, error) {
-	defer rows.Close()
-	return sqlq.ScanItems(rows, fromTS)
-}
-
 // ts stores a time truncated to microseconds (Postgres' precision); the
 // zero time is NULL so it comes back as the zero time.
 func ts(t time.Time) any {
