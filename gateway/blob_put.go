@@ -192,9 +192,7 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 	if err != nil {
 		return leasedb.Extent{}, sums{}, err
 	}
-	d := newBulkDigester(size, md5Sum, crcSum)
-	defer d.close()
-	hr := &hashingReader{r: body, limit: size, d: d}
+	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
 		if e, ok := svcerr.As(hr.err); ok {

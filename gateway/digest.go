@@ -8,9 +8,6 @@ import (
 	"hash"
 	"hash/crc64"
 	"net/http"
-	"sync"
-
-	md5simd "github.com/minio/md5-simd"
 
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -96,42 +93,6 @@ func (want sums) mismatch(got sums) error {
 type digester struct {
 	md5 hash.Hash
 	crc hash.Hash64
-	// lane is md5 when it is a lane of md5Lanes, to be given back (close).
-	lane md5simd.Hasher
-}
-
-// bulkMD5Min is the body size from which a staged upload's MD5 runs on a
-// lane of md5Lanes instead of crypto/md5: MD5 is most of the gateway's CPU
-// on a large Put Blob (about three quarters of it for 16 MiB bodies, 8
-// clients), and one stream cannot be parallelised, but several streams
-// can share the SIMD registers (AVX2: 8 lanes, AVX-512: 16). Below it the
-// hand-off to the lanes' goroutine costs more than it saves.
-const bulkMD5Min = 1 << 20
-
-// md5Lanes hashes the MD5 of concurrent large uploads side by side in SIMD
-// lanes (MinIO's md5-simd; crypto/md5 on CPUs without AVX2). One server
-// for the process, started on first use and never stopped.
-var md5Lanes = sync.OnceValue(func() md5simd.Server { return md5simd.NewServer() })
-
-// newBulkDigester is newDigester for a body of size bytes streamed to the
-// backend (stage): from bulkMD5Min its MD5 runs on a lane of md5Lanes. The
-// caller must close it.
-func newBulkDigester(size int64, md5Sum, crcSum bool) *digester {
-	if !md5Sum || size < bulkMD5Min {
-		return newDigester(md5Sum, crcSum)
-	}
-	d := newDigester(false, crcSum)
-	d.lane = md5Lanes().NewHash()
-	d.md5 = d.lane
-	return d
-}
-
-// close gives back the MD5 lane, if any; the digester is not used after.
-func (d *digester) close() {
-	if d.lane != nil {
-		d.lane.Close()
-		d.lane, d.md5 = nil, nil
-	}
 }
 
 func newDigester(md5Sum, crcSum bool) *digester {
