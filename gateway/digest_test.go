@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
@@ -144,3 +145,47 @@ func TestRangeDigests(t *testing.T) {
 }
 
 func b64(p []byte) string { return base64.StdEncoding.EncodeToString(p) }
+
+// TestLargePutBlobMD5: several Put Blobs of a few MiB at once (each body
+// streamed to the backend while its MD5 is computed): each blob's stored
+// and answered Content-MD5 is its own bytes' MD5, and a wrong Content-MD5
+// sent with one is refused.
+func TestLargePutBlobMD5(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "big")
+	const n = 4
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			data := randBytes(3<<20+i*4099, int64(70+i))
+			sum := md5.Sum(data)
+			name := fmt.Sprintf("b%d", i)
+			resp, err := blockClient(b.client, "big", name).UploadBuffer(ctx, data, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			p, err := blockClient(b.client, "big", name).GetProperties(ctx, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(resp.ContentMD5, sum[:]) || !bytes.Equal(p.ContentMD5, sum[:]) {
+				errs <- fmt.Errorf("%s: answered %x, stored %x, want %x", name, resp.ContentMD5, p.ContentMD5, sum)
+				return
+			}
+			errs <- nil
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	data := randBytes(2<<20, 80)
+	wrong := md5.Sum(data[1:])
+	_, err := blockClient(b.client, "big", "bad").Upload(ctx, streaming.NopCloser(bytes.NewReader(data)),
+		&blockblob.UploadOptions{TransactionalValidation: blob.TransferValidationTypeMD5(wrong[:])})
+	wantErr(t, err, 400, "Md5Mismatch")
+}
