@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -90,28 +91,28 @@ func TestDecodeExtentsInlineHeapBytes(t *testing.T) {
 	}
 }
 
-// TestOneInlineSize: only the exact rest of one inline extent takes the
-// shortcut past encoding/json.
-func TestOneInlineSize(t *testing.T) {
-	for _, tt := range []struct {
-		rest string
-		size int64
-		ok   bool
-	}{
-		{`[{"k":"","n":4096,"d":""}]`, 4096, true},
-		{`[{"k":"","n":1,"d":""}]`, 1, true},
-		{`[{"k":"","n":0,"d":""}]`, 0, false},
-		{`[{"k":"","n":01,"d":""}]`, 0, false},
-		{`[{"k":"","n":-1,"d":""}]`, 0, false},
-		{`[{"k":"","n":,"d":""}]`, 0, false},
-		{`[{"k":"","n":1e3,"d":""}]`, 0, false},
-		{`[{"k":"","n":1234567890123456789,"d":""}]`, 0, false},
-		{`[{"k":"","n":2,"d":"","id":"QQ=="}]`, 0, false},
-		{`[{"k":"x","n":2,"d":""}]`, 0, false},
-		{`[{"k":"","n":2,"d":""},{"k":"","n":2,"d":""}]`, 0, false},
+// TestDecodeInlineForms: near forms of an inline extent (the size's
+// digits, an empty or filled Data member, another member after it, a key,
+// two extents) decode as encoding/json decodes them, errors included.
+func TestDecodeInlineForms(t *testing.T) {
+	for _, rest := range []string{
+		`[{"k":"","n":4096,"d":""}]`, `[{"k":"","n":1,"d":""}]`, `[{"k":"","n":0,"d":""}]`,
+		`[{"k":"","n":01,"d":""}]`, `[{"k":"","n":-1,"d":""}]`, `[{"k":"","n":,"d":""}]`,
+		`[{"k":"","n":1e3,"d":""}]`, `[{"k":"","n":1234567890123456789,"d":""}]`,
+		`[{"k":"","n":2,"d":"","id":"QQ=="}]`, `[{"k":"x","n":2,"d":""}]`,
+		`[{"k":"","n":2,"d":""},{"k":"","n":2,"d":""}]`,
 	} {
-		if size, ok := oneInlineSize([]byte(tt.rest)); size != tt.size && tt.ok || ok != tt.ok {
-			t.Errorf("oneInlineSize(%s) = %d, %v; want %d, %v", tt.rest, size, ok, tt.size, tt.ok)
+		for _, d := range []string{`"d":""`, `"d":"YWI="`, `"d":"YWI"`, `"d":"YW\nI="`, `"d":null`} {
+			s := strings.ReplaceAll(rest, `"d":""`, d)
+			got, err := DecodeExtents(s)
+			var want []Extent
+			werr := json.Unmarshal([]byte(s), &want)
+			if len(want) == 0 {
+				want = nil
+			}
+			if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(got, want) {
+				t.Errorf("DecodeExtents(%s) = %+v, %v; encoding/json %+v, %v", s, got, err, want, werr)
+			}
 		}
 	}
 }
