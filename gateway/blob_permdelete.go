@@ -21,13 +21,10 @@ func (s *Server) permanentDelete(w http.ResponseWriter, r *http.Request, req *re
 	// A soft-deleted row has no lease, no snapshots of its own and is
 	// not a current blob a condition could be evaluated against: such
 	// a header would go unused, so it is refused.
-	for _, h := range []string{"x-ms-delete-snapshots", "x-ms-lease-id", "If-Match", "If-None-Match",
-		"If-Modified-Since", "If-Unmodified-Since", "x-ms-if-tags"} {
-		if v := r.Header.Get(h); v != "" {
-			e := svcerr.Header(svcerr.UnsupportedHeader, h, v)
-			e.Message = "Delete Blob with deletetype=permanent takes no " + h + " header: a soft-deleted snapshot or version has no lease and is not the current blob."
-			return e
-		}
+	if h, e := unsupportedHeader(r.Header, []string{"x-ms-delete-snapshots", "x-ms-lease-id", "If-Match", "If-None-Match",
+		"If-Modified-Since", "If-Unmodified-Since", "x-ms-if-tags"}); e != nil {
+		e.Message = "Delete Blob with deletetype=permanent takes no " + h + " header: a soft-deleted snapshot or version has no lease and is not the current blob."
+		return e
 	}
 	var (
 		id      string

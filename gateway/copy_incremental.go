@@ -40,10 +40,8 @@ func (s *Server) incrementalCopy(w http.ResponseWriter, r *http.Request, req *re
 	if err := zeroBody(r); err != nil {
 		return err
 	}
-	for _, name := range incrementalRefused {
-		if v := r.Header.Get(name); v != "" {
-			return svcerr.Header(svcerr.UnsupportedHeader, name, v)
-		}
+	if _, e := unsupportedHeader(r.Header, incrementalRefused); e != nil {
+		return e
 	}
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-ms-meta-") {

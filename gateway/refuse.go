@@ -207,3 +207,15 @@ func versionParam(q url.Values) (string, bool) {
 	}
 	return "", false
 }
+
+// unsupportedHeader is UnsupportedHeader for the first of names that h
+// holds (and that name), or nil: an operation that takes none of those
+// headers refuses them rather than ignore them.
+func unsupportedHeader(h http.Header, names []string) (string, *svcerr.Error) {
+	for _, name := range names {
+		if v := h.Get(name); v != "" {
+			return name, svcerr.Header(svcerr.UnsupportedHeader, name, v)
+		}
+	}
+	return "", nil
+}
