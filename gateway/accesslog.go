@@ -52,25 +52,11 @@ func (s *Server) finish(w *statusWriter, r *http.Request, req *request, in *coun
 	code := w.Header().Get("X-Ms-Error-Code")
 	op := req.opName()
 	s.metrics.observeRequest(op, status, code, d, in.n, w.n)
-	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
-		return
-	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-		slog.String("request_id", req.id),
-		slog.String("client_request_id", clientRequestID(r)),
-		slog.String("method", r.Method),
-		slog.String("account", req.account),
-		slog.String("operation", op),
-		slog.String("container", req.container),
-		slog.String("blob", req.blob),
-		slog.Int("status", status),
-		slog.String("error_code", code),
-		slog.Int64("bytes_in", in.n),
-		slog.Int64("bytes_out", w.n),
-		slog.Duration("duration", d),
-		slog.String("client", req.peer.addr),
-		slog.Bool("https", req.peer.https),
-	)
+	s.logAccess(r.Context(), &accessFields{
+		requestID: req.id, clientRequestID: clientRequestID(r), method: r.Method, account: req.account,
+		operation: op, container: req.container, blob: req.blob, status: status, errorCode: code,
+		bytesIn: in.n, bytesOut: w.n, duration: d, client: req.peer.addr, https: req.peer.https,
+	})
 }
 
 func clientRequestID(r *http.Request) string {
