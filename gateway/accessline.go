@@ -185,6 +185,14 @@ func (h *logHandler) appendKey(b []byte, key string) []byte {
 
 func (h *logHandler) appendStr(b []byte, key, s string) []byte {
 	b = h.appendKey(b, key)
+	if plainText(s) { // the usual case: one pass, as it is
+		if h.json {
+			b = append(b, '"')
+			b = append(b, s...)
+			return append(b, '"')
+		}
+		return append(b, s...)
+	}
 	s = Redact(s)
 	if h.json {
 		b = append(b, '"')
@@ -195,6 +203,26 @@ func (h *logHandler) appendStr(b []byte, key, s string) []byte {
 		return strconv.AppendQuote(b, s)
 	}
 	return append(b, s...)
+}
+
+// plainText reports, in one pass, whether s is written as it is in both
+// formats and holds nothing Redact masks: not empty, printable ASCII
+// without space, '"', '\\' and '=', and neither "sig" nor "key" in any
+// case. The line's usual strings (ids, names, addresses) are.
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == '=' {
+			return false
+		}
+		if l := c | 0x20; (l == 's' || l == 'k') && i+2 < len(s) {
+			x, y := s[i+1]|0x20, s[i+2]|0x20
+			if l == 's' && x == 'i' && y == 'g' || l == 'k' && x == 'e' && y == 'y' {
+				return false
+			}
+		}
+	}
+	return s != ""
 }
 
 // textNeedsQuote reports whether slog's text handler quotes s: when it is

@@ -169,3 +169,29 @@ func TestLogHandlerLines(t *testing.T) {
 		t.Errorf("access line at level warn: %q", out.String())
 	}
 }
+
+// TestPlainText: a string the one-pass check lets through as it is needs
+// no redaction, no quoting in text and no escaping in JSON; the line's
+// usual strings are let through.
+func TestPlainText(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	corpus := append(append([]string{"sig", "SiG", "xkey", "KEY", "ke", "si", "s", "k", "sIgnal", "turkey1"}, hostileText...), redactCorpus...)
+	for i := 0; i < 5000; i++ {
+		b := make([]byte, rng.Intn(8))
+		for j := range b {
+			b[j] = "sSiIgGkKeEyY=\" \\\x7fa1-"[rng.Intn(20)]
+		}
+		corpus = append(corpus, string(b))
+	}
+	for _, s := range corpus {
+		if plainText(s) && (Redact(s) != s || textNeedsQuote(s) || string(appendJSONEscaped(nil, s)) != s) {
+			t.Errorf("plainText(%q) but it needs redacting, quoting or escaping", s)
+		}
+	}
+	for _, s := range []string{"5e3d3d3a-1c1b-4f4e-9a9a-0a0b0c0d0e0f", "PUT", "devstoreaccount1", "PutBlob", "cnt", "b1",
+		"dir/sub/file.txt", "127.0.0.1", "[::1]:443", "ConditionNotMet"} {
+		if !plainText(s) {
+			t.Errorf("plainText(%q) = false", s)
+		}
+	}
+}
