@@ -195,3 +195,27 @@ func TestPlainText(t *testing.T) {
 		}
 	}
 }
+
+var attrSink slog.Attr
+
+// TestRedactedURIOnce: a URI redactURI masked reaches the line as it is,
+// without the redacting handler masking it again (which ran the
+// expressions and built the URI's text a second time); Redact is
+// idempotent, so the lines are what they were.
+func TestRedactedURIOnce(t *testing.T) {
+	for _, s := range append(append([]string{}, hostileText...), redactCorpus...) {
+		want := Redact(s)
+		if again := Redact(want); again != want {
+			t.Errorf("Redact(Redact(%q)) = %q, not %q", s, again, want)
+		}
+		if got := redactAttr(slog.Any("uri", redactURI(s))); got.Value.Kind() != slog.KindString || got.Value.String() != want {
+			t.Errorf("redactURI(%q) through the handler: %v, want %q", s, got.Value, want)
+		}
+	}
+	uri := "/devstoreaccount1/cnt/b1?sv=2020-02-10&ss=b&srt=sco&sp=rwdlac&se=2026-12-31T00:00:00Z&sig=abc%2Bdef%3D"
+	mask := testing.AllocsPerRun(100, func() { attrSink = slog.Any("uri", redactURI(uri)) })
+	logged := testing.AllocsPerRun(100, func() { attrSink = redactAttr(slog.Any("uri", redactURI(uri))) })
+	if logged > mask {
+		t.Errorf("a redacted URI through the handler: %.0f allocations, %.0f to mask it: masked twice", logged, mask)
+	}
+}

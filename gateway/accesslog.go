@@ -179,6 +179,8 @@ func redactAttr(a slog.Attr) slog.Attr {
 		return slog.Attr{Key: a.Key, Value: slog.GroupValue(rs...)}
 	case slog.KindAny:
 		switch x := v.Any().(type) {
+		case redacted:
+			return slog.String(a.Key, string(x))
 		case error:
 			return slog.String(a.Key, Redact(x.Error()))
 		case interface{ String() string }:
@@ -195,4 +197,11 @@ func redactAttr(a slog.Attr) slog.Attr {
 }
 
 // redactURI is a request URI fit for a log: the SAS signature masked.
-func redactURI(uri string) string { return Redact(uri) }
+// The result is marked as redacted, so that the redacting handler writes
+// it as it is instead of running the expressions over it, and building
+// the URI's text, a second time.
+func redactURI(uri string) redacted { return redacted(Redact(uri)) }
+
+// redacted is text Redact has masked already; redactAttr writes it as a
+// string.
+type redacted string
