@@ -219,3 +219,39 @@ func TestRedactedURIOnce(t *testing.T) {
 		t.Errorf("a redacted URI through the handler: %.0f allocations, %.0f to mask it: masked twice", logged, mask)
 	}
 }
+
+// TestLogHandlerConcurrent: access lines and slog's other lines written
+// from many goroutines to one writer that is not safe for concurrent use
+// arrive whole, one Write each (run with -race).
+func TestLogHandlerConcurrent(t *testing.T) {
+	var out bytes.Buffer
+	s := &Server{log: slog.New(RedactingHandler(NewLogHandler(&out, "json", nil))), metrics: newMetrics()}
+	const goroutines, lines = 8, 200
+	done := make(chan struct{})
+	for g := range goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r, req, w := benchRequest()
+			for range lines {
+				if g%2 == 0 {
+					s.finish(w, r, req, &countingBody{})
+				} else {
+					s.log.Info("other", "n", g)
+				}
+			}
+		}()
+	}
+	for range goroutines {
+		<-done
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(got) != goroutines*lines {
+		t.Fatalf("%d lines, want %d", len(got), goroutines*lines)
+	}
+	for _, l := range got {
+		if !strings.HasPrefix(l, `{"time":"`) || !strings.HasSuffix(l, "}") ||
+			!strings.Contains(l, `"msg":"request","request_id":"5e3d3d3a-`) && !strings.Contains(l, `"msg":"other","n":`) {
+			t.Fatalf("line %q", l)
+		}
+	}
+}
