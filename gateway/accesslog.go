@@ -52,25 +52,11 @@ func (s *Server) finish(w *statusWriter, r *http.Request, req *request, in *coun
 	code := w.Header().Get("X-Ms-Error-Code")
 	op := req.opName()
 	s.metrics.observeRequest(op, status, code, d, in.n, w.n)
-	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
-		return
-	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-		slog.String("request_id", req.id),
-		slog.String("client_request_id", clientRequestID(r)),
-		slog.String("method", r.Method),
-		slog.String("account", req.account),
-		slog.String("operation", op),
-		slog.String("container", req.container),
-		slog.String("blob", req.blob),
-		slog.Int("status", status),
-		slog.String("error_code", code),
-		slog.Int64("bytes_in", in.n),
-		slog.Int64("bytes_out", w.n),
-		slog.Duration("duration", d),
-		slog.String("client", req.peer.addr),
-		slog.Bool("https", req.peer.https),
-	)
+	s.logAccess(r.Context(), &accessFields{
+		requestID: req.id, clientRequestID: clientRequestID(r), method: r.Method, account: req.account,
+		operation: op, container: req.container, blob: req.blob, status: status, errorCode: code,
+		bytesIn: in.n, bytesOut: w.n, duration: d, client: req.peer.addr, https: req.peer.https,
+	})
 }
 
 func clientRequestID(r *http.Request) string {
@@ -193,6 +179,8 @@ func redactAttr(a slog.Attr) slog.Attr {
 		return slog.Attr{Key: a.Key, Value: slog.GroupValue(rs...)}
 	case slog.KindAny:
 		switch x := v.Any().(type) {
+		case redacted:
+			return slog.String(a.Key, string(x))
 		case error:
 			return slog.String(a.Key, Redact(x.Error()))
 		case interface{ String() string }:
@@ -209,4 +197,11 @@ func redactAttr(a slog.Attr) slog.Attr {
 }
 
 // redactURI is a request URI fit for a log: the SAS signature masked.
-func redactURI(uri string) string { return Redact(uri) }
+// The result is marked as redacted, so that the redacting handler writes
+// it as it is instead of running the expressions over it, and building
+// the URI's text, a second time.
+func redactURI(uri string) redacted { return redacted(Redact(uri)) }
+
+// redacted is text Redact has masked already; redactAttr writes it as a
+// string.
+type redacted string

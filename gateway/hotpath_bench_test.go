@@ -29,8 +29,8 @@ import (
 //
 //	go test ./gateway -run '^$' -bench 'Hot' -benchmem -benchtime 2000x
 //
-// The access log is on (info level, to io.Discard through a text
-// handler), as `blobgw serve` runs it.
+// The access log is on (info level, to io.Discard through
+// NewLogHandler's text handler), as `blobgw serve` runs it.
 
 // hotServer is a gateway on a fresh store of kind ("sqlite" or
 // "postgres") and a disk backend, with container "cnt" created.
@@ -62,7 +62,7 @@ func hotServerOpt(b testing.TB, kind string, opt gateway.Options) *gateway.Serve
 	if err != nil {
 		b.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(gateway.NewLogHandler(io.Discard, "text", nil))
 	gw := gateway.New(&leasedb.DB{Store: store}, be, auth.MapAccounts{config.DevAccountName: acct}, log, opt)
 	b.Cleanup(func() { gw.Close(context.Background()) })
 	if rec := hotDo(b, gw, http.MethodPut, "/cnt?restype=container", nil, nil); rec.Code != http.StatusCreated {

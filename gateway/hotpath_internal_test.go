@@ -93,9 +93,19 @@ func benchRequest() (*http.Request, *request, *statusWriter) {
 }
 
 // BenchmarkAccessLogLine: finish, the access log line (info, through the
-// redacting handler, to a text handler) and the request metrics.
+// redacting handler, to NewLogHandler's text handler as blobgw serve logs)
+// and the request metrics. BenchmarkAccessLogLineSlog: the same through
+// slog's text handler, as for a logger that is not NewLogHandler's.
 func BenchmarkAccessLogLine(b *testing.B) {
-	s := &Server{log: slog.New(RedactingHandler(slog.NewTextHandler(io.Discard, nil))), metrics: newMetrics()}
+	benchAccessLogLine(b, NewLogHandler(io.Discard, "text", nil))
+}
+
+func BenchmarkAccessLogLineSlog(b *testing.B) {
+	benchAccessLogLine(b, slog.NewTextHandler(io.Discard, nil))
+}
+
+func benchAccessLogLine(b *testing.B, h slog.Handler) {
+	s := &Server{log: slog.New(RedactingHandler(h)), metrics: newMetrics()}
 	r, req, w := benchRequest()
 	in := &countingBody{n: 4096}
 	b.ReportAllocs()

@@ -399,9 +399,22 @@ func (s *syncBuf) String() string {
 // "request" line per request with the fields the operator needs, the
 // request id the client saw, the 500's cause logged under its request id,
 // and no SAS signature, Shared Key signature or account key anywhere.
+// Both through slog's own JSON handler and through NewLogHandler's (as
+// blobgw serve logs), whose access line bypasses slog.
 func TestAccessLog(t *testing.T) {
+	for name, newHandler := range map[string]func(io.Writer, *slog.HandlerOptions) slog.Handler{
+		"slog": func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) },
+		"direct": func(w io.Writer, o *slog.HandlerOptions) slog.Handler {
+			return gateway.NewLogHandler(w, "json", o)
+		},
+	} {
+		t.Run(name, func(t *testing.T) { testAccessLog(t, newHandler) })
+	}
+}
+
+func testAccessLog(t *testing.T, newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler) {
 	var logs syncBuf
-	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(newHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := setup(t, "sqlite", setupOpts{log: log})
 	ctx := context.Background()
 	cc := b.client.ServiceClient().NewContainerClient("logs")

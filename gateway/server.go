@@ -25,7 +25,6 @@ import (
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
-	"github.com/google/uuid"
 )
 
 // DefaultVersion is echoed in x-ms-version when a request carries none.
@@ -177,7 +176,7 @@ func (q *request) ref() leasedb.BlobRef {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{id: uuid.NewString(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
+	req := &request{id: newRequestID(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
 	acc := &statusWriter{ResponseWriter: w}
 	w = acc
 	in, restoreBody := countBody(r)

@@ -58,11 +58,8 @@ func newFormatLogger(level, format string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: l}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
-	if format == "json" {
-		h = slog.NewJSONHandler(os.Stderr, opts)
-	}
-	return slog.New(gateway.RedactingHandler(h))
+	// The gateway writes its access line to this handler directly.
+	return slog.New(gateway.RedactingHandler(gateway.NewLogHandler(os.Stderr, format, opts)))
 }
 
 // runServe serves the Blob API on ln (TLS when hs.TLSConfig is set) and

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,10 +36,14 @@ import (
 // intent pool's refills included.
 //
 // Then the database's own limit: pgbench at the same client count, one
-// SELECT ... FOR UPDATE + UPDATE transaction on a random row of 100,000
-// and on one hot row, and the ratio of put-small-ifmatch on Postgres to
-// it; and put-small-ifmatch over 1, 2 and 3 gateway replicas on that one
-// Postgres, with the database CPU per operation.
+// SELECT ... FOR UPDATE + UPDATE transaction on a random row of 100,000,
+// in 3 rounds interleaved with 3 rounds of put-small-ifmatch on Postgres
+// (one replica) in alternating order, the ratio of each round and their
+// median and spread; pgbench on one hot row; and put-small-ifmatch over
+// 1, 2 and 3 gateway replicas on that one Postgres, with the database CPU
+// per operation. Postgres runs durable (fsync, synchronous_commit and
+// full_page_writes on, as a deployment), for the gateways and pgbench
+// alike.
 //
 // Knobs: BLOBGW_BENCH_DURATION (each timed phase, default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_LARGE (bytes, default 16
@@ -55,7 +60,11 @@ func BenchmarkSmallOps(b *testing.B) {
 	bin := buildBlobgw(b, filepath.Join(dir, "blobgw"))
 
 	az := startAzurite(b)
-	pg := startBenchPG(b, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
+	// Durable, as a deployment runs it (pgtest's defaults turn fsync and
+	// synchronous_commit off): the gateways and pgbench pay the same
+	// commit flush.
+	pg := startBenchPG(b, "-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
+		"-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on")
 	dsn := pg.NewDatabase(b)
 	admin, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -64,6 +73,14 @@ func BenchmarkSmallOps(b *testing.B) {
 	b.Cleanup(admin.Close)
 	if _, err := admin.Exec(ctx, "CREATE EXTENSION pg_stat_statements"); err != nil {
 		b.Fatal(err)
+	}
+	var fsync, syncCommit, fullPages string
+	if err := admin.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit'), current_setting('full_page_writes')").
+		Scan(&fsync, &syncCommit, &fullPages); err != nil {
+		b.Fatal(err)
+	}
+	if fsync != "on" || syncCommit != "on" || fullPages != "on" {
+		b.Fatalf("Postgres not durable: fsync=%s synchronous_commit=%s full_page_writes=%s", fsync, syncCommit, fullPages)
 	}
 	var dbOID uint32
 	if err := admin.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = current_database()").Scan(&dbOID); err != nil {
@@ -163,16 +180,66 @@ func BenchmarkSmallOps(b *testing.B) {
 		}
 	}
 
-	// The database's own limit at the same client count, and right after
-	// it (back to back, so the machine's load is alike) the replicas: the
-	// same Postgres behind 1, 2 and 3 gateways.
-	tps, hot, pgbenchTx, pgbenchCPU, err := runPgbench(pg, clients, duration)
+	// The database's own limit at the same client count: pgbench rounds
+	// interleaved with put-small-ifmatch rounds on one replica, in
+	// alternating order (pgbench first, then the puts first, ...), so
+	// that the machine's load drifts alike for both sides of each ratio.
+	pgb, err := newPgbenchDB(pg, clients)
 	if err != nil {
 		b.Fatalf("pgbench: %v", err)
 	}
-	fmt.Printf("\n== pgbench, %d clients: SELECT ... FOR UPDATE + UPDATE %.0f tx/s (random rows), %.0f tx/s (one row), database CPU %.0f us/tx\n",
-		clients, tps, hot, pgbenchCPU.Seconds()*1e6/float64(pgbenchTx))
+	defer pgb.close()
+	one := []bench.Set{{Name: "gw-postgres", Endpoints: []bench.Endpoint{ep(pgURLs[0])}}}
+	const ratioRounds = 3
+	var tpss, ratios []float64
+	var pgbTxs int64
+	var pgbenchCPU time.Duration
+	fmt.Printf("\n== put-small-ifmatch on Postgres (one replica) and pgbench (SELECT ... FOR UPDATE + UPDATE, random rows), %d clients, %d interleaved rounds, fsync=%s synchronous_commit=%s full_page_writes=%s\n",
+		clients, ratioRounds, fsync, syncCommit, fullPages)
+	for i := range ratioRounds {
+		var tps, ops float64
+		pgbenchPhase := func() {
+			cpu0 := treeCPU(pg.Pid())
+			t, n, err := pgb.run(pgbenchRandomRow, duration)
+			if err != nil {
+				b.Fatalf("pgbench: %v", err)
+			}
+			pgbenchCPU += treeCPU(pg.Pid()) - cpu0
+			pgbTxs += n
+			tps = t
+		}
+		putPhase := func() {
+			rep, err := bench.Run(ctx, cfg, []string{"put-small-ifmatch"}, one)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rep.Results[0]
+			if n := r.ErrorCount(); n > 0 {
+				b.Errorf("put-small-ifmatch round %d: %d errors %v", i+1, n, r.Errors)
+			}
+			ops = r.OpsPerS
+		}
+		if i%2 == 0 {
+			pgbenchPhase()
+			putPhase()
+		} else {
+			putPhase()
+			pgbenchPhase()
+		}
+		tpss, ratios = append(tpss, tps), append(ratios, ops/tps)
+		fmt.Printf("round %d: pgbench %.0f tx/s, put-small-ifmatch %.1f ops/s: %.3fx\n", i+1, tps, ops, ops/tps)
+	}
+	hot, _, err := pgb.run(pgbenchOneRow, duration)
+	if err != nil {
+		b.Fatalf("pgbench: %v", err)
+	}
+	med, lo, hi := medianSpread(ratios)
+	tps, _, _ := medianSpread(tpss)
+	fmt.Printf("put-small-ifmatch ÷ pgbench: median %.3fx (%.3f–%.3fx over %d rounds); pgbench median %.0f tx/s on random rows, %.0f tx/s on one row, database CPU %.0f us/tx; the first table's put-small-ifmatch on Postgres is %.3fx that median\n",
+		med, lo, hi, ratioRounds, tps, hot, pgbenchCPU.Seconds()*1e6/float64(pgbTxs), pgIfMatch/tps)
 	b.ReportMetric(tps, "pgbench-tx/s")
+	b.ReportMetric(med, "put-small-ifmatch-pg/pgbench-x")
+
 	var rsets []bench.Set
 	for _, n := range []int{2, 3, 1} {
 		s := bench.Set{Name: fmt.Sprintf("gw-pg-%d", n)}
@@ -189,11 +256,19 @@ func BenchmarkSmallOps(b *testing.B) {
 	rrep.WriteTable(os.Stdout)
 	for _, r := range rrep.Results {
 		b.ReportMetric(r.OpsPerS, "ifmatch-"+r.Set+"-ops/s")
-		if r.Set == "gw-pg-1" {
-			fmt.Printf("put-small-ifmatch on Postgres, one replica, is %.3fx pgbench's random-row rate (%.3fx in the first table)\n", r.OpsPerS/tps, pgIfMatch/tps)
-			b.ReportMetric(r.OpsPerS/tps, "put-small-ifmatch-pg/pgbench-x")
-		}
 	}
+}
+
+// medianSpread is the median of xs and their least and greatest.
+func medianSpread(xs []float64) (med, lo, hi float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		med = s[n/2]
+	} else {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[len(s)-1]
 }
 
 // startServeProc runs `blobgw serve` (bin) on a free port with args and
@@ -297,64 +372,107 @@ func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot fl
 // before each of the two timed runs with the database's name and "random"
 // or "one row"; what it returns is called right after that run.
 func runPgbenchAround(pg *pgtest.Server, clients int, d time.Duration, around func(db, run string) func()) (random, hot float64, txs int64, cpu time.Duration, err error) {
-	bin, err := pgbenchBinary()
+	p, err := newPgbenchDB(pg, clients)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	ctx := context.Background()
-	name, _, err := pg.CreateDatabase(ctx, "pgbench")
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	defer pg.DropDatabase(ctx, name)
-	dir, err := os.MkdirTemp("", "blobgw-pgbench-")
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	defer os.RemoveAll(dir)
-	conn := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres"}
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append(append(args, conn...), name)...)
-		cmd.Env = append(os.Environ(), "PGPASSWORD=")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
-	}
-	if _, err := run("-i", "-q", "-s", "1"); err != nil {
-		return 0, 0, 0, 0, err
-	}
-	txRE := regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+	defer p.close()
 	rate := func(what, script string) (float64, error) {
-		path := filepath.Join(dir, "script.sql")
-		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-			return 0, err
-		}
 		if around != nil {
-			defer around(name, what)()
+			defer around(p.name, what)()
 		}
-		out, err := run("-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path)
-		if err != nil {
-			return 0, err
-		}
-		m, n := tpsRE.FindStringSubmatch(out), txRE.FindStringSubmatch(out)
-		if m == nil || n == nil {
-			return 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
-		}
-		k, _ := strconv.ParseInt(n[1], 10, 64)
-		txs += k
-		return strconv.ParseFloat(m[1], 64)
+		tps, n, err := p.run(script, d)
+		txs += n
+		return tps, err
 	}
-	const body = "BEGIN;\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\nEND;\n"
 	cpu0 := treeCPU(pg.Pid())
-	if random, err = rate("random", "\\set aid random(1, 100000)\n"+body); err != nil {
+	if random, err = rate("random", pgbenchRandomRow); err != nil {
 		return 0, 0, 0, 0, err
 	}
-	if hot, err = rate("one row", "\\set aid 1\n"+body); err != nil {
+	if hot, err = rate("one row", pgbenchOneRow); err != nil {
 		return 0, 0, 0, 0, err
 	}
 	return random, hot, txs, treeCPU(pg.Pid()) - cpu0, nil
+}
+
+// The pgbench transactions: a SELECT ... FOR UPDATE and an UPDATE of the
+// same row of pgbench_accounts, a random one of the 100,000 or always the
+// first.
+const (
+	pgbenchTx        = "BEGIN;\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\nEND;\n"
+	pgbenchRandomRow = "\\set aid random(1, 100000)\n" + pgbenchTx
+	pgbenchOneRow    = "\\set aid 1\n" + pgbenchTx
+)
+
+// pgbenchDB is a database of pg initialized for pgbench (scale 1), on
+// which timed runs can be made between other phases.
+type pgbenchDB struct {
+	pg      *pgtest.Server
+	bin     string
+	name    string
+	dir     string
+	clients int
+}
+
+func newPgbenchDB(pg *pgtest.Server, clients int) (*pgbenchDB, error) {
+	bin, err := pgbenchBinary()
+	if err != nil {
+		return nil, err
+	}
+	name, _, err := pg.CreateDatabase(context.Background(), "pgbench")
+	if err != nil {
+		return nil, err
+	}
+	p := &pgbenchDB{pg: pg, bin: bin, name: name, clients: clients}
+	if p.dir, err = os.MkdirTemp("", "blobgw-pgbench-"); err != nil {
+		p.close()
+		return nil, err
+	}
+	if _, err := p.exec("-i", "-q", "-s", "1"); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *pgbenchDB) close() {
+	p.pg.DropDatabase(context.Background(), p.name)
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+}
+
+func (p *pgbenchDB) exec(args ...string) (string, error) {
+	conn := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(p.pg.Port()), "-U", "postgres"}
+	cmd := exec.Command(p.bin, append(append(args, conn...), p.name)...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+var pgbenchTxRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+
+// run runs script with p's clients for d (whole seconds, at least 1) and
+// returns its rate and the transactions it made.
+func (p *pgbenchDB) run(script string, d time.Duration) (tps float64, txs int64, err error) {
+	path := filepath.Join(p.dir, "script.sql")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		return 0, 0, err
+	}
+	out, err := p.exec("-n", "-c", strconv.Itoa(p.clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path)
+	if err != nil {
+		return 0, 0, err
+	}
+	m, n := tpsRE.FindStringSubmatch(out), pgbenchTxRE.FindStringSubmatch(out)
+	if m == nil || n == nil {
+		return 0, 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
+	}
+	txs, _ = strconv.ParseInt(n[1], 10, 64)
+	tps, err = strconv.ParseFloat(m[1], 64)
+	return tps, txs, err
 }
 
 // pgbenchBinary prefers the pgbench beside the server binaries.
