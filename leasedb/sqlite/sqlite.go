@@ -94,7 +94,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	wq.Set("_txlock", "immediate")
 	// Both pools keep prepared statements per connection (stmtcache.go).
 	ctr := &stmtCounters{size: stmtCacheSize}
-	wc, err := newCachingConnector(path+"?"+wq.Encode(), ctr)
+	wc, err := newCachingConnector(path+"?"+wq.Encode(), ctr, true)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
 	}
@@ -130,7 +130,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rq.Add("_pragma", "busy_timeout("+bt+")")
 	rq.Add("_pragma", "foreign_keys(1)")
 	rq.Set("_query_only", "1")
-	rc, err := newCachingConnector(path+"?"+rq.Encode(), ctr)
+	rc, err := newCachingConnector(path+"?"+rq.Encode(), ctr, false)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("leasedb/sqlite: open %s: %w", path, err)
@@ -428,6 +428,11 @@ type tx struct {
 	tx       *sql.Tx
 	readOnly bool
 	now      time.Time
+	// settings are the account settings read in this transaction
+	// (txreads.go), valid when settingsOK, of account settingsFor.
+	settings    leasedb.AccountSettings
+	settingsFor string
+	settingsOK  bool
 }
 
 // Now returns Go's clock, read once per transaction. Inside Update the
