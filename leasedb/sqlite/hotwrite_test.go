@@ -52,13 +52,28 @@ func hotPut(etag string) leasedb.PutBlobRequest {
 	return req
 }
 
-func (s *Store) statements() int64 { return s.stmts.prepares.Load() + s.stmts.hits.Load() }
+// traceStatements counts the statements the store's connections are asked
+// for from now on: BEGIN, COMMIT and ROLLBACK in txEnds, the others in
+// other.
+func traceStatements(s *Store) (other, txEnds *int) {
+	other, txEnds = new(int), new(int)
+	s.stmts.trace = func(q string) {
+		switch q {
+		case "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK":
+			*txEnds++
+		default:
+			*other++
+		}
+	}
+	return other, txEnds
+}
 
 // TestHotPutStatements: an If-Match overwrite of a 4 KiB inline blob in an
 // account without versioning or soft delete runs 7 statements besides
 // BEGIN and COMMIT: the container, the row, the account's settings (once:
 // it was read twice), the name's other rows, a new ETag, the staged blocks
-// and the upsert.
+// and the upsert. BEGIN IMMEDIATE and COMMIT are statements of the cache
+// too (writetx.go), compiled once per connection.
 func TestHotPutStatements(t *testing.T) {
 	s, db, etag := hotStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -71,7 +86,8 @@ func TestHotPutStatements(t *testing.T) {
 		etag = b.ETag
 	}
 	const n = 20
-	before := s.statements()
+	other, txEnds := traceStatements(s)
+	prepares := s.stmts.prepares.Load()
 	for range n {
 		b, _, err := db.PutBlob(ctx, hotPut(etag))
 		if err != nil {
@@ -79,8 +95,15 @@ func TestHotPutStatements(t *testing.T) {
 		}
 		etag = b.ETag
 	}
-	if got := (s.statements() - before) / n; got > 7 {
-		t.Errorf("If-Match Put Blob: %d statements per put, want at most 7", got)
+	s.stmts.trace = nil
+	if got := *other / n; got > 7 {
+		t.Errorf("If-Match Put Blob: %d statements per put besides BEGIN and COMMIT, want at most 7", got)
+	}
+	if *txEnds != 2*n {
+		t.Errorf("%d puts asked the statement cache for %d BEGIN and COMMIT, want %d", n, *txEnds, 2*n)
+	}
+	if got := s.stmts.prepares.Load() - prepares; got != 0 {
+		t.Errorf("%d warm puts compiled %d statements, want 0", n, got)
 	}
 }
 
@@ -121,7 +144,7 @@ func TestHotGetAllocs(t *testing.T) {
 }
 
 const (
-	hotPutMaxAllocs = 355 // 463 before the settings and name rows reads were trimmed and in-transaction statements ran without their interrupt goroutine
+	hotPutMaxAllocs = 320 // 463 before the trimmed reads and writetx.go
 	hotGetMaxAllocs = 115
 )
 
@@ -148,5 +171,38 @@ func TestUpdateContextEnds(t *testing.T) {
 	}
 	if len(keys) != 0 {
 		t.Errorf("queued after a canceled transaction: %q, want none", keys)
+	}
+}
+
+// TestUpdatePanics: a function that panics in Update rolls its writes
+// back and leaves the write connection usable (writetx.go ends the
+// transaction itself).
+func TestUpdatePanics(t *testing.T) {
+	s, _ := openStmtStore(t)
+	ctx := context.Background()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Update did not pass the panic on")
+			}
+		}()
+		_ = s.Update(ctx, func(ltx leasedb.Tx) error {
+			if err := ltx.AddIntent(ctx, "k1", time.Now().Add(time.Hour)); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if err := s.Update(ctx, func(ltx leasedb.Tx) error {
+		return ltx.AddIntent(ctx, "k2", time.Now().Add(time.Hour))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "k2" {
+		t.Errorf("queued: %q, want [k2]", keys)
 	}
 }

@@ -54,22 +54,23 @@ type stmtCounters struct {
 	epoch atomic.Int64
 	// size is the cache size of new connections (tests set 0: no caching).
 	size int
+	// trace, when set (tests, before the store is used concurrently),
+	// sees the text of every statement asked for.
+	trace func(query string)
 }
 
 // cachingConnector opens modernc.org/sqlite connections and wraps them.
 type cachingConnector struct {
 	inner sqldriver.Connector
 	ctr   *stmtCounters
-	// write: the write pool's connector (see cachingConn.stmtCtx).
-	write bool
 }
 
-func newCachingConnector(dsn string, ctr *stmtCounters, write bool) (*cachingConnector, error) {
+func newCachingConnector(dsn string, ctr *stmtCounters) (*cachingConnector, error) {
 	inner, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &cachingConnector{inner: inner, ctr: ctr, write: write}, nil
+	return &cachingConnector{inner: inner, ctr: ctr}, nil
 }
 
 func (c *cachingConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
@@ -77,12 +78,7 @@ func (c *cachingConnector) Connect(ctx context.Context) (sqldriver.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	cc, err := newCachingConn(dc, c.ctr)
-	if err != nil {
-		return nil, err
-	}
-	cc.write = c.write
-	return cc, nil
+	return newCachingConn(dc, c.ctr)
 }
 
 func (c *cachingConnector) Driver() sqldriver.Driver { return c.inner.Driver() }
@@ -108,12 +104,9 @@ type cachingConn struct {
 	epoch int64
 	bySQL map[string]*list.Element // of *cachedStmt
 	lru   list.List                // front: most recently handed out
-	// write: a connection of the write pool; inTx: between BeginTx and
-	// the transaction's Commit or Rollback (stmtCtx).
-	write, inTx bool
 }
 
-func newCachingConn(dc sqldriver.Conn, ctr *stmtCounters) (*cachingConn, error) {
+func newCachingConn(dc sqldriver.Conn, ctr *stmtCounters) (sqldriver.Conn, error) {
 	c, ok := dc.(sqliteConn)
 	if !ok {
 		dc.Close()
@@ -151,6 +144,9 @@ func (c *cachingConn) Prepare(query string) (sqldriver.Stmt, error) {
 }
 
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (sqldriver.Stmt, error) {
+	if c.ctr.trace != nil {
+		c.ctr.trace(query)
+	}
 	if e := c.ctr.epoch.Load(); e != c.epoch {
 		c.dropAll()
 		c.epoch = e
@@ -243,72 +239,7 @@ func (c *cachingConn) Begin() (sqldriver.Tx, error) {
 }
 
 func (c *cachingConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldriver.Tx, error) {
-	t, err := c.c.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	c.inTx = true
-	return connTx{Tx: t, c: c}, nil
-}
-
-// connTx tracks the end of the connection's transaction.
-type connTx struct {
-	sqldriver.Tx
-	c *cachingConn
-}
-
-func (t connTx) Commit() error {
-	t.c.inTx = false
-	return t.Tx.Commit()
-}
-
-func (t connTx) Rollback() error {
-	t.c.inTx = false
-	return t.Tx.Rollback()
-}
-
-// stmtCtx is the context a cached statement runs on.
-//
-// modernc.org/sqlite starts, for every statement whose context can end, a
-// goroutine that waits for the end to interrupt it (sqlite3_interrupt),
-// with a channel and a progress handler set and cleared around the call:
-// for a write transaction's dozen statements of a few µs each, that
-// goroutine's start, wake-up and exit cost more than the statement. In a
-// write transaction (BEGIN IMMEDIATE: the connection holds the database's
-// write lock from its first statement to COMMIT, so no statement waits for
-// a lock, and Update's statements are point reads and writes) a statement
-// runs detached from the context instead, after the context is checked:
-// a context that ended fails the statement before it starts, exactly as
-// before, and the transaction rolls back. What changes is only that a
-// statement already running when the context ends runs to its end rather
-// than being interrupted in the middle; the next statement (or the
-// caller) sees the context's error. Reads on the read pool and
-// statements outside transactions keep the interruption: a long listing
-// whose client went away still stops at once.
-func (c *cachingConn) stmtCtx(ctx context.Context) (context.Context, error) {
-	if !c.write || !c.inTx || ctx.Done() == nil {
-		return ctx, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return context.WithoutCancel(ctx), nil
-}
-
-func (s *cachedStmt) QueryContext(ctx context.Context, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
-	ctx, err := s.conn.stmtCtx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.stmt.QueryContext(ctx, args)
-}
-
-func (s *cachedStmt) ExecContext(ctx context.Context, args []sqldriver.NamedValue) (sqldriver.Result, error) {
-	ctx, err := s.conn.stmtCtx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.stmt.ExecContext(ctx, args)
+	return c.c.BeginTx(ctx, opts)
 }
 
 func (c *cachingConn) Ping(ctx context.Context) error { return c.c.Ping(ctx) }
