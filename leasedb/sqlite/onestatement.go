@@ -40,6 +40,13 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		exists bool
 	)
 	err := s.retry(ctx, func() error {
+		if ctx.Done() == nil {
+			// Nothing to watch: database/sql and the driver start no
+			// goroutine, and the pool's own connection is cheaper.
+			var err error
+			b, exists, err = queryOneBlob(ctx, s.r, account, container, name)
+			return err
+		}
 		conn, err := s.r.Conn(ctx)
 		if err != nil {
 			return err

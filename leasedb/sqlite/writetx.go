@@ -47,27 +47,42 @@ var (
 // writeConn runs statements on the connection of a write transaction.
 type writeConn struct{ c *sql.Conn }
 
-func (w writeConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// detach is ctx without its end, once checked (ctx itself when it has
+// none: nothing to detach, nothing to allocate).
+func detach(ctx context.Context) (context.Context, error) {
+	if ctx.Done() == nil {
+		return ctx, nil
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return w.c.QueryContext(context.WithoutCancel(ctx), query, args...)
+	return context.WithoutCancel(ctx), nil
+}
+
+func (w writeConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	dctx, err := detach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return w.c.QueryContext(dctx, query, args...)
 }
 
 func (w writeConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if ctx.Err() != nil {
+	dctx, err := detach(ctx)
+	if err != nil {
 		// database/sql answers a context that ended with its error, before
 		// the statement runs.
 		return w.c.QueryRowContext(ctx, query, args...)
 	}
-	return w.c.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	return w.c.QueryRowContext(dctx, query, args...)
 }
 
 func (w writeConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := ctx.Err(); err != nil {
+	dctx, err := detach(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return w.c.ExecContext(context.WithoutCancel(ctx), query, args...)
+	return w.c.ExecContext(dctx, query, args...)
 }
 
 // runWrite is run for Update: BEGIN IMMEDIATE, fn, COMMIT, then the
