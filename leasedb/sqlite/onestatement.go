@@ -25,6 +25,12 @@ var (
 // primary key lookup faster than the LEFT JOIN that folds both into one
 // statement (sqlq.OneBlob), and a second statement costs no round trip
 // here.
+//
+// The read takes a connection of the read pool on ctx (a caller that goes
+// away stops waiting for one) and runs its one or two point lookups on it
+// detached from ctx once ctx was checked: database/sql would otherwise
+// start a goroutine for the rows and modernc.org/sqlite one for the
+// statement, each only to stop a lookup of a few µs when ctx ends.
 func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
@@ -34,8 +40,22 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		exists bool
 	)
 	err := s.retry(ctx, func() error {
-		var err error
-		b, exists, err = queryOneBlob(ctx, s.r, account, container, name)
+		if ctx.Done() == nil {
+			// Nothing to watch: database/sql and the driver start no
+			// goroutine, and the pool's own connection is cheaper.
+			var err error
+			b, exists, err = queryOneBlob(ctx, s.r, account, container, name)
+			return err
+		}
+		conn, err := s.r.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, exists, err = queryOneBlob(context.WithoutCancel(ctx), conn, account, container, name)
 		return err
 	})
 	if err != nil {

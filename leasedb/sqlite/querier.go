@@ -18,8 +18,8 @@ var driver = sqlq.Driver[sql.NullInt64]{
 	ForeignKey:  func(err error) bool { return code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
 }
 
-// querier is a *sql.Tx as sqlq.Querier.
-type querier struct{ tx *sql.Tx }
+// querier is a transaction's sqlExec (writetx.go) as sqlq.Querier.
+type querier struct{ tx sqlExec }
 
 func (q querier) Query(ctx context.Context, scan func(sqlq.Rows) error, query string, args ...any) error {
 	rows, err := q.tx.QueryContext(ctx, query, args...)

@@ -30,7 +30,6 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/blobgw/blobgw/internal/failpoint"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/migrations"
@@ -187,61 +186,28 @@ func (s *Store) retry(ctx context.Context, attempt func() error) error {
 }
 
 func (s *Store) run(ctx context.Context, readOnly bool, fn func(leasedb.Tx) error) (err error) {
-	db := s.w
-	if readOnly {
-		db = s.r
-	}
-	// ReadOnly makes the driver issue a plain (deferred) BEGIN; the write
-	// pool's default is BEGIN IMMEDIATE (DSN _txlock).
-	// A write transaction is begun detached from ctx: database/sql would
-	// otherwise roll it back from another goroutine when ctx ends, racing
-	// the COMMIT. fn's statements still run on ctx, and a failed one
-	// rolls the transaction back before COMMIT.
-	txCtx := ctx
 	if !readOnly {
-		txCtx = context.WithoutCancel(ctx)
+		return s.runWrite(ctx, fn)
 	}
-	sqlTx, err := db.BeginTx(txCtx, &sql.TxOptions{ReadOnly: readOnly})
+	// ReadOnly makes the driver issue a plain (deferred) BEGIN.
+	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: begin: %w", sqlq.CtxErr(ctx, err))
 	}
 	done := false
 	defer func() {
 		if !done {
-			// fn panicked: release the lock before the panic goes on.
+			// fn panicked: end the transaction before the panic goes on.
 			_ = sqlTx.Rollback()
 		}
 	}()
-	t := &tx{Tx: sqlq.Tx[sql.NullInt64]{D: &driver, Q: querier{sqlTx}}, tx: sqlTx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
-	if err := fn(t); err != nil {
-		done = true
-		_ = sqlTx.Rollback()
-		return err
-	}
+	t := &tx{Tx: sqlq.Tx[sql.NullInt64]{D: &driver, Q: querier{sqlTx}}, tx: sqlTx, readOnly: true, offset: time.Duration(s.clockOffset.Load())}
+	err = fn(t)
 	done = true
-	if readOnly {
-		// Nothing to commit; fn's reads stand even if the context ended
-		// meanwhile (database/sql then already rolled back).
-		_ = sqlTx.Rollback()
-		return nil
-	}
-	if err := sqlTx.Commit(); err != nil {
-		if isBusy(err) {
-			// SQLite refused the COMMIT: nothing committed.
-			return fmt.Errorf("leasedb/sqlite: commit: %w", sqlq.CtxErr(ctx, err))
-		}
-		// An I/O error or a full disk during COMMIT may or may not
-		// have left the transaction committed.
-		return fmt.Errorf("leasedb/sqlite: commit: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
-	}
-	if err := s.wal.wait(); err != nil {
-		// The transaction committed (other connections already read
-		// it) but is not known to be durable.
-		return fmt.Errorf("leasedb/sqlite: %w: %w: %w", leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, err)
-	}
-	// Crash tests: committed and durable, the caller not told.
-	failpoint.Inject("after-commit")
-	return nil
+	// Nothing to commit; fn's reads stand even if the context ended
+	// meanwhile (database/sql then already rolled back).
+	_ = sqlTx.Rollback()
+	return err
 }
 
 // ClaimDue implements leasedb.Store. The write lock serializes claimers, so
@@ -424,10 +390,16 @@ func (s *Store) MigrateTo(ctx context.Context, target int) (from, to int, err er
 type tx struct {
 	sqlq.Tx[sql.NullInt64] // the Tx methods both drivers share
 	// offset is the Store's clockOffset when the transaction began.
-	offset   time.Duration
-	tx       *sql.Tx
+	offset time.Duration
+	// tx runs the statements: a *sql.Tx in a View, writeConn in Update.
+	tx       sqlExec
 	readOnly bool
 	now      time.Time
+	// settings are the account settings read in this transaction
+	// (txreads.go), valid when settingsOK, of account settingsFor.
+	settings    leasedb.AccountSettings
+	settingsFor string
+	settingsOK  bool
 }
 
 // Now returns Go's clock, read once per transaction. Inside Update the

@@ -54,6 +54,9 @@ type stmtCounters struct {
 	epoch atomic.Int64
 	// size is the cache size of new connections (tests set 0: no caching).
 	size int
+	// trace, when set (tests, before the store is used concurrently),
+	// sees the text of every statement asked for.
+	trace func(query string)
 }
 
 // cachingConnector opens modernc.org/sqlite connections and wraps them.
@@ -141,6 +144,9 @@ func (c *cachingConn) Prepare(query string) (sqldriver.Stmt, error) {
 }
 
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (sqldriver.Stmt, error) {
+	if c.ctr.trace != nil {
+		c.ctr.trace(query)
+	}
 	if e := c.ctr.epoch.Load(); e != c.epoch {
 		c.dropAll()
 		c.epoch = e

@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+)
+
+// The statements and allocations of a small conditional Put Blob and of a
+// Get Blob through leasedb.DB on this store, held as ceilings so that a
+// change that adds a statement or a driver allocation per request fails
+// here. The context carries a deadline, as the gateway's commit context
+// does (a context without one takes cheaper paths in database/sql and
+// modernc.org/sqlite).
+
+// hotStore is a migrated store with container "c" and a 4 KiB inline blob
+// "b"; it returns the blob's ETag.
+func hotStore(t *testing.T) (*Store, *leasedb.DB, string) {
+	t.Helper()
+	s, _ := openStmtStore(t)
+	db := &leasedb.DB{Store: s}
+	ctx := context.Background()
+	if _, err := db.CreateContainer(ctx, "acct", "c", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := db.PutBlob(ctx, hotPut(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, b.ETag
+}
+
+var hotBody = bytes.Repeat([]byte("x"), 4096)
+
+// hotPut is put-small-ifmatch's request: 4 KiB inline, If-Match etag
+// (none when etag is "").
+func hotPut(etag string) leasedb.PutBlobRequest {
+	req := leasedb.PutBlobRequest{
+		Ref:     leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"},
+		Type:    "BlockBlob",
+		Extents: []leasedb.Extent{{Size: int64(len(hotBody)), Data: hotBody}},
+	}
+	req.Props.ContentType = "application/octet-stream"
+	if etag != "" {
+		req.Cond.IfMatch = []string{strings.Trim(etag, `"`)}
+	}
+	return req
+}
+
+// traceStatements counts the statements the store's connections are asked
+// for from now on: BEGIN, COMMIT and ROLLBACK in txEnds, the others in
+// other.
+func traceStatements(s *Store) (other, txEnds *int) {
+	other, txEnds = new(int), new(int)
+	s.stmts.trace = func(q string) {
+		switch q {
+		case "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK":
+			*txEnds++
+		default:
+			*other++
+		}
+	}
+	return other, txEnds
+}
+
+// TestHotPutStatements: an If-Match overwrite of a 4 KiB inline blob in an
+// account without versioning or soft delete runs 7 statements besides
+// BEGIN and COMMIT: the container, the row, the account's settings (once:
+// it was read twice), the name's other rows, a new ETag, the staged blocks
+// and the upsert. BEGIN IMMEDIATE and COMMIT are statements of the cache
+// too (writetx.go), compiled once per connection.
+func TestHotPutStatements(t *testing.T) {
+	s, db, etag := hotStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 3 { // warm the statement caches
+		b, _, err := db.PutBlob(ctx, hotPut(etag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etag = b.ETag
+	}
+	const n = 20
+	other, txEnds := traceStatements(s)
+	prepares := s.stmts.prepares.Load()
+	for range n {
+		b, _, err := db.PutBlob(ctx, hotPut(etag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etag = b.ETag
+	}
+	s.stmts.trace = nil
+	if got := *other / n; got > 7 {
+		t.Errorf("If-Match Put Blob: %d statements per put besides BEGIN and COMMIT, want at most 7", got)
+	}
+	if *txEnds != 2*n {
+		t.Errorf("%d puts asked the statement cache for %d BEGIN and COMMIT, want %d", n, *txEnds, 2*n)
+	}
+	if got := s.stmts.prepares.Load() - prepares; got != 0 {
+		t.Errorf("%d warm puts compiled %d statements, want 0", n, got)
+	}
+}
+
+// TestHotPutAllocs: allocations of the same Put Blob (store and leasedb
+// included; the request's own are the caller's).
+func TestHotPutAllocs(t *testing.T) {
+	_, db, etag := hotStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	allocs := testing.AllocsPerRun(50, func() {
+		b, _, err := db.PutBlob(ctx, hotPut(etag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etag = b.ETag
+	})
+	t.Logf("If-Match Put Blob: %.0f allocations", allocs)
+	if allocs > hotPutMaxAllocs {
+		t.Errorf("If-Match Put Blob: %.0f allocations, want at most %d", allocs, hotPutMaxAllocs)
+	}
+}
+
+// TestHotGetAllocs: allocations of a Get Blob's read of the same blob.
+func TestHotGetAllocs(t *testing.T) {
+	_, db, _ := hotStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ref := leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"}
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, _, err := db.GetBlob(ctx, ref, "", leasedb.Conditions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("Get Blob: %.0f allocations", allocs)
+	if allocs > hotGetMaxAllocs {
+		t.Errorf("Get Blob: %.0f allocations, want at most %d", allocs, hotGetMaxAllocs)
+	}
+}
+
+const (
+	hotPutMaxAllocs = 320 // 463 before the trimmed reads and writetx.go
+	hotGetMaxAllocs = 106 // 109 before ReadBlob ran detached on a connection of its own
+)
+
+// TestUpdateContextEnds: statements of a write transaction run detached
+// from the context once it was checked (stmtCtx), so a context that ends
+// in the middle must still fail the next statement and roll back what the
+// transaction wrote.
+func TestUpdateContextEnds(t *testing.T) {
+	s, _ := openStmtStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.Update(ctx, func(ltx leasedb.Tx) error {
+		if err := ltx.AddIntent(ctx, "k1", time.Now().Add(time.Hour)); err != nil {
+			return err
+		}
+		cancel()
+		return ltx.AddIntent(ctx, "k2", time.Now().Add(time.Hour))
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update after cancel: %v, want context.Canceled", err)
+	}
+	keys, err := s.CollectionKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("queued after a canceled transaction: %q, want none", keys)
+	}
+}
+
+// TestUpdatePanics: a function that panics in Update rolls its writes
+// back and leaves the write connection usable (writetx.go ends the
+// transaction itself).
+func TestUpdatePanics(t *testing.T) {
+	s, _ := openStmtStore(t)
+	ctx := context.Background()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Update did not pass the panic on")
+			}
+		}()
+		_ = s.Update(ctx, func(ltx leasedb.Tx) error {
+			if err := ltx.AddIntent(ctx, "k1", time.Now().Add(time.Hour)); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if err := s.Update(ctx, func(ltx leasedb.Tx) error {
+		return ltx.AddIntent(ctx, "k2", time.Now().Add(time.Hour))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "k2" {
+		t.Errorf("queued: %q, want [k2]", keys)
+	}
+}
