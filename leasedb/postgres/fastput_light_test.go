@@ -55,10 +55,12 @@ func TestExtentsHaveKeySQL(t *testing.T) {
 }
 
 // TestLockForReplaceSkipsInlineExtents: LockForReplace reads whether the
-// row's keys are shared by parsing its extents only when they name an
-// object: a small blob's bytes, base64 in that text, are not parsed as
-// JSON by every overwrite (EXPLAIN ANALYZE: json_array_elements runs for a
-// row with a key, never for an inline row).
+// row's keys are shared (parsing its extents) and whether the name has
+// other rows (snapshots, versions, soft-deleted rows) only when the row's
+// extents name an object: a small blob's bytes, base64 in that text, are
+// not parsed as JSON by every overwrite, and an inline row has no keys to
+// keep (EXPLAIN ANALYZE: json_array_elements and the scans of the other
+// rows run for a row with a key, never for an inline row).
 func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t)
@@ -89,19 +91,21 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		loops, err := functionScanLoops(plan, "json_array_elements")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := loops > 0; got != want {
-			t.Errorf("%s row: json_array_elements ran %v times; want it to run: %v\n%s", name, loops, want, plan)
+		for _, what := range []string{"json_array_elements", "snapshots", "versions", "deleted_blobs"} {
+			loops, err := scanLoops(plan, what)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := loops > 0; got != want {
+				t.Errorf("%s row: the scan of %s ran %v times; want it to run: %v\n%s", name, what, loops, want, plan)
+			}
 		}
 	}
 }
 
-// functionScanLoops sums the actual loops of the function scans of fn in
-// an EXPLAIN (ANALYZE, FORMAT JSON) plan.
-func functionScanLoops(plan, fn string) (float64, error) {
+// scanLoops sums the actual loops of the scans of what (a function or a
+// relation) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
+func scanLoops(plan, what string) (float64, error) {
 	var doc []struct{ Plan map[string]any }
 	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
 		return 0, err
@@ -109,7 +113,7 @@ func functionScanLoops(plan, fn string) (float64, error) {
 	var n float64
 	var walk func(m map[string]any)
 	walk = func(m map[string]any) {
-		if m["Node Type"] == "Function Scan" && m["Function Name"] == fn {
+		if typ, _ := m["Node Type"].(string); strings.HasSuffix(typ, "Scan") && (m["Function Name"] == what || m["Relation Name"] == what) {
 			l, _ := m["Actual Loops"].(float64)
 			n += l
 		}
@@ -204,10 +208,10 @@ func TestPutBlobLightCommit(t *testing.T) {
 	}
 	light, full, plans := statements()
 	if light != puts || full != 0 {
-		t.Errorf("inline puts: %d light and %d full CommitReplace statements, want %d light", light, full, puts)
+		t.Errorf("inline puts over staged blocks: %d light and %d full CommitReplace statements, want %d light", light, full, puts)
 	}
 	if plans > 8 {
-		t.Errorf("inline puts: %d of %d CommitReplace executions planned, want at most 8 (the generic plan cached)", plans, light+full)
+		t.Errorf("inline puts over staged blocks: %d of %d CommitReplace executions planned, want at most 8 (the generic plan cached)", plans, light+full)
 	}
 	var staged int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blocks`).Scan(&staged); err != nil {
@@ -236,6 +240,24 @@ func TestPutBlobLightCommit(t *testing.T) {
 		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
 	}
 
+	// Without staged blocks, with If-Match.
+	for i := range puts {
+		etag = put("n", leasedb.Extent{Size: 2, Data: []byte{byte(i), 2}}, leasedb.Conditions{IfMatch: []string{strings.Trim(etag, `"`)}}).ETag
+	}
+	if light, full, plans := statements(); light != puts || full != 0 || plans > 8 {
+		t.Errorf("inline puts: %d light and %d full CommitReplace statements, %d planned; want %d light, at most 8 planned",
+			light, full, plans, puts)
+	}
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		got, err = tx.Blob(ctx, "a", "c", "n", leasedb.LockNone)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.ETag != etag || len(got.Extents) != 1 || !slices.Equal(got.Extents[0].Data, []byte{puts - 1, 2}) {
+		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
+	}
+
 	// A put with an intent to take goes the full way.
 	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
 		t.Fatal(err)
@@ -260,9 +282,9 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
 		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
 	})
-	// race holds the name's lock, waits until put waits for it, then
-	// creates the name's row with key and commits; it returns put's error.
-	race := func(name, key string, put func() error) error {
+	// race holds the name's lock, waits until put waits for it, then does
+	// change and commits; it returns put's error.
+	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
 		t.Helper()
 		locked, proceed := make(chan struct{}), make(chan struct{})
 		held := make(chan error, 1)
@@ -280,8 +302,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 				}
 				close(locked)
 				<-proceed
-				return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
-					Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}})
+				return change(tx, now)
 			})
 		}()
 		<-locked
@@ -295,6 +316,12 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		return <-done
+	}
+	create := func(name, key string) func(tx leasedb.Tx, now time.Time) error {
+		return func(tx leasedb.Tx, now time.Time) error {
+			return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
+				Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}})
+		}
 	}
 	putInline := func(name string, cond leasedb.Conditions) func() error {
 		return func() error {
@@ -317,7 +344,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 	}
 
 	t.Run("if-none-match finds the row created meanwhile", func(t *testing.T) {
-		err := race("created", "holder-1", putInline("created", leasedb.Conditions{IfNoneMatch: []string{"*"}}))
+		err := race("created", create("created", "holder-1"), putInline("created", leasedb.Conditions{IfNoneMatch: []string{"*"}}))
 		if !svcerr.HasCode(err, svcerr.BlobAlreadyExists) {
 			t.Fatalf("inline Put Blob with If-None-Match: * over a row created while it waited: %v, want BlobAlreadyExists", err)
 		}
@@ -326,7 +353,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 		}
 	})
 	t.Run("an overwrite collects the row created meanwhile", func(t *testing.T) {
-		if err := race("created2", "holder-2", putInline("created2", leasedb.Conditions{})); err != nil {
+		if err := race("created2", create("created2", "holder-2"), putInline("created2", leasedb.Conditions{})); err != nil {
 			t.Fatal(err)
 		}
 		if b := current("created2"); b == nil || len(b.Extents) != 1 || string(b.Extents[0].Data) != "hi" {
@@ -340,4 +367,41 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 			t.Fatal("the key of the row the inline put replaced was not queued for collection")
 		}
 	})
+	// The put's first statement cannot see a block staged while it waited
+	// for the name's lock (Put Block takes it); its commit must still drop
+	// it and queue its object.
+	for _, existing := range []bool{false, true} {
+		name := fmt.Sprintf("staged-%v", existing)
+		t.Run("a block staged meanwhile is dropped, row "+fmt.Sprint(existing), func(t *testing.T) {
+			if existing {
+				if err := putInline(name, leasedb.Conditions{})(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := race(name, func(tx leasedb.Tx, now time.Time) error {
+				_, err := tx.StageBlock(ctx, "a", "c", name, leasedb.Block{ID: "YmxrMQ==", Key: name + "-block", Size: 1, StagedAt: now})
+				return err
+			}, putInline(name, leasedb.Conditions{})); err != nil {
+				t.Fatal(err)
+			}
+			var blocks []leasedb.Block
+			if err := s.View(ctx, func(tx leasedb.Tx) error {
+				var err error
+				blocks, err = tx.Blocks(ctx, "a", "c", name)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(blocks) != 0 {
+				t.Fatalf("staged blocks after the put: %+v, want none", blocks)
+			}
+			keys, err := s.CollectionKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(keys, name+"-block") {
+				t.Fatal("the object of the block staged while the put waited was not queued for collection")
+			}
+		})
+	}
 }
