@@ -13,3 +13,10 @@ func PoolMaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
 
 // PoolStat is s's connection pool's counters.
 func PoolStat(s *Store) *pgxpool.Stat { return s.pool.Stat() }
+
+// LockForReplaceSQL is LockForReplace's statement, for its plan test.
+var LockForReplaceSQL = lockForReplaceSQL
+
+// ExtentsHaveKeySQL is LockForReplace's test for extents with a key (on
+// the column b.extents).
+const ExtentsHaveKeySQL = extentsHaveKeySQL

@@ -1,0 +1,407 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/internal/testproc"
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/svcerr"
+)
+
+// TestExtentsHaveKeySQL: LockForReplace's test for extents that name an
+// object, on the text EncodeExtents writes, agrees with the extents
+// themselves: false only when no extent has a key (inline bytes), true
+// for every key, those that encoding/json's fallback escapes included.
+func TestExtentsHaveKeySQL(t *testing.T) {
+	ctx := context.Background()
+	conn := pgtest.Connect(t, pgtest.Start(t))
+	inline := leasedb.Extent{Size: 3, Data: []byte("abc")}
+	for _, x := range [][]leasedb.Extent{
+		nil,
+		{inline},
+		{inline, {Size: 1, Data: []byte{0xff}, BlockID: "AAAA"}},
+		{{Key: "k1", Size: 1}},
+		{inline, {Key: "k2", Size: 1}},
+		{{Key: "k3", Size: 1, BlockID: "QUFB"}, inline},
+		{{Key: `quote"d`, Size: 1}},
+		{{Key: "\x01ctl", Size: 1}},
+		{{Key: "\\back", Size: 1}},
+		{{Key: "é<&>", Size: 1}},
+		{{Key: "p", Size: 512, At: 1024, Off: 512}},
+	} {
+		text, err := leasedb.EncodeExtents(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.ContainsFunc(x, func(e leasedb.Extent) bool { return e.Key != "" })
+		var got bool
+		q := `SELECT ` + strings.ReplaceAll(postgres.ExtentsHaveKeySQL, "b.extents", "$1::text")
+		if err := conn.QueryRow(ctx, q, text).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("extents %s: has a key %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestLockForReplaceSkipsInlineExtents: LockForReplace reads whether the
+// row's keys are shared (parsing its extents) and whether the name has
+// other rows (snapshots, versions, soft-deleted rows) only when the row's
+// extents name an object: a small blob's bytes, base64 in that text, are
+// not parsed as JSON by every overwrite, and an inline row has no keys to
+// keep (EXPLAIN ANALYZE: json_array_elements and the scans of the other
+// rows run for a row with a key, never for an inline row).
+func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	db := &leasedb.DB{Store: s}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(strings.Repeat("0123456789abcdef", 256))
+	for name, x := range map[string]leasedb.Extent{"inline": {Size: int64(len(body)), Data: body}, "keyed": {Key: "k1", Size: 1}} {
+		if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+			Type: "BlockBlob", Extents: []leasedb.Extent{x}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := pgtest.Connect(t, dsn)
+	for name, want := range map[string]bool{"inline": false, "keyed": true} {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan string
+		err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.LockForReplaceSQL, "a", "c", name, int64(1), int64(2)).Scan(&plan)
+		tx.Rollback(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, what := range []string{"json_array_elements", "snapshots", "versions", "deleted_blobs"} {
+			loops, err := scanLoops(plan, what)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := loops > 0; got != want {
+				t.Errorf("%s row: the scan of %s ran %v times; want it to run: %v\n%s", name, what, loops, want, plan)
+			}
+		}
+	}
+}
+
+// scanLoops sums the actual loops of the scans of what (a function or a
+// relation) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
+func scanLoops(plan, what string) (float64, error) {
+	var doc []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		return 0, err
+	}
+	var n float64
+	var walk func(m map[string]any)
+	walk = func(m map[string]any) {
+		if typ, _ := m["Node Type"].(string); strings.HasSuffix(typ, "Scan") && (m["Function Name"] == what || m["Relation Name"] == what) {
+			l, _ := m["Actual Loops"].(float64)
+			n += l
+		}
+		kids, _ := m["Plans"].([]any)
+		for _, k := range kids {
+			if c, ok := k.(map[string]any); ok {
+				walk(c)
+			}
+		}
+	}
+	for _, d := range doc {
+		walk(d.Plan)
+	}
+	return n, nil
+}
+
+// TestPutBlobLightCommit: a write with no intent to take and no key to
+// free (an inline Put Blob over an absent or inline blob) commits with
+// CommitReplace's light statement, from its cached generic plan, and that
+// statement still drops the name's staged blocks and queues their
+// objects; a write with an intent takes the full one.
+func TestPutBlobLightCommit(t *testing.T) {
+	ctx := context.Background()
+	srv, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on")
+	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	dsn := srv.NewDatabase(t)
+	s := open(t, dsn+"&pool_max_conns=1")
+	db := &leasedb.DB{Store: s}
+	conn := pgtest.Connect(t, dsn)
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
+		t.Fatal(err)
+	}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	stage := func(name, id, key string) {
+		t.Helper()
+		if err := db.AddIntent(ctx, key, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.StageBlock(ctx, leasedb.StageBlockRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+			Block: leasedb.Block{ID: id, Key: key, Size: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(name string, x leasedb.Extent, cond leasedb.Conditions) *leasedb.Blob {
+		t.Helper()
+		b, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+			Type: "BlockBlob", Extents: []leasedb.Extent{x}, Cond: cond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// statements sums the CommitReplace executions since the last call,
+	// light (no intents taken) and full.
+	statements := func() (light, full, plans int64) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT
+			coalesce(sum(calls) FILTER (WHERE query NOT LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE query LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
+			coalesce(sum(plans), 0)::bigint
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND query LIKE 'WITH chk AS MATERIALIZED%'`).Scan(&light, &full, &plans); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+			t.Fatal(err)
+		}
+		return light, full, plans
+	}
+	statements()
+
+	// Inline puts: the first creates the name, the others replace it, each
+	// after a block was staged; the last has If-Match.
+	const puts = 20
+	var etag string
+	for i := range puts {
+		stage("n", "YmxrMQ==", fmt.Sprintf("staged-%d", i))
+		var cond leasedb.Conditions
+		if etag != "" && i == puts-1 {
+			cond.IfMatch = []string{strings.Trim(etag, `"`)}
+		}
+		b := put("n", leasedb.Extent{Size: 2, Data: []byte{byte(i), 1}}, cond)
+		etag = b.ETag
+	}
+	light, full, plans := statements()
+	if light != puts || full != 0 {
+		t.Errorf("inline puts over staged blocks: %d light and %d full CommitReplace statements, want %d light", light, full, puts)
+	}
+	if plans > 8 {
+		t.Errorf("inline puts over staged blocks: %d of %d CommitReplace executions planned, want at most 8 (the generic plan cached)", plans, light+full)
+	}
+	var staged int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blocks`).Scan(&staged); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range puts {
+		if k := fmt.Sprintf("staged-%d", i); !slices.Contains(keys, k) {
+			t.Errorf("the object of the block staged before put %d (%s) is not queued for collection", i, k)
+		}
+	}
+	if staged != 0 {
+		t.Errorf("%d staged blocks left after the inline puts, want none", staged)
+	}
+	var got *leasedb.Blob
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		got, err = tx.Blob(ctx, "a", "c", "n", leasedb.LockNone)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.ETag != etag || len(got.Extents) != 1 || !slices.Equal(got.Extents[0].Data, []byte{puts - 1, 1}) {
+		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
+	}
+
+	// Without staged blocks, with If-Match.
+	for i := range puts {
+		etag = put("n", leasedb.Extent{Size: 2, Data: []byte{byte(i), 2}}, leasedb.Conditions{IfMatch: []string{strings.Trim(etag, `"`)}}).ETag
+	}
+	if light, full, plans := statements(); light != puts || full != 0 || plans > 8 {
+		t.Errorf("inline puts: %d light and %d full CommitReplace statements, %d planned; want %d light, at most 8 planned",
+			light, full, plans, puts)
+	}
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		got, err = tx.Blob(ctx, "a", "c", "n", leasedb.LockNone)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.ETag != etag || len(got.Extents) != 1 || !slices.Equal(got.Extents[0].Data, []byte{puts - 1, 2}) {
+		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
+	}
+
+	// A put with an intent to take goes the full way.
+	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	put("n", leasedb.Extent{Key: "k1", Size: 1}, leasedb.Conditions{})
+	if light, full, _ := statements(); light != 0 || full != 1 {
+		t.Errorf("a put with an intent: %d light and %d full CommitReplace statements, want 1 full", light, full)
+	}
+}
+
+// TestPutBlobInlineAwaitsNameLock is TestPutBlobAwaitsNameLock for the
+// light commit (an inline put over an absent name: no intent, nothing to
+// free): a row created while the put waited for the name's lock, which the
+// put's snapshot could not see, still decides it (If-None-Match: * finds
+// it) and is collected when the put replaces it (the retry frees its key).
+func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	db := &leasedb.DB{Store: s}
+	watcher := pgtest.Connect(t, dsn)
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	// race holds the name's lock, waits until put waits for it, then does
+	// change and commits; it returns put's error.
+	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
+		t.Helper()
+		locked, proceed := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			held <- s.Update(ctx, func(tx leasedb.Tx) error {
+				if _, err := tx.Container(ctx, "a", "c", leasedb.LockShare); err != nil {
+					return err
+				}
+				if _, err := tx.Blob(ctx, "a", "c", name, leasedb.LockExclusive); err != nil {
+					return err
+				}
+				now, err := tx.Now(ctx)
+				if err != nil {
+					return err
+				}
+				close(locked)
+				<-proceed
+				return change(tx, now)
+			})
+		}()
+		<-locked
+		done := make(chan error, 1)
+		go func() { done <- put() }()
+		if waited, err := awaitLockWait(t, watcher, done); !waited {
+			t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
+		}
+		close(proceed)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		return <-done
+	}
+	create := func(name, key string) func(tx leasedb.Tx, now time.Time) error {
+		return func(tx leasedb.Tx, now time.Time) error {
+			return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
+				Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}})
+		}
+	}
+	putInline := func(name string, cond leasedb.Conditions) func() error {
+		return func() error {
+			_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+				Type: "BlockBlob", Extents: []leasedb.Extent{{Size: 2, Data: []byte("hi")}}, Cond: cond})
+			return err
+		}
+	}
+	current := func(name string) *leasedb.Blob {
+		t.Helper()
+		var b *leasedb.Blob
+		if err := s.View(ctx, func(tx leasedb.Tx) error {
+			var err error
+			b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	t.Run("if-none-match finds the row created meanwhile", func(t *testing.T) {
+		err := race("created", create("created", "holder-1"), putInline("created", leasedb.Conditions{IfNoneMatch: []string{"*"}}))
+		if !svcerr.HasCode(err, svcerr.BlobAlreadyExists) {
+			t.Fatalf("inline Put Blob with If-None-Match: * over a row created while it waited: %v, want BlobAlreadyExists", err)
+		}
+		if b := current("created"); b == nil || len(b.Extents) != 1 || b.Extents[0].Key != "holder-1" {
+			t.Fatalf("the row is %+v, want the holder's", b)
+		}
+	})
+	t.Run("an overwrite collects the row created meanwhile", func(t *testing.T) {
+		if err := race("created2", create("created2", "holder-2"), putInline("created2", leasedb.Conditions{})); err != nil {
+			t.Fatal(err)
+		}
+		if b := current("created2"); b == nil || len(b.Extents) != 1 || string(b.Extents[0].Data) != "hi" {
+			t.Fatalf("the row is %+v, want the put's", b)
+		}
+		keys, err := s.CollectionKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(keys, "holder-2") {
+			t.Fatal("the key of the row the inline put replaced was not queued for collection")
+		}
+	})
+	// The put's first statement cannot see a block staged while it waited
+	// for the name's lock (Put Block takes it); its commit must still drop
+	// it and queue its object.
+	for _, existing := range []bool{false, true} {
+		name := fmt.Sprintf("staged-%v", existing)
+		t.Run("a block staged meanwhile is dropped, row "+fmt.Sprint(existing), func(t *testing.T) {
+			if existing {
+				if err := putInline(name, leasedb.Conditions{})(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := race(name, func(tx leasedb.Tx, now time.Time) error {
+				_, err := tx.StageBlock(ctx, "a", "c", name, leasedb.Block{ID: "YmxrMQ==", Key: name + "-block", Size: 1, StagedAt: now})
+				return err
+			}, putInline(name, leasedb.Conditions{})); err != nil {
+				t.Fatal(err)
+			}
+			var blocks []leasedb.Block
+			if err := s.View(ctx, func(tx leasedb.Tx) error {
+				var err error
+				blocks, err = tx.Blocks(ctx, "a", "c", name)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(blocks) != 0 {
+				t.Fatalf("staged blocks after the put: %+v, want none", blocks)
+			}
+			keys, err := s.CollectionKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(keys, name+"-block") {
+				t.Fatal("the object of the block staged while the put waited was not queued for collection")
+			}
+		})
+	}
+}
