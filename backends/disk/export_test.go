@@ -2,3 +2,6 @@ package disk
 
 // EarlyWriteback lets the benchmarks switch early writeback.
 var EarlyWriteback = &earlyWritebackOn
+
+// DirectWrites lets tests and benchmarks switch O_DIRECT body writes.
+var DirectWrites = &directWritesOn
