@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"time"
 
@@ -193,16 +192,7 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 	if err != nil {
 		return leasedb.Extent{}, sums{}, err
 	}
-	d := newDigester(md5Sum, crcSum)
-	var dw digestWriter = d
-	if (md5Sum || crcSum) && overlapDigest(size, len(s.uploads), runtime.GOMAXPROCS(0)) {
-		// The digests run beside the socket reads and backend writes
-		// (digest_async.go); a body that fails stops them unread.
-		a := newAsyncDigester(d)
-		defer a.stop()
-		dw = a
-	}
-	hr := &hashingReader{r: body, limit: size, d: dw}
+	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
 		if e, ok := svcerr.As(hr.err); ok {
@@ -307,7 +297,7 @@ func (s *Server) discardAll(extents []leasedb.Extent) {
 // failure.
 type hashingReader struct {
 	r     io.Reader
-	d     digestWriter
+	d     *digester
 	n     int64
 	limit int64
 	err   error

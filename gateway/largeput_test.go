@@ -12,12 +12,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 )
 
-// A large body alone on the replica is hashed beside its reads and writes
-// (gateway/digest_async.go): Put Blob and Put Block still answer and store
-// the body's own MD5 and CRC64, a wrong Content-MD5 is 400 Md5Mismatch
+// A large Put Blob and Put Block (on disk written with O_DIRECT,
+// backends/disk/direct_linux.go): they answer and store the body's own MD5
+// and CRC64 and read back whole, a wrong Content-MD5 is 400 Md5Mismatch
 // with nothing stored, and a client that goes away half-way through the
 // body leaves neither a blob, nor a temporary file, nor an object.
-func TestOverlappedDigestPuts(t *testing.T) {
+func TestLargePutBodies(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
 		b := setup(t, kind)
