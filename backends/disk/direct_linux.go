@@ -30,6 +30,13 @@ import (
 // compare both.
 var directWritesOn = true
 
+// directMinBytes is the smallest body written with O_DIRECT (a body of
+// unknown length is not): a small one saves little CPU, and its O_DIRECT
+// write waits for the device before the fsync's own flush, one device
+// round trip more than the buffered write that the fsync alone makes
+// durable.
+var directMinBytes int64 = 1 << 20
+
 const (
 	// directChunk is the size of each O_DIRECT write (the body is read
 	// into one of two buffers of this size first: 1 MiB an upload, where
@@ -48,14 +55,15 @@ var directPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// copyDirect copies src to the empty file f with O_DIRECT writes of
+// copyDirect copies src, a body of size bytes (-1: unknown), to the empty
+// file f with O_DIRECT writes of
 // directChunk bytes, the unaligned tail with an ordinary write. ok is
 // false, with nothing read or written, when f cannot take O_DIRECT (the
 // filesystem refuses it): the caller copies the ordinary way. A write the
 // filesystem refuses after all (EINVAL) is made again without O_DIRECT,
 // and so is the rest of the body.
-func copyDirect(f *os.File, src io.Reader) (n int64, ok bool, err error) {
-	if !directWritesOn {
+func copyDirect(f *os.File, src io.Reader, size int64) (n int64, ok bool, err error) {
+	if !directWritesOn || size < directMinBytes {
 		return 0, false, nil
 	}
 	fd := int(f.Fd())

@@ -26,11 +26,12 @@ type pieces struct {
 
 func (p pieces) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), p.n)]) }
 
-// withDirect runs fn with O_DIRECT body writes on or off.
+// withDirect runs fn with O_DIRECT body writes on (for bodies of any
+// size) or off.
 func withDirect(t *testing.T, on bool, fn func(t *testing.T)) {
-	old := *disk.DirectWrites
-	*disk.DirectWrites = on
-	defer func() { *disk.DirectWrites = old }()
+	old, oldMin := *disk.DirectWrites, *disk.DirectMin
+	*disk.DirectWrites, *disk.DirectMin = on, 0
+	defer func() { *disk.DirectWrites, *disk.DirectMin = old, oldMin }()
 	fn(t)
 }
 

@@ -346,7 +346,7 @@ func copyBody(ctx context.Context, f *os.File, r io.Reader, size int64) (int64, 
 	if size >= 0 {
 		src = &io.LimitedReader{R: cr, N: min(size, math.MaxInt64-1) + 1}
 	}
-	n, direct, err := copyDirect(f, src) // direct_linux.go
+	n, direct, err := copyDirect(f, src, size) // direct_linux.go
 	if !direct {
 		bp := bufPool.Get().(*[]byte)
 		defer bufPool.Put(bp)
