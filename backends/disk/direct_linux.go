@@ -56,12 +56,13 @@ var directPool = sync.Pool{New: func() any {
 }}
 
 // copyDirect copies src, a body of size bytes (-1: unknown), to the empty
-// file f with O_DIRECT writes of
-// directChunk bytes, the unaligned tail with an ordinary write. ok is
-// false, with nothing read or written, when f cannot take O_DIRECT (the
-// filesystem refuses it): the caller copies the ordinary way. A write the
-// filesystem refuses after all (EINVAL) is made again without O_DIRECT,
-// and so is the rest of the body.
+// file f with O_DIRECT writes of directChunk bytes, the unaligned tail
+// with an ordinary write. ok is false, with nothing read or written, for a
+// body under directMinBytes or of unknown size, or when f cannot take
+// O_DIRECT (the filesystem refuses it): the caller copies the ordinary
+// way. A write the filesystem refuses after all (EINVAL: an unaligned
+// offset after a short write, a filesystem that takes the flag but not
+// the I/O) is made again without O_DIRECT, and so is the rest of the body.
 func copyDirect(f *os.File, src io.Reader, size int64) (n int64, ok bool, err error) {
 	if !directWritesOn || size < directMinBytes {
 		return 0, false, nil
