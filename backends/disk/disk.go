@@ -336,19 +336,24 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// copyBody copies r to f through a pooled buffer. With size >= 0 it reads at
-// most size+1 bytes, enough to detect a body that is too long.
+// copyBody copies r to f: with O_DIRECT where the filesystem takes it
+// (direct_linux.go), else through a pooled buffer and the page cache. With
+// size >= 0 it reads at most size+1 bytes, enough to detect a body that is
+// too long.
 func copyBody(ctx context.Context, f *os.File, r io.Reader, size int64) (int64, error) {
 	cr := &ctxReader{ctx: ctx, r: r}
 	var src io.Reader = cr
 	if size >= 0 {
 		src = &io.LimitedReader{R: cr, N: min(size, math.MaxInt64-1) + 1}
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	// newWriter hides *os.File's ReadFrom so the bounded buffer is what is
-	// used, and starts writeback as the body arrives (writeback_linux.go).
-	n, err := io.CopyBuffer(newWriter(f), src, *bp)
+	n, direct, err := copyDirect(f, src, size) // direct_linux.go
+	if !direct {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		// newWriter hides *os.File's ReadFrom so the bounded buffer is what is
+		// used, and starts writeback as the body arrives (writeback_linux.go).
+		n, err = io.CopyBuffer(newWriter(f), src, *bp)
+	}
 	switch {
 	case err == nil:
 		return n, nil
