@@ -90,7 +90,7 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	// round trip.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		st.Blob, st.ContainerExists, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now, &versioning, &days, &etag, &nameRows, &sharedKeys)
+		st.Blob, st.ContainerExists, err = scanOneBlob(rows, ref, &now, &versioning, &days, &etag, &nameRows, &sharedKeys)
 		if err != nil {
 			return err
 		}
