@@ -61,3 +61,50 @@ func ReadOneBlobBothWays(ctx context.Context, s *Store, ref leasedb.BlobRef, for
 	})
 	return raw, generic, err
 }
+
+// EncodeCommitArgsBothWays encodes CommitReplace's arguments for a write
+// of b (with the same values after the row's columns) as CommitReplace
+// does (commitArgs) and as sqlq.BlobValues gives the row, through pgx's
+// query builder with the statement's parameter types as the server
+// describes them: the bytes and formats of each parameter.
+func EncodeCommitArgsBothWays(ctx context.Context, s *Store, b *leasedb.Blob) (typed, boxed [][]byte, typedFormats, boxedFormats []int16, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "", commitReplaceSQL)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	due := time.Date(2026, 12, 1, 1, 2, 3, 4000, time.UTC)
+	etag := `"0x1"`
+	a := &commitArgs{freeDue: due, stagedDue: due}
+	if err := a.setRow(b); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	tail := []any{[]string{"i"}, []string{}, dueTS(due), dueTS(due), etag, true, false, []string{"k"}}
+	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}})
+	vals, err := sqlq.BlobValues(b, ts)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	build := func(args []any) ([][]byte, []int16, error) {
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(conn.Conn().TypeMap(), sd, args); err != nil {
+			return nil, nil, err
+		}
+		out := make([][]byte, len(eqb.ParamValues))
+		for i, v := range eqb.ParamValues {
+			if v != nil {
+				out[i] = append([]byte{}, v...)
+			}
+		}
+		return out, append([]int16{}, eqb.ParamFormats...), nil
+	}
+	if typed, typedFormats, err = build(a.vals[:]); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	boxed, boxedFormats, err = build(append(vals, tail...))
+	return typed, boxed, typedFormats, boxedFormats, err
+}

@@ -115,7 +115,7 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	}
 	st.Now = t.now
 	st.Settings = settings
-	st.ETag = fmt.Sprintf(`"0x%X"`, etagBase+etag)
+	st.ETag = formatETag(etag)
 	st.NameRows, st.SharedKeys = nameRows, sharedKeys
 	if st.Blob != nil {
 		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: !nameRows}
@@ -196,23 +196,26 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	if rp == nil || rp.ref != (leasedb.BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}) {
 		return fmt.Errorf("leasedb/postgres: commit replace %s/%s/%s: LockForReplace did not lock it", b.Account, b.Container, b.Name)
 	}
-	if err := checkText(append(append([]string{b.Account, b.Container, b.Name}, w.Intents...), w.Free...)...); err != nil {
+	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	vals, err := sqlq.BlobValues(b, ts)
-	if err != nil {
+	if err := checkText(w.Intents...); err != nil {
 		return err
 	}
-	var oldETag any
-	if rp.etag != "" {
-		oldETag = rp.etag
+	if err := checkText(w.Free...); err != nil {
+		return err
 	}
-	intents := append([]string{}, w.Intents...)
-	free := append([]string{}, w.Free...)
-	keys := b.Keys()
-	args := append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged, keys)
+	a := &commitArgs{freeDue: w.FreeDue, stagedDue: w.StagedDue}
+	if err := a.setRow(b); err != nil {
+		return err
+	}
+	// The arrays are never NULL (cardinality($30) counts the intents).
+	a.vals[blobColCount], a.vals[blobColCount+1] = nonNil(w.Intents), nonNil(w.Free)
+	a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}
+	a.vals[blobColCount+4] = nullTextArg{&rp.etag} // NULL: the name had no row
+	a.vals[blobColCount+5], a.vals[blobColCount+6], a.vals[blobColCount+7] = rp.noNameRows, w.DropStaged, b.Keys()
 	batch := &pgx.Batch{}
-	batch.Queue(commitReplaceSQL, args...)
+	batch.Queue(commitReplaceSQL, a.vals[:]...)
 	batch.Queue(`COMMIT`)
 	// Detached from ctx as run's COMMIT is: a caller that goes away
 	// must not cancel the batch half-way and leave its outcome unknown.
@@ -228,6 +231,11 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	}
 	if err := br.Close(); werr == nil && cerr == nil && err != nil {
 		cerr = err
+	}
+	if werr == nil && cerr == nil && tag.String() != "ROLLBACK" {
+		// Committed (the error's text is built only when there is one).
+		t.committed = true
+		return nil
 	}
 	what := fmt.Sprintf("leasedb/postgres: commit replace %s/%s/%s", b.Account, b.Container, b.Name)
 	if werr != nil {
@@ -253,9 +261,6 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		}
 		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
 	}
-	if tag.String() == "ROLLBACK" {
-		return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
-	}
-	t.committed = true
-	return nil
+	// COMMIT answered ROLLBACK.
+	return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
 }

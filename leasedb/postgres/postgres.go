@@ -499,7 +499,7 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 	if err := t.tx.QueryRow(ctx, `SELECT nextval('etag_seq')`).Scan(&n); err != nil {
 		return "", fmt.Errorf("leasedb/postgres: next etag: %w", sqlq.CtxErr(ctx, err))
 	}
-	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
+	return formatETag(n), nil
 }
 
 // lockClause returns the row-lock clause for mode; none in a read-only

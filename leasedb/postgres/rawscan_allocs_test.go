@@ -41,7 +41,10 @@ func TestReadBlobAllocs(t *testing.T) {
 // TestPutBlobAllocs pins the allocations of a 4 KiB inline Put Blob over
 // an existing blob through leasedb.DB (LockForReplace, CommitReplace):
 // the row of LockForReplace decoded from the bytes as received took it
-// from 194 to 144.
+// from 194 to 144; CommitReplace's arguments passed as pointers to the
+// row's fields (commitArgs), without copies of the key lists, and its
+// error text built only on failure, and the ETag formatted without fmt,
+// to 124.
 func TestPutBlobAllocs(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.Start(t))
@@ -58,7 +61,7 @@ func TestPutBlobAllocs(t *testing.T) {
 		}
 	}
 	put()
-	const ceiling = 155
+	const ceiling = 135
 	if n := testing.AllocsPerRun(100, put); n > ceiling {
 		t.Errorf("Put Blob: %.0f allocations, want at most %d", n, ceiling)
 	} else {

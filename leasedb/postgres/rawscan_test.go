@@ -114,3 +114,31 @@ func TestScanOneBlobRaw(t *testing.T) {
 		t.Errorf("ReadBlob:\n%+v\nwrote\n%+v", b, full)
 	}
 }
+
+// CommitReplace passes the row's columns to pgx as pointers to the row's
+// fields (commitArgs) rather than as the values sqlq.BlobValues boxes;
+// pgx must send the very same parameters: bytes, NULLs and formats, for a
+// row with every column set and one with every nullable column NULL.
+func TestCommitArgsEncoding(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t))
+	now := time.Date(2026, 12, 1, 23, 0, 0, 123456789, time.FixedZone("x", 3600))
+	for _, b := range []*leasedb.Blob{
+		fullBlob(now),
+		{Account: "a", Container: "c", Name: "bare", Type: "BlockBlob", ETag: `"0x2"`},
+		{Account: "a", Container: "c", Name: "empty-md5", Type: "BlockBlob", ETag: `"0x2"`, Props: leasedb.Props{ContentMD5: []byte{}}, Metadata: map[string]string{}, Tags: map[string]string{}},
+	} {
+		typed, boxed, tf, bf, err := postgres.EncodeCommitArgsBothWays(ctx, s, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(typed) != len(boxed) || !slices.Equal(tf, bf) {
+			t.Fatalf("%s: %d parameters in formats %v, want %d in %v", b.Name, len(typed), tf, len(boxed), bf)
+		}
+		for i := range typed {
+			if (typed[i] == nil) != (boxed[i] == nil) || !slices.Equal(typed[i], boxed[i]) {
+				t.Errorf("%s: parameter $%d: %q (NULL %v), want %q (NULL %v)", b.Name, i+1, typed[i], typed[i] == nil, boxed[i], boxed[i] == nil)
+			}
+		}
+	}
+}
