@@ -214,9 +214,7 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}
 	a.vals[blobColCount+4] = nullTextArg{&rp.etag} // NULL: the name had no row
 	a.vals[blobColCount+5], a.vals[blobColCount+6], a.vals[blobColCount+7] = rp.noNameRows, w.DropStaged, b.Keys()
-	batch := &pgx.Batch{}
-	batch.Queue(commitReplaceSQL, a.vals[:]...)
-	batch.Queue(`COMMIT`)
+	batch := t.tx.pairBatch(commitReplaceSQL, a.vals[:], `COMMIT`, nil)
 	// Detached from ctx as run's COMMIT is: a caller that goes away
 	// must not cancel the batch half-way and leave its outcome unknown.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
