@@ -80,45 +80,51 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	if t.readOnly {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: read-only transaction", ref)
 	}
-	var (
+	// The arguments (as pointers, see textArg) and the columns read
+	// after the container check in one allocation: each would be a
+	// heap allocation of its own.
+	x := &struct {
+		ref                  leasedb.BlobRef
+		nameKey, contKey     int64
+		args                 [5]any
 		now                  time.Time
 		versioning, days     int
 		etag                 int64
 		nameRows, sharedKeys bool
-	)
+	}{ref: ref, nameKey: nameLockKey(ref.Account, ref.Container, ref.Name), contKey: containerLockKey(ref.Account, ref.Container)}
+	x.args = [5]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey}}
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		st.Blob, st.ContainerExists, err = scanOneBlob(rows, ref, &now, &versioning, &days, &etag, &nameRows, &sharedKeys)
+		st.Blob, st.ContainerExists, err = scanOneBlob(rows, ref, &x.now, &x.versioning, &x.days, &x.etag, &x.nameRows, &x.sharedKeys)
 		if err != nil {
 			return err
 		}
 		rows.Close()
 		return rows.Err()
-	}, lockForReplaceSQL, ref.Account, ref.Container, ref.Name, nameLockKey(ref.Account, ref.Container, ref.Name),
-		containerLockKey(ref.Account, ref.Container))
+	}, lockForReplaceSQL, x.args[:]...)
 	if err != nil {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
 	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+		t.now = x.now.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	// What the generic Tx calls read from here on in this transaction
 	// (Now, AccountSettings) is what this statement read.
 	if t.account == "" {
 		t.account = ref.Account
 	}
-	settings := leasedb.AccountSettings{Versioning: versioning != 0, DeleteRetentionDays: days}
+	settings := leasedb.AccountSettings{Versioning: x.versioning != 0, DeleteRetentionDays: x.days}
 	if t.account == ref.Account {
 		t.settings = &settings
 	}
 	st.Now = t.now
 	st.Settings = settings
-	st.ETag = formatETag(etag)
-	st.NameRows, st.SharedKeys = nameRows, sharedKeys
+	st.ETag = formatETag(x.etag)
+	st.NameRows, st.SharedKeys = x.nameRows, x.sharedKeys
 	if st.Blob != nil {
-		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: !nameRows}
+		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: !x.nameRows}
 	} else {
 		t.replacing = &replacing{ref: ref}
 	}

@@ -277,6 +277,9 @@ func markUnavailable(ctx context.Context, err error) error {
 // (a failover in progress, a DSN that reached a standby), not the
 // request's fault: the gateway answers 503 ServerBusy, not 500.
 func serverReadOnly(err error) bool {
+	if err == nil {
+		return false // without the allocation errors.As's target costs
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
