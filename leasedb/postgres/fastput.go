@@ -104,48 +104,54 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	if t.readOnly {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: read-only transaction", ref)
 	}
-	var (
+	// The arguments (as pointers, see textArg) and the columns read
+	// after the container check in one allocation: each would be a
+	// heap allocation of its own.
+	x := &struct {
+		ref              leasedb.BlobRef
+		nameKey, contKey int64
+		args             [5]any
 		now              time.Time
 		versioning, days int
 		etag             int64
 		keys             int // the last column: 1 keys read, 2 other rows, 4 shared
-	)
+	}{ref: ref, nameKey: nameLockKey(ref.Account, ref.Container, ref.Name), contKey: containerLockKey(ref.Account, ref.Container)}
+	x.args = [5]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey}}
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		st.Blob, st.ContainerExists, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now, &versioning, &days, &etag, &keys)
+		st.Blob, st.ContainerExists, err = scanOneBlob(rows, ref, &x.now, &x.versioning, &x.days, &x.etag, &x.keys)
 		if err != nil {
 			return err
 		}
 		rows.Close()
 		return rows.Err()
-	}, lockForReplaceSQL, ref.Account, ref.Container, ref.Name, nameLockKey(ref.Account, ref.Container, ref.Name),
-		containerLockKey(ref.Account, ref.Container))
+	}, lockForReplaceSQL, x.args[:]...)
 	if err != nil {
 		return st, fmt.Errorf("leasedb/postgres: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
 	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+		t.now = x.now.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	// What the generic Tx calls read from here on in this transaction
 	// (Now, AccountSettings) is what this statement read.
 	if t.account == "" {
 		t.account = ref.Account
 	}
-	settings := leasedb.AccountSettings{Versioning: versioning != 0, DeleteRetentionDays: days}
+	settings := leasedb.AccountSettings{Versioning: x.versioning != 0, DeleteRetentionDays: x.days}
 	if t.account == ref.Account {
 		t.settings = &settings
 	}
 	st.Now = t.now
 	st.Settings = settings
-	st.ETag = fmt.Sprintf(`"0x%X"`, etagBase+etag)
+	st.ETag = formatETag(x.etag)
 	// A row without keys frees nothing: NameRows and SharedKeys are false
 	// (not read), and CommitReplace does not check that the name still
 	// has no other rows.
-	st.NameRows, st.SharedKeys = keys&2 != 0, keys&4 != 0
+	st.NameRows, st.SharedKeys = x.keys&2 != 0, x.keys&4 != 0
 	if st.Blob != nil {
-		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: keys&1 != 0 && keys&2 == 0}
+		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: x.keys&1 != 0 && x.keys&2 == 0}
 	} else {
 		t.replacing = &replacing{ref: ref}
 	}
@@ -249,27 +255,33 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	if rp == nil || rp.ref != (leasedb.BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}) {
 		return fmt.Errorf("leasedb/postgres: commit replace %s/%s/%s: LockForReplace did not lock it", b.Account, b.Container, b.Name)
 	}
-	if err := checkText(append(append([]string{b.Account, b.Container, b.Name}, w.Intents...), w.Free...)...); err != nil {
+	if err := checkText(b.Account, b.Container, b.Name); err != nil {
 		return err
 	}
-	vals, err := sqlq.BlobValues(b, ts)
-	if err != nil {
+	if err := checkText(w.Intents...); err != nil {
 		return err
 	}
-	var oldETag any
-	if rp.etag != "" {
-		oldETag = rp.etag
+	if err := checkText(w.Free...); err != nil {
+		return err
 	}
-	intents := append([]string{}, w.Intents...)
-	free := append([]string{}, w.Free...)
-	keys := b.Keys()
-	batch := &pgx.Batch{}
-	if len(intents) == 0 && len(free) == 0 {
-		batch.Queue(commitReplaceLightSQL, append(vals, dueTS(w.StagedDue), oldETag, w.DropStaged, keys)...)
+	a := &commitArgs{freeDue: w.FreeDue, stagedDue: w.StagedDue}
+	if err := a.setRow(b); err != nil {
+		return err
+	}
+	var batch *pgx.Batch
+	if len(w.Intents) == 0 && len(w.Free) == 0 {
+		// commitReplaceLightSQL's own arguments after the row's.
+		a.vals[blobColCount], a.vals[blobColCount+1] = dueArg{&a.stagedDue}, nullTextArg{&rp.etag} // NULL: the name had no row
+		a.vals[blobColCount+2], a.vals[blobColCount+3] = w.DropStaged, b.Keys()
+		batch = t.tx.pairBatch(commitReplaceLightSQL, a.vals[:blobColCount+4], `COMMIT`, nil)
 	} else {
-		batch.Queue(commitReplaceSQL, append(vals, intents, free, dueTS(w.FreeDue), dueTS(w.StagedDue), oldETag, rp.noNameRows, w.DropStaged, keys)...)
+		// The arrays are never NULL (cardinality($30) counts the intents).
+		a.vals[blobColCount], a.vals[blobColCount+1] = nonNil(w.Intents), nonNil(w.Free)
+		a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}
+		a.vals[blobColCount+4] = nullTextArg{&rp.etag} // NULL: the name had no row
+		a.vals[blobColCount+5], a.vals[blobColCount+6], a.vals[blobColCount+7] = rp.noNameRows, w.DropStaged, b.Keys()
+		batch = t.tx.pairBatch(commitReplaceSQL, a.vals[:], `COMMIT`, nil)
 	}
-	batch.Queue(`COMMIT`)
 	// Detached from ctx as run's COMMIT is: a caller that goes away
 	// must not cancel the batch half-way and leave its outcome unknown.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
@@ -284,6 +296,11 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	}
 	if err := br.Close(); werr == nil && cerr == nil && err != nil {
 		cerr = err
+	}
+	if werr == nil && cerr == nil && tag.String() != "ROLLBACK" {
+		// Committed (the error's text is built only when there is one).
+		t.committed = true
+		return nil
 	}
 	what := fmt.Sprintf("leasedb/postgres: commit replace %s/%s/%s", b.Account, b.Container, b.Name)
 	if werr != nil {
@@ -309,9 +326,6 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		}
 		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
 	}
-	if tag.String() == "ROLLBACK" {
-		return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
-	}
-	t.committed = true
-	return nil
+	// COMMIT answered ROLLBACK.
+	return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
 }

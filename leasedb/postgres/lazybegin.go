@@ -37,14 +37,46 @@ type lazyTx struct {
 	// later statement fails with it and COMMIT is refused, as in a
 	// transaction a failed statement aborted.
 	aborted error
+	// pair is the batch of two queries a write sends (queryBegin:
+	// BEGIN and the first statement; CommitReplace: the write and
+	// COMMIT), held here so that it costs no allocations of its own
+	// (pgx's Batch.Queue allocates each query and grows the batch's
+	// slice). One batch at a time: each is closed before the next.
+	pair struct {
+		batch pgx.Batch
+		q     [2]pgx.QueuedQuery
+		ptrs  [2]*pgx.QueuedQuery
+	}
 }
 
 func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions) *lazyTx {
+	return &lazyTx{conn: conn, beginSQL: beginSQL(opts)}
+}
+
+// beginSQL is the BEGIN of opts: a constant for the options Update and
+// View use.
+func beginSQL(opts pgx.TxOptions) string {
+	switch opts {
+	case pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}:
+		return "begin isolation level read committed read write"
+	case pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}:
+		return "begin isolation level repeatable read read only"
+	}
 	sql := "begin isolation level " + string(opts.IsoLevel)
 	if opts.AccessMode != "" {
 		sql += " " + string(opts.AccessMode)
 	}
-	return &lazyTx{conn: conn, beginSQL: sql}
+	return sql
+}
+
+// pairBatch is the batch of the two queries (l.pair).
+func (l *lazyTx) pairBatch(sql1 string, args1 []any, sql2 string, args2 []any) *pgx.Batch {
+	p := &l.pair
+	p.q[0] = pgx.QueuedQuery{SQL: sql1, Arguments: args1}
+	p.q[1] = pgx.QueuedQuery{SQL: sql2, Arguments: args2}
+	p.ptrs = [2]*pgx.QueuedQuery{&p.q[0], &p.q[1]}
+	p.batch = pgx.Batch{QueuedQueries: p.ptrs[:]}
+	return &p.batch
 }
 
 // unusable is the error every call returns once the transaction ended,
@@ -108,10 +140,7 @@ func (l *lazyTx) queryBegin(ctx context.Context, scan func(pgx.Rows) error, sql 
 		return scan(rows)
 	}
 	l.begun = true
-	batch := &pgx.Batch{}
-	batch.Queue(l.beginSQL)
-	batch.Queue(sql, args...)
-	br := l.conn.SendBatch(ctx, batch)
+	br := l.conn.SendBatch(ctx, l.pairBatch(l.beginSQL, nil, sql, args))
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		var pe pgx.ErrPreprocessingBatch

@@ -94,7 +94,7 @@ func queryOneBlob(ctx context.Context, db interface {
 	}
 	defer rows.Close()
 	var now time.Time
-	b, ok, err := sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now)
+	b, ok, err := scanOneBlob(rows, leasedb.BlobRef{Account: account, Container: container, Name: name}, &now)
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
@@ -121,7 +121,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	)
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		if b, ok, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, &now); err != nil {
+		if b, ok, err = scanOneBlob(rows, leasedb.BlobRef{Account: account, Container: container, Name: name}, &now); err != nil {
 			return err
 		}
 		rows.Close()

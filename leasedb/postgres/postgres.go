@@ -277,6 +277,9 @@ func markUnavailable(ctx context.Context, err error) error {
 // (a failover in progress, a DSN that reached a standby), not the
 // request's fault: the gateway answers 503 ServerBusy, not 500.
 func serverReadOnly(err error) bool {
+	if err == nil {
+		return false // without the allocation errors.As's target costs
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
@@ -499,7 +502,7 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 	if err := t.tx.QueryRow(ctx, `SELECT nextval('etag_seq')`).Scan(&n); err != nil {
 		return "", fmt.Errorf("leasedb/postgres: next etag: %w", sqlq.CtxErr(ctx, err))
 	}
-	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
+	return formatETag(n), nil
 }
 
 // lockClause returns the row-lock clause for mode; none in a read-only

@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// Arguments that pgx encodes without a heap allocation of their own. A
+// string, time, []byte or pgtype.Timestamptz passed to pgx as an `any` is
+// copied to the heap to be boxed; these hold one pointer (which an
+// interface holds as is) to the value, and implement the pgtype valuer of
+// their column's type, so pgx encodes the value they point to. The 29
+// columns of a blob row cost CommitReplace about 25 allocations that way
+// (blobArgs).
+type (
+	// textArg is a text value.
+	textArg struct{ p *string }
+	// nullTextArg is a text value, "" as NULL.
+	nullTextArg struct{ p *string }
+	// timeArg is a timestamptz as ts stores it: the zero time as NULL.
+	timeArg struct{ p *time.Time }
+	// dueArg is a timestamptz as dueTS stores it.
+	dueArg struct{ p *time.Time }
+	// int64Arg and intArg are integers (bigint or integer columns).
+	int64Arg struct{ p *int64 }
+	intArg   struct{ p *int }
+	// flagArg is a flag stored as 0 or 1 (sqlq.BoolInt).
+	flagArg struct{ p *bool }
+	// bytesArg is a bytea, nil as NULL.
+	bytesArg struct{ p *[]byte }
+)
+
+func (a textArg) TextValue() (pgtype.Text, error) { return pgtype.Text{String: *a.p, Valid: true}, nil }
+
+func (a nullTextArg) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: *a.p, Valid: *a.p != ""}, nil
+}
+
+func (a timeArg) TimestamptzValue() (pgtype.Timestamptz, error) {
+	if a.p.IsZero() {
+		return pgtype.Timestamptz{}, nil
+	}
+	return dueTS(*a.p), nil
+}
+
+func (a dueArg) TimestamptzValue() (pgtype.Timestamptz, error) { return dueTS(*a.p), nil }
+
+func (a int64Arg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: *a.p, Valid: true}, nil
+}
+
+func (a intArg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*a.p), Valid: true}, nil
+}
+
+func (a flagArg) Int64Value() (pgtype.Int8, error) {
+	var v int64
+	if *a.p {
+		v = 1
+	}
+	return pgtype.Int8{Int64: v, Valid: true}, nil
+}
+
+func (a bytesArg) BytesValue() ([]byte, error) { return *a.p, nil }
+
+// commitArgs holds the arguments of CommitReplace's statement: the row's
+// columns in sqlq.BlobCols order (the values sqlq.BlobValues gives, the
+// same on the wire) in vals[:blobColCount], the statement's own after
+// them. The values the arguments point to that are not the row's are kept
+// in it, so that one allocation holds them all.
+type commitArgs struct {
+	meta, ext, tags, copyInfo string
+	freeDue, stagedDue        time.Time
+	vals                      [commitReplaceArgs]any
+}
+
+// commitReplaceArgs is the number of commitReplaceSQL's parameters.
+const commitReplaceArgs = blobColCount + 8
+
+// setRow encodes b's columns in a.vals[:blobColCount]. a.vals point into
+// b, which must not change until the statement was sent.
+func (a *commitArgs) setRow(b *leasedb.Blob) error {
+	var err error
+	if a.meta, err = leasedb.EncodeMetadata(b.Metadata); err != nil {
+		return err
+	}
+	if a.ext, err = leasedb.EncodeExtents(b.Extents); err != nil {
+		return err
+	}
+	// The tags as sqlq stores them (NULL for none: never "").
+	_, tags, err := sqlq.EncodeTierTags(b)
+	if err != nil {
+		return err
+	}
+	a.tags, _ = tags.(string)
+	if a.copyInfo, err = leasedb.EncodeCopy(b.Copy); err != nil {
+		return err
+	}
+	v := &a.vals
+	v[0], v[1], v[2], v[3], v[4] = textArg{&b.Account}, textArg{&b.Container}, textArg{&b.Name}, textArg{&b.Type}, textArg{&b.ETag}
+	v[5], v[6], v[7] = timeArg{&b.Created}, timeArg{&b.LastModified}, int64Arg{&b.Size}
+	p := &b.Props
+	v[8], v[9], v[10], v[11], v[12] = textArg{&p.ContentType}, textArg{&p.ContentEncoding}, textArg{&p.ContentLanguage}, textArg{&p.ContentDisposition}, textArg{&p.CacheControl}
+	v[13], v[14], v[15], v[16] = bytesArg{&p.ContentMD5}, textArg{&a.meta}, textArg{&a.ext}, intArg{&b.BlockCount}
+	l := &b.Lease
+	v[17], v[18], v[19] = textArg{&l.ID}, textArg{&l.State}, intArg{&l.Duration}
+	v[20], v[21], v[22] = timeArg{&l.Expires}, timeArg{&l.BreakAt}, timeArg{&l.Since}
+	v[23], v[24], v[25], v[26] = nullTextArg{&b.AccessTier}, nullTextArg{&a.tags}, textArg{&a.copyInfo}, flagArg{&b.Sealed}
+	v[27], v[28] = textArg{&b.VersionID}, int64Arg{&b.SequenceNumber}
+	return nil
+}
+
+// noKeys is the empty text[] (an empty, not a nil, slice: pgx sends a nil
+// one as NULL).
+var noKeys = []string{}
+
+// nonNil is keys, or noKeys when nil.
+func nonNil(keys []string) []string {
+	if keys == nil {
+		return noKeys
+	}
+	return keys
+}

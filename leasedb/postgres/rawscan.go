@@ -1,0 +1,252 @@
+package postgres
+
+import (
+	"database/sql"
+	"encoding/binary"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// scanOneBlob is sqlq.ScanOneBlob for the row of a sqlq.OneBlob statement
+// (ReadBlob, LockBlob) or of lockForReplaceSQL, decoded from the column
+// bytes as pgx received them (rows.RawValues) instead of through
+// rows.Scan. sqlq.ScanOneBlob scans the row twice (once to learn whether
+// the blob was found, once into the blob row), and pgx builds a scan plan
+// for every column at each Scan of new Rows: on the path of every small
+// Get Blob, Put Blob and Lease Blob that was about 60 plans and
+// allocations to read one row. ref is the name the statement read: a
+// column equal to its account, container or name reuses its string.
+// extra are the destinations of the columns after the container check:
+// *time.Time, *int, *int64 or *bool.
+//
+// A column in a form not decoded here (the text format, as with
+// default_query_exec_mode=simple_protocol, an unexpected type, a NULL
+// where the blob row has none, an infinite timestamp) sends the row
+// through sqlq.ScanOneBlob, with the same result and errors as before.
+func scanOneBlob(rows pgx.Rows, ref leasedb.BlobRef, extra ...any) (*leasedb.Blob, bool, error) {
+	if !rows.Next() {
+		return sqlq.ScanOneBlob(rows, fromTS, skipColumn, extra...)
+	}
+	r := rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
+	if len(r.fds) != len(r.raw) || len(r.raw) != blobColCount+2+len(extra) {
+		return scanOneBlobGeneric(rows, extra)
+	}
+	found, containerExists := r.bool(blobColCount), r.bool(blobColCount+1)
+	for i, d := range extra {
+		col := blobColCount + 2 + i
+		switch d := d.(type) {
+		case *time.Time:
+			*d = r.time(col)
+		case *int:
+			*d = int(r.int(col))
+		case *int64:
+			*d = r.int(col)
+		case *bool:
+			*d = r.bool(col)
+		default:
+			r.ok = false
+		}
+	}
+	if !r.ok {
+		return scanOneBlobGeneric(rows, extra)
+	}
+	if !found {
+		return nil, containerExists, nil
+	}
+	b := &leasedb.Blob{
+		Account: r.textLike(0, ref.Account), Container: r.textLike(1, ref.Container), Name: r.textLike(2, ref.Name),
+		Type: r.text(3), ETag: r.text(4), Created: r.time(5), LastModified: r.time(6), Size: r.int(7),
+		Props: leasedb.Props{ContentType: r.text(8), ContentEncoding: r.text(9), ContentLanguage: r.text(10),
+			ContentDisposition: r.text(11), CacheControl: r.text(12), ContentMD5: r.bytes(13)},
+		BlockCount: int(r.int(16)),
+		Lease: leasedb.Lease{ID: r.text(17), State: r.text(18), Duration: int(r.int(19)),
+			Expires: r.time(20), BreakAt: r.time(21), Since: r.time(22)},
+		AccessTier: r.nullText(23).String, Sealed: r.int(26) != 0, VersionID: r.text(27), SequenceNumber: r.int(28),
+	}
+	meta, ext, tags, copyInfo := r.text(14), r.text(15), r.nullText(24), r.text(25)
+	if !r.ok {
+		return scanOneBlobGeneric(rows, extra)
+	}
+	// As sqlq's blob row decoder.
+	var err error
+	if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
+		return nil, false, err
+	}
+	if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
+		return nil, false, err
+	}
+	if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
+		return nil, false, err
+	}
+	if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
+		return nil, false, err
+	}
+	return b, containerExists, nil
+}
+
+// blobColCount is the number of columns of sqlq.BlobCols.
+const blobColCount = 29
+
+// scanOneBlobGeneric is sqlq.ScanOneBlob on the row rows is positioned on.
+func scanOneBlobGeneric(rows pgx.Rows, extra []any) (*leasedb.Blob, bool, error) {
+	return sqlq.ScanOneBlob(&positioned{Rows: rows}, fromTS, skipColumn, extra...)
+}
+
+// positioned is rows positioned on their current row, offered once more.
+type positioned struct {
+	pgx.Rows
+	done bool
+}
+
+func (p *positioned) Next() bool {
+	if p.done {
+		return false
+	}
+	p.done = true
+	return true
+}
+
+// rawRow decodes the columns of one row in the binary format pgx asks
+// for them in (text columns: their bytes in either format). ok turns
+// false at the first column that is in another form.
+type rawRow struct {
+	fds []pgconn.FieldDescription
+	raw [][]byte
+	ok  bool
+}
+
+// is reports whether column i is non-NULL, of one of the types oids and,
+// unless any is set, in the binary format.
+func (r *rawRow) is(i int, anyFormat bool, oids ...uint32) bool {
+	if r.raw[i] == nil || (!anyFormat && r.fds[i].Format != pgtype.BinaryFormatCode) {
+		r.ok = false
+		return false
+	}
+	for _, oid := range oids {
+		if r.fds[i].DataTypeOID == oid {
+			return true
+		}
+	}
+	r.ok = false
+	return false
+}
+
+func (r *rawRow) text(i int) string {
+	if !r.is(i, true, pgtype.TextOID, pgtype.VarcharOID) {
+		return ""
+	}
+	return intern(r.raw[i])
+}
+
+// textLike is text, with like's string when the column holds it.
+func (r *rawRow) textLike(i int, like string) string {
+	if r.is(i, true, pgtype.TextOID, pgtype.VarcharOID) && string(r.raw[i]) == like {
+		return like
+	}
+	return r.text(i)
+}
+
+func (r *rawRow) nullText(i int) sql.NullString {
+	if r.raw[i] == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: r.text(i), Valid: true}
+}
+
+func (r *rawRow) int(i int) int64 {
+	if !r.is(i, false, pgtype.Int8OID, pgtype.Int4OID, pgtype.Int2OID) {
+		return 0
+	}
+	v := r.raw[i]
+	switch {
+	case r.fds[i].DataTypeOID == pgtype.Int8OID && len(v) == 8:
+		return int64(binary.BigEndian.Uint64(v))
+	case r.fds[i].DataTypeOID == pgtype.Int4OID && len(v) == 4:
+		return int64(int32(binary.BigEndian.Uint32(v)))
+	case r.fds[i].DataTypeOID == pgtype.Int2OID && len(v) == 2:
+		return int64(int16(binary.BigEndian.Uint16(v)))
+	}
+	r.ok = false
+	return 0
+}
+
+func (r *rawRow) bool(i int) bool {
+	if !r.is(i, false, pgtype.BoolOID) || len(r.raw[i]) != 1 {
+		r.ok = false
+		return false
+	}
+	return r.raw[i][0] != 0
+}
+
+// microsecFromUnixEpochToY2K is where Postgres's binary timestamps count
+// from (2000-01-01 UTC), in microseconds after the Unix epoch.
+const microsecFromUnixEpochToY2K = 946684800 * 1000000
+
+// time decodes a timestamptz as pgx does (NULL: the zero time, as fromTS),
+// in UTC.
+func (r *rawRow) time(i int) time.Time {
+	if r.raw[i] == nil {
+		return time.Time{}
+	}
+	if !r.is(i, false, pgtype.TimestamptzOID) || len(r.raw[i]) != 8 {
+		r.ok = false
+		return time.Time{}
+	}
+	us := int64(binary.BigEndian.Uint64(r.raw[i]))
+	if us == math.MaxInt64 || us == math.MinInt64 { // infinity
+		r.ok = false
+		return time.Time{}
+	}
+	return time.Unix(microsecFromUnixEpochToY2K/1000000+us/1000000,
+		(microsecFromUnixEpochToY2K%1000000*1000)+(us%1000000*1000)).UTC()
+}
+
+// bytes decodes a bytea (NULL: nil; empty: empty, not nil, as pgx).
+func (r *rawRow) bytes(i int) []byte {
+	if r.raw[i] == nil {
+		return nil
+	}
+	if !r.is(i, false, pgtype.ByteaOID) {
+		return nil
+	}
+	return append(make([]byte, 0, len(r.raw[i])), r.raw[i]...)
+}
+
+// intern is string(b) without an allocation for the values most rows
+// hold (a string's bytes must be copied: pgx reuses its read buffer).
+func intern(b []byte) string {
+	switch string(b) {
+	case "":
+		return ""
+	case "{}":
+		return "{}"
+	case "[]":
+		return "[]"
+	case "BlockBlob":
+		return "BlockBlob"
+	case "AppendBlob":
+		return "AppendBlob"
+	case "PageBlob":
+		return "PageBlob"
+	case "available":
+		return "available"
+	case "leased":
+		return "leased"
+	case "expired":
+		return "expired"
+	case "breaking":
+		return "breaking"
+	case "broken":
+		return "broken"
+	case "application/octet-stream":
+		return "application/octet-stream"
+	}
+	return string(b)
+}
