@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -94,11 +95,7 @@ func TestAccountKeysReplicas(t *testing.T) {
 	env := map[string]string{"BLOBGW_METADATA": dsn, "BLOBGW_DATA_DIR": filepath.Join(dir, "cli")}
 	run := func(args ...string) string {
 		t.Helper()
-		out, code := runApp(t, env, append([]string{"account"}, args...)...)
-		if code != 0 {
-			t.Fatalf("account %s: exit %d\n%s", strings.Join(args, " "), code, out)
-		}
-		return out
+		return runCLI(t, env, append([]string{"account"}, args...)...).ok(t)
 	}
 	// The dev account was seeded into the empty store by the first start.
 	for _, h := range hosts {
@@ -118,10 +115,7 @@ func TestAccountKeysReplicas(t *testing.T) {
 		})
 	}
 	// list never shows a key.
-	listed := run("list", "--json")
-	if strings.Contains(listed, k1) || strings.Contains(listed, k2) || !strings.Contains(listed, `"alpha"`) {
-		t.Fatalf("list:\n%s", listed)
-	}
+	runCLI(t, env, "account", "list", "--json").without(k1, k2).ok(t, `"alpha"`)
 
 	// Rotate key2: the old key2 stops working, the new one works, key1
 	// works at every step.
@@ -159,9 +153,7 @@ func TestAccountKeysReplicas(t *testing.T) {
 	if _, err := ac.CreateContainer(context.Background(), "kept", nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := runApp(t, env, "account", "remove", "alpha"); code == 0 || !strings.Contains(out, "--force") {
-		t.Fatalf("remove with a container: exit %d\n%s", code, out)
-	}
+	runCLI(t, env, "account", "remove", "alpha").fails(t, 1, "--force")
 	if err := tryAccount(t, hosts[1], "alpha", n1); err != nil {
 		t.Fatalf("refused remove changed alpha: %v", err)
 	}
@@ -170,12 +162,8 @@ func TestAccountKeysReplicas(t *testing.T) {
 	if err := tryAccount(t, hosts[1], config.DevAccountName, config.DevAccountKey); err != nil {
 		t.Fatalf("dev account after removing alpha: %v", err)
 	}
-	if out, code := runApp(t, env, "account", "rotate-key", "alpha", "--key", "1"); code == 0 || !strings.Contains(out, "no account alpha") {
-		t.Fatalf("rotate removed account: exit %d\n%s", code, out)
-	}
-	if out, code := runApp(t, env, "account", "rotate-key", config.DevAccountName); code == 0 {
-		t.Fatalf("rotate-key without --key: exit 0\n%s", out)
-	}
+	runCLI(t, env, "account", "rotate-key", "alpha", "--key", "1").fails(t, 1, "no account alpha")
+	runCLI(t, env, "account", "rotate-key", config.DevAccountName).fails(t, 2)
 }
 
 // TestAccountKeysSeed: serve's start seeds the store from the
@@ -274,11 +262,7 @@ func TestAccountKeysEncrypted(t *testing.T) {
 	kek := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 	wrong := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32))
 	env := map[string]string{"BLOBGW_METADATA": dsn, "BLOBGW_DATA_DIR": dir, accounts.EncryptionKeyEnv: kek}
-	out, code := runApp(t, env, "account", "add", "alpha")
-	if code != 0 {
-		t.Fatalf("add: %d\n%s", code, out)
-	}
-	k1 := printedKey(t, out, "1")
+	k1 := printedKey(t, runCLI(t, env, "account", "add", "alpha").ok(t), "1")
 
 	store, err := dbopen.Open(context.Background(), dsn)
 	if err != nil {
@@ -294,13 +278,13 @@ func TestAccountKeysEncrypted(t *testing.T) {
 		strings.Contains(rows[0].Key1, base64.RawStdEncoding.EncodeToString(raw[:30])) {
 		t.Fatalf("stored keys are not sealed: %q", rows[0].Key1)
 	}
-	out, code = runApp(t, env, "account", "list", "--json")
+	out := runCLI(t, env, "account", "list", "--json").ok(t)
 	var listed []struct {
 		Name   string `json:"name"`
 		Sealed bool   `json:"sealed"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || !listed[0].Sealed {
-		t.Fatalf("list: %d\n%s", code, out)
+	if json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || !listed[0].Sealed {
+		t.Fatalf("list:\n%s", out)
 	}
 
 	// The right key serves alpha.
@@ -329,16 +313,18 @@ func TestAccountKeysEncrypted(t *testing.T) {
 			<-done
 			t.Fatalf("%s: serve did not refuse to start", tc.env)
 		}
+		code := -1 // not an exit: the process did not run
 		var ee *exec.ExitError
-		if !errors.As(runErr, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(outb), tc.want) ||
-			!strings.Contains(string(outb), accounts.EncryptionKeyEnv) || strings.Contains(string(outb), k1) {
-			t.Fatalf("%s: %v\n%s", tc.env, runErr, outb)
+		if runErr == nil {
+			code = 0
+		} else if errors.As(runErr, &ee) {
+			code = ee.ExitCode()
 		}
+		cliRun{args: cmd.Args[1:], code: code, out: string(outb)}.about(fmt.Sprintf("%s (%v)", tc.env, runErr)).without(k1).
+			fails(t, 2, tc.want, accounts.EncryptionKeyEnv)
 	}
 	env[accounts.EncryptionKeyEnv] = wrong
-	if out, code := runApp(t, env, "account", "rotate-key", "alpha", "--key", "1"); code == 0 || !strings.Contains(out, "does not open") {
-		t.Fatalf("rotate with the wrong key: %d\n%s", code, out)
-	}
+	runCLI(t, env, "account", "rotate-key", "alpha", "--key", "1").fails(t, 2, "does not open")
 }
 
 // TestAccountAddRefusesBadName: account add applies Azure's account name
@@ -347,15 +333,9 @@ func TestAccountAddRefusesBadName(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"BLOBGW_METADATA": filepath.Join(dir, "meta.db"), "BLOBGW_DATA_DIR": dir}
 	for _, name := range []string{"ab", "Alpha", "al_pha", strings.Repeat("a", 25)} {
-		out, code := runApp(t, env, "account", "add", name)
-		if code != 2 || !strings.Contains(out, "is not a valid account name") {
-			t.Errorf("account add %q: exit %d\n%s", name, code, out)
-		}
+		runCLI(t, env, "account", "add", name).fails(t, 2, "is not a valid account name")
 	}
-	out, code := runApp(t, env, "account", "list", "--json")
-	if code != 0 || strings.Contains(out, "alpha") || strings.Contains(out, "Alpha") {
-		t.Errorf("account list after refused adds: exit %d\n%s", code, out)
-	}
+	runCLI(t, env, "account", "list", "--json").without("alpha", "Alpha").ok(t)
 }
 
 // TestAccountKeysUsage: the account key commands count their arguments
@@ -374,10 +354,7 @@ func TestAccountKeysUsage(t *testing.T) {
 		{[]string{"add", "a", "b"}, "usage: blobgw account add ACCOUNT"},
 		{[]string{"remove"}, "usage: blobgw account remove ACCOUNT"},
 	} {
-		out, code := runApp(t, env, append([]string{"account"}, tc.args...)...)
-		if code != 2 || !strings.Contains(out, tc.want) {
-			t.Errorf("account %v: exit %d, want 2 and %q\n%s", tc.args, code, tc.want, out)
-		}
+		runCLI(t, env, append([]string{"account"}, tc.args...)...).fails(t, 2, tc.want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "meta.db")); !os.IsNotExist(err) {
 		t.Errorf("a refused command opened the store (%v)", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -35,26 +34,16 @@ func TestAccountVersioning(t *testing.T) {
 			t.Fatal(err)
 		}
 		acct := config.DevAccountName
-		show := func() string {
+		show := func() cliRun {
 			t.Helper()
-			out, code := runApp(t, e.env, "account", "show", acct)
-			if code != 0 {
-				t.Fatalf("account show: exit %d\n%s", code, out)
-			}
-			return out
+			return runCLI(t, e.env, "account", "show", acct)
 		}
-		if out := show(); !strings.Contains(out, "versioning: off") {
-			t.Fatalf("account show before any setting:\n%s", out)
-		}
+		show().ok(t, "versioning: off")
 		if v := uploadVersion(t, e.client, "b"); v != "" {
 			t.Fatalf("versioning off: version id %s", v)
 		}
-		if out, code := runApp(t, e.env, "account", "versioning", acct, "on"); code != 0 || !strings.Contains(out, "on") {
-			t.Fatalf("account versioning on: exit %d\n%s", code, out)
-		}
-		if out := show(); !strings.Contains(out, "versioning: on") {
-			t.Fatalf("account show after on:\n%s", out)
-		}
+		runCLI(t, e.env, "account", "versioning", acct, "on").ok(t, "on")
+		show().ok(t, "versioning: on")
 		if v := uploadVersion(t, e.client, "b"); v == "" {
 			t.Fatal("versioning on: no version id")
 		}
@@ -64,16 +53,10 @@ func TestAccountVersioning(t *testing.T) {
 			{"account", "versioning", acct},
 			{"account", "show"},
 		} {
-			if out, code := runApp(t, e.env, args...); code != 2 {
-				t.Fatalf("%s: exit %d, want 2\n%s", strings.Join(args, " "), code, out)
-			}
+			runCLI(t, e.env, args...).fails(t, 2)
 		}
-		if out := show(); !strings.Contains(out, "versioning: on") {
-			t.Fatalf("a refused command changed the setting:\n%s", out)
-		}
-		if out, code := runApp(t, e.env, "account", "versioning", acct, "off"); code != 0 {
-			t.Fatalf("account versioning off: exit %d\n%s", code, out)
-		}
+		show().ok(t, "versioning: on") // a refused command changed nothing
+		runCLI(t, e.env, "account", "versioning", acct, "off").ok(t)
 		if v := uploadVersion(t, e.client, "b"); v != "" {
 			t.Fatalf("versioning off again: version id %s", v)
 		}
@@ -95,9 +78,7 @@ func TestServeVersioning(t *testing.T) {
 		t.Fatal("serve --versioning: no version id")
 	}
 	env := map[string]string{"BLOBGW_DATA_DIR": dataDir}
-	if out, code := runApp(t, env, "account", "versioning", config.DevAccountName, "off"); code != 0 {
-		t.Fatalf("account versioning off: exit %d\n%s", code, out)
-	}
+	runCLI(t, env, "account", "versioning", config.DevAccountName, "off").ok(t)
 	if v := uploadVersion(t, client, "b"); v != "" {
 		t.Fatalf("after account versioning off: version id %s", v)
 	}

@@ -458,17 +458,11 @@ func TestImportAzurite(t *testing.T) {
 	t.Run("SAS", func(t *testing.T) {
 		dst := newMigGateway(t, nil)
 		args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
-		out, code := runApp(t, nil, args...)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-			t.Fatalf("import from Azurite (%d):\n%s", code, out)
-		}
+		runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)))
 		checkFromAzurite(t, src, dst, blobs, nil)
 
 		// A rerun finds everything copied.
-		out, code = runApp(t, nil, args...)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
-			t.Fatalf("rerun (%d):\n%s", code, out)
-		}
+		runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 		// A blob changed in Azurite is copied again, the others skipped.
 		changed := []byte("line 1\nline 2\n")
 		if _, err := src.client.UploadBuffer(ctx, "docs", "readme.txt", changed, &blockblob.UploadBufferOptions{
@@ -491,19 +485,14 @@ func TestImportAzurite(t *testing.T) {
 				wrote[i].data = changed
 			}
 		}
-		out, code = runApp(t, nil, args...)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(blobs)-1)) {
-			t.Fatalf("run after a change (%d):\n%s", code, out)
-		}
+		runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", len(blobs)-1))
 		checkFromAzurite(t, src, dst, wrote, nil)
 	})
 
 	t.Run("ConnectionStringOneContainer", func(t *testing.T) {
 		dst := newMigGateway(t, nil)
-		out, code := runApp(t, nil, "import", "azure", "--source-connection-string", src.connectionString(), "--dest-url", dst.url, "--container", "photos")
-		if code != 0 || !strings.Contains(out, "copied 3, skipped 0, failed 0") {
-			t.Fatalf("--container photos (%d):\n%s", code, out)
-		}
+		runCLI(t, nil, "import", "azure", "--source-connection-string", src.connectionString(), "--dest-url", dst.url, "--container", "photos").
+			ok(t, "copied 3, skipped 0, failed 0")
 		checkFromAzurite(t, src, dst, blobs, []string{"photos"})
 		for _, other := range []string{"docs", "quiet"} {
 			if _, err := dst.client.ServiceClient().NewContainerClient(other).GetProperties(ctx, nil); err == nil {
@@ -528,10 +517,10 @@ func TestImportAzurite(t *testing.T) {
 			t.Fatalf("the interrupted blob is visible at the destination:\n%s", out)
 		}
 		t.Logf("interrupted run:\n%s", out)
-		out = runOK(t, "resumed run", fmt.Sprintf("copied %d, skipped 1, failed 0", len(blobs)-1), args...)
+		out = runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 1, failed 0", len(blobs)-1))
 		t.Logf("resumed run:\n%s", out)
 		checkFromAzurite(t, src, dst, blobs, nil)
-		runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
+		runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 	})
 }
 
@@ -573,13 +562,8 @@ func TestImportAzuriteKinds(t *testing.T) {
 
 	dst := newMigGateway(t, nil)
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--container", kindsContainer}
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", n)) {
-		t.Fatalf("import from Azurite (%d):\n%s", code, out)
-	}
-	if strings.Contains(out, "page blob") {
-		t.Errorf("a note on the page blob:\n%s", out)
-	}
+	// No note on the page blob.
+	runCLI(t, nil, args...).without("page blob").ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", n))
 	checkPageBlob(t, dst.client.ServiceClient().NewContainerClient(kindsContainer).NewPageBlobClient("disk.vhd"), 9, [][2]int64{{1024, 3071}, {7680, 8191}})
 	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})
 	checkKinds(t, dst.client, kinds, true)
@@ -588,10 +572,7 @@ func TestImportAzuriteKinds(t *testing.T) {
 		t.Errorf("disk.vhd: tags %v", diskTags)
 	}
 
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", n)) || strings.Contains(out, "page blob") {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).without("page blob").ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", n))
 
 	// The imported append blob takes appends; the rerun restores the
 	// source's bytes.
@@ -600,10 +581,7 @@ func TestImportAzuriteKinds(t *testing.T) {
 			checkAppendable(t, dst.client, k.name, k.data)
 		}
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", n-1)) {
-		t.Fatalf("rerun after an append at the destination (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", n-1))
 	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})
 
 	// An archived blob fails with a clear message until it is rehydrated
@@ -613,18 +591,12 @@ func TestImportAzuriteKinds(t *testing.T) {
 		AccessTier: to.Ptr(blob.AccessTierArchive)}); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 1 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 1", n)) ||
-		!strings.Contains(out, "kinds/frozen.bin: the source blob is in the Archive tier") {
-		t.Fatalf("run with an archived blob in Azurite (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).fails(t, 1, fmt.Sprintf("copied 0, skipped %d, failed 1", n),
+		"kinds/frozen.bin: the source blob is in the Archive tier")
 	if _, err := sc.NewBlobClient("frozen.bin").SetTier(ctx, blob.AccessTierHot, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", n)) {
-		t.Fatalf("run after the rehydration (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", n))
 	checkFromAzurite(t, src, dst, append(wrote, azBlob{container: kindsContainer, name: "frozen.bin", data: frozen}), []string{kindsContainer})
 }
 

@@ -16,29 +16,36 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// runBenchApp runs `blobgw bench` with args and returns its standard
-// output (the report) and standard error (progress) apart.
-func runBenchApp(t *testing.T, args ...string) (stdout, stderr string, code int) {
+// runBenchApp runs `blobgw bench` with args and returns the run with its
+// standard output (the report) and standard error (progress) apart. Any
+// error is a non-zero exit: the ExitCoder's code, else 1.
+func runBenchApp(t *testing.T, args ...string) cliRun {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	app := newApp()
 	app.Writer, app.ErrWriter = &out, &errOut
-	if err := app.RunContext(context.Background(), append([]string{"blobgw", "bench"}, args...)); err != nil {
+	args = append([]string{"bench"}, args...)
+	code := 0
+	if err := app.RunContext(context.Background(), append([]string{"blobgw"}, args...)); err != nil {
 		code = 1
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) && ec.ExitCode() != 0 {
+			code = ec.ExitCode()
+		}
 		errOut.WriteString(err.Error())
 	}
-	return out.String(), errOut.String(), code
+	return cliRun{args: args, code: code, out: out.String(), stderr: errOut.String()}
 }
 
 // briefBench is a short run of every workload with small sizes.
 var briefBench = []string{"--workload", "all", "--clients", "3", "--duration", "300ms",
 	"--large-size", "256KiB", "--block-size", "64KiB", "--list-blobs", "40", "--page-size", "15", "--json"}
 
-func decodeReport(t *testing.T, stdout, stderr string) *bench.Report {
+func decodeReport(t *testing.T, r cliRun) *bench.Report {
 	t.Helper()
 	var rep bench.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("bench output is not JSON: %v\n%s\nstderr:\n%s", err, stdout, stderr)
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("bench output is not JSON: %v\n%s\nstderr:\n%s", err, r.out, r.stderr)
 	}
 	return &rep
 }
@@ -52,11 +59,9 @@ func TestBenchCommand(t *testing.T) {
 	a, b := newMigGateway(t, nil), newMigGateway(t, nil)
 	args := append([]string{"--endpoint", a.url, "--endpoint", a.url, "--compare", b.url,
 		"--name", "gw-a", "--compare-name", "gw-b"}, briefBench...)
-	stdout, stderr, code := runBenchApp(t, args...)
-	if code != 0 {
-		t.Fatalf("bench exited %d:\n%s\n%s", code, stdout, stderr)
-	}
-	rep := decodeReport(t, stdout, stderr)
+	run := runBenchApp(t, args...)
+	stdout := run.ok(t)
+	rep := decodeReport(t, run)
 	if want := 2 * len(bench.Workloads); len(rep.Results) != want {
 		t.Fatalf("%d results, want %d:\n%s", len(rep.Results), want, stdout)
 	}
@@ -106,10 +111,8 @@ func TestBenchCommand(t *testing.T) {
 	}
 
 	// Without --json: the table and the ratios.
-	stdout, stderr, code = runBenchApp(t, "--endpoint", a.url, "--compare", b.url, "--workload", "put-small,rmw-hot", "--duration", "200ms", "--clients", "2")
-	if code != 0 || !strings.Contains(stdout, "ops/s") || !strings.Contains(stdout, "ratios (to B)") || !strings.Contains(stdout, "lost updates 0") {
-		t.Fatalf("table (%d):\n%s\n%s", code, stdout, stderr)
-	}
+	runBenchApp(t, "--endpoint", a.url, "--compare", b.url, "--workload", "put-small,rmw-hot", "--duration", "200ms", "--clients", "2").
+		ok(t, "ops/s", "ratios (to B)", "lost updates 0")
 }
 
 // TestBenchFlags: a request the command cannot honour is refused with
@@ -123,14 +126,7 @@ func TestBenchFlags(t *testing.T) {
 		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--page-size", "5001"},
 		{"--endpoint", "http://127.0.0.1:1/devstoreaccount1", "--compare", "http://127.0.0.1:2/devstoreaccount1", "--compare-name", "A"},
 	} {
-		var out, errOut bytes.Buffer
-		app := newApp()
-		app.Writer, app.ErrWriter = &out, &errOut
-		err := app.Run(append([]string{"blobgw", "bench"}, args...))
-		var ec cli.ExitCoder
-		if !errors.As(err, &ec) || ec.ExitCode() != 2 {
-			t.Errorf("bench %q: %v, want exit status 2", args, err)
-		}
+		runBenchApp(t, args...).fails(t, 2)
 	}
 }
 
@@ -151,11 +147,9 @@ func TestBenchLostUpdate(t *testing.T) {
 	}))
 	t.Cleanup(lossy.Close)
 	url := lossy.URL + g.url[strings.Index(g.url[len("http://"):], "/")+len("http://"):]
-	stdout, stderr, code := runBenchApp(t, "--endpoint", url, "--workload", "rmw-hot", "--clients", "1", "--duration", "300ms", "--json")
-	if code != 0 {
-		t.Fatalf("bench exited %d:\n%s\n%s", code, stdout, stderr)
-	}
-	rep := decodeReport(t, stdout, stderr)
+	run := runBenchApp(t, "--endpoint", url, "--workload", "rmw-hot", "--clients", "1", "--duration", "300ms", "--json")
+	run.ok(t)
+	rep := decodeReport(t, run)
 	r := rep.Results[0]
 	if r.Ops < 2 || r.LostUpdates == nil || *r.LostUpdates != r.Ops/2 {
 		t.Fatalf("%d acknowledged increments through a proxy that drops every second one: lost updates %v (counter %v)", r.Ops, r.LostUpdates, r.CounterFinal)

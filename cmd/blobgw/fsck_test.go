@@ -86,14 +86,16 @@ func newFsckEnv(t *testing.T, kind string, opts ...gateway.Options) *fsckEnv {
 	return e
 }
 
-func (e *fsckEnv) run(t *testing.T, args ...string) (string, int) {
+// run runs `blobgw args...` with the env's environment.
+func (e *fsckEnv) run(t *testing.T, args ...string) cliRun {
 	t.Helper()
-	return runApp(t, e.env, args...)
+	return runCLI(t, e.env, args...)
 }
 
 func (e *fsckEnv) fsckJSON(t *testing.T, args ...string) (fsckReport, int) {
 	t.Helper()
-	out, code := e.run(t, append([]string{"fsck", "--json"}, args...)...)
+	r := e.run(t, append([]string{"fsck", "--json"}, args...)...)
+	out, code := r.out, r.code
 	// The document is the output's only JSON object; progress lines and
 	// the exit message surround it.
 	i, j := strings.Index(out, "{"), strings.LastIndex(out, "}")
@@ -168,10 +170,7 @@ func TestFsck(t *testing.T) {
 			}
 
 			// Clean: nothing reported, in text and JSON.
-			out, code := e.run(t, "fsck")
-			if code != 0 || !strings.Contains(out, "0 missing, 0 unreferenced") {
-				t.Fatalf("fsck on a clean store: exit %d\n%s", code, out)
-			}
+			e.run(t, "fsck").ok(t, "0 missing, 0 unreferenced")
 			rep, code := e.fsckJSON(t)
 			if code != 0 || rep.Missing != 0 || rep.Unreferenced != 0 || rep.Objects != 4 {
 				t.Fatalf("fsck --json on a clean store: exit %d, %+v", code, rep)
@@ -182,10 +181,7 @@ func TestFsck(t *testing.T) {
 			if err := e.be.Put(ctx, orphan, strings.NewReader("orphan"), 6); err != nil {
 				t.Fatal(err)
 			}
-			out, code = e.run(t, "fsck")
-			if code != 0 || !strings.Contains(out, "unreferenced: "+orphan+" (6 bytes)") || !strings.Contains(out, "1 unreferenced (6 bytes)") {
-				t.Fatalf("fsck with an orphan: exit %d\n%s", code, out)
-			}
+			e.run(t, "fsck").ok(t, "unreferenced: "+orphan+" (6 bytes)", "1 unreferenced (6 bytes)")
 			rep, code = e.fsckJSON(t)
 			if code != 0 || rep.Unreferenced != 1 || !slices.Equal(rep.UnreferencedKeys, []string{orphan}) || rep.UnreferencedBytes != 6 || rep.Queued != 0 {
 				t.Fatalf("fsck --json with an orphan: exit %d, %+v", code, rep)
@@ -205,9 +201,7 @@ func TestFsck(t *testing.T) {
 			if _, err := e.be.Stat(ctx, orphan); err != nil {
 				t.Fatalf("fsck --repair touched the orphan itself: %v", err)
 			}
-			if out, code := e.run(t, "gc", "--now"); code != 0 {
-				t.Fatalf("gc --now: exit %d\n%s", code, out)
-			}
+			e.run(t, "gc", "--now").ok(t)
 			if _, err := e.be.Stat(ctx, orphan); !errors.Is(err, backends.ErrNotFound) {
 				t.Fatalf("orphan after repair and gc: %v, want gone", err)
 			}
@@ -223,10 +217,7 @@ func TestFsck(t *testing.T) {
 			if err := e.be.Delete(ctx, lost); err != nil {
 				t.Fatal(err)
 			}
-			out, code = e.run(t, "fsck")
-			if code != 1 || !strings.Contains(out, "missing: "+config.DevAccountName+"/fsc/a: bytes of "+lost) || !strings.Contains(out, "1 missing") {
-				t.Fatalf("fsck with lost bytes: exit %d\n%s", code, out)
-			}
+			e.run(t, "fsck").fails(t, 1, "missing: "+config.DevAccountName+"/fsc/a: bytes of "+lost, "1 missing")
 			rep, code = e.fsckJSON(t)
 			if code != 1 || rep.Missing != 1 || len(rep.MissingKeys) != 1 || rep.MissingKeys[0] != (fsckMissing{Key: lost, Ref: config.DevAccountName + "/fsc/a"}) {
 				t.Fatalf("fsck --json with lost bytes: exit %d, %+v", code, rep)
@@ -270,11 +261,8 @@ func TestFsckQueuedReferenced(t *testing.T) {
 				t.Fatal(err)
 			}
 			ref := config.DevAccountName + "/fsq/a"
-			out, code := e.run(t, "fsck")
-			if code != 1 || !strings.Contains(out, "queued for deletion but referenced: "+ref+": bytes of "+queued) ||
-				!strings.Contains(out, "1 referenced but queued for deletion") || strings.Contains(out, intent) {
-				t.Fatalf("fsck with a referenced key queued: exit %d\n%s", code, out)
-			}
+			e.run(t, "fsck").without(intent).fails(t, 1, "queued for deletion but referenced: "+ref+": bytes of "+queued,
+				"1 referenced but queued for deletion")
 			rep, code := e.fsckJSON(t)
 			if code != 1 || rep.QueuedReferenced != 1 || len(rep.QueuedReferencedKeys) != 1 ||
 				rep.QueuedReferencedKeys[0] != (fsckMissing{Key: queued, Ref: ref}) || rep.Missing != 0 || rep.Unreferenced != 0 {

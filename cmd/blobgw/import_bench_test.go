@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -74,11 +73,9 @@ func BenchmarkImport(b *testing.B) {
 		b.StartTimer()
 
 		t0 := time.Now()
-		out, code := runAppCtx(b, ctx, "import", "azure", "--source-url", sas, "--dest-url", dst.url, "--container", "bench", "--parallel", "4")
+		run := runCLICtx(b, ctx, "import", "azure", "--source-url", sas, "--dest-url", dst.url, "--container", "bench", "--parallel", "4")
 		importTime += time.Since(t0)
-		if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", importBenchBlobs)) {
-			b.Fatalf("import (%d):\n%s", code, out)
-		}
+		run.ok(b, fmt.Sprintf("copied %d, skipped 0, failed 0", importBenchBlobs))
 
 		b.StopTimer()
 		syscall.Sync()

@@ -133,25 +133,15 @@ func TestImportS3(t *testing.T) {
 	args := []string{"import", "s3", "--bucket", bucket, "--prefix", "data/", "--container", "adopted"}
 
 	// Wrong bucket and wrong backend are refused up front.
-	if out, code := runApp(t, env, "import", "s3", "--bucket", "other", "--container", "adopted"); code != 2 || !strings.Contains(out, "not the configured s3 bucket") {
-		t.Fatalf("wrong bucket (%d):\n%s", code, out)
-	}
-	if out, code := runApp(t, map[string]string{"BLOBGW_DATA_DIR": t.TempDir()}, args...); code != 2 || !strings.Contains(out, "backend: s3") {
-		t.Fatalf("disk backend (%d):\n%s", code, out)
-	}
+	runCLI(t, env, "import", "s3", "--bucket", "other", "--container", "adopted").fails(t, 2, "not the configured s3 bucket")
+	runCLI(t, map[string]string{"BLOBGW_DATA_DIR": t.TempDir()}, args...).fails(t, 2, "backend: s3")
 
 	// First run: the long name and the name taken by another blob fail.
-	out, code := runApp(t, env, args...)
-	t.Logf("first run:\n%s", out)
-	if code != 1 || !strings.Contains(out, fmt.Sprintf("adopted %d, skipped 0, failed 2", len(objs))) {
-		t.Fatalf("first run (%d):\n%s", code, out)
-	}
-	if !strings.Contains(out, fmt.Sprintf("%d/%d objects", len(objs), len(objs)+2)) {
-		t.Errorf("no progress line:\n%s", out)
-	}
-	if !strings.Contains(out, "at most 255 can be adopted") || !strings.Contains(out, "adopted/conflict.txt: ") || !strings.Contains(out, "different blob exists") {
-		t.Errorf("per-object errors missing:\n%s", out)
-	}
+	first := runCLI(t, env, args...)
+	t.Logf("first run:\n%s", first.out)
+	// The summary, the progress line and the per-object errors.
+	first.fails(t, 1, fmt.Sprintf("adopted %d, skipped 0, failed 2", len(objs)), fmt.Sprintf("%d/%d objects", len(objs), len(objs)+2),
+		"at most 255 can be adopted", "adopted/conflict.txt: ", "different blob exists")
 	if got := readBlob(t, az, "adopted", "conflict.txt"); string(got) != "the gateway's" {
 		t.Fatalf("conflicting blob replaced: %q", got)
 	}
@@ -212,10 +202,7 @@ func TestImportS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, code = runApp(t, env, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("adopted 0, skipped %d, failed 0", len(objs))) {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, env, args...).ok(t, fmt.Sprintf("adopted 0, skipped %d, failed 0", len(objs)))
 
 	// Overwrite one adopted blob: after a collection pass its object is gone.
 	if _, err := az.UploadBuffer(ctx, "adopted", "photos/cat.jpg", []byte("new cat"), nil); err != nil {
@@ -236,10 +223,7 @@ func TestImportS3(t *testing.T) {
 	if _, err := az.DeleteBlob(ctx, "adopted", "docs/readme.txt", nil); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runApp(t, env, args...)
-	if code != 1 || !strings.Contains(out, "skipped 3, failed 1") || !strings.Contains(out, "queued for collection") {
-		t.Fatalf("import of a queued object (%d):\n%s", code, out)
-	}
+	runCLI(t, env, args...).fails(t, 1, "skipped 3, failed 1", "queued for collection")
 	if _, err := gateway.Collect(ctx, store, st, log); err != nil {
 		t.Fatal(err)
 	}
@@ -255,18 +239,15 @@ func TestImportS3(t *testing.T) {
 	if !objExists("elsewhere/not-mine.txt") {
 		t.Error("object outside --prefix vanished")
 	}
-	out, code = runApp(t, env, args...)
-	if code != 0 || !strings.Contains(out, "adopted 0, skipped 3, failed 0") {
-		t.Fatalf("final rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, env, args...).ok(t, "adopted 0, skipped 3, failed 0")
 
 	// Without --prefix the whole bucket is listed, except the gateway's own
 	// objects under its prefix (conflict.txt's and the new cat's bytes).
 	// The three data/ objects already back blobs of "adopted": refused.
-	out, code = runApp(t, env, "import", "s3", "--bucket", bucket, "--container", "whole")
-	if code != 1 || !strings.Contains(out, "skipped 2 objects of the gateway's own") || !strings.Contains(out, "adopted 1, skipped 0, failed 3") ||
-		strings.Count(out, "already adopted as another blob") != 3 {
-		t.Fatalf("whole bucket (%d):\n%s", code, out)
+	out := runCLI(t, env, "import", "s3", "--bucket", bucket, "--container", "whole").
+		fails(t, 1, "skipped 2 objects of the gateway's own", "adopted 1, skipped 0, failed 3")
+	if n := strings.Count(out, "already adopted as another blob"); n != 3 {
+		t.Fatalf("whole bucket: %d refusals as already adopted, want 3:\n%s", n, out)
 	}
 	if got := readBlob(t, az, "whole", "elsewhere/not-mine.txt"); string(got) != "x" {
 		t.Errorf("whole/elsewhere/not-mine.txt reads %q", got)
@@ -295,9 +276,9 @@ func TestImportS3TwoContainers(t *testing.T) {
 	}
 	put("shared/a.txt", "first a")
 	put("shared/b.txt", "first b")
-	importInto := func(cont string) (string, int) {
+	importInto := func(cont string) cliRun {
 		t.Helper()
-		return runApp(t, e.env, "import", "s3", "--bucket", bucket, "--prefix", "shared/", "--container", cont)
+		return runCLI(t, e.env, "import", "s3", "--bucket", bucket, "--prefix", "shared/", "--container", cont)
 	}
 	names := func(cont string) []string {
 		t.Helper()
@@ -308,21 +289,16 @@ func TestImportS3TwoContainers(t *testing.T) {
 		return listNames(t, c)
 	}
 
-	if out, code := importInto("first"); code != 0 || !strings.Contains(out, "adopted 2, skipped 0, failed 0") {
-		t.Fatalf("import into first (%d):\n%s", code, out)
-	}
-	out, code := importInto("second")
-	t.Logf("import into second:\n%s", out)
-	if code != 1 || !strings.Contains(out, "adopted 0, skipped 0, failed 2") {
-		t.Fatalf("import into second (%d):\n%s", code, out)
-	}
+	importInto("first").ok(t, "adopted 2, skipped 0, failed 0")
+	second := importInto("second")
+	t.Logf("import into second:\n%s", second.out)
+	// The summary and a refusal per object.
+	want := []string{"adopted 0, skipped 0, failed 2"}
 	for _, n := range []string{"a.txt", "b.txt"} {
-		want := fmt.Sprintf("second/%s: adopt %s/second/%s: leasedb: the object is already adopted as another blob (%s/first/%s)",
-			n, config.DevAccountName, n, config.DevAccountName, n)
-		if !strings.Contains(out, want) {
-			t.Errorf("no per-object refusal %q in:\n%s", want, out)
-		}
+		want = append(want, fmt.Sprintf("second/%s: adopt %s/second/%s: leasedb: the object is already adopted as another blob (%s/first/%s)",
+			n, config.DevAccountName, n, config.DevAccountName, n))
 	}
+	second.fails(t, 1, want...)
 	if got := names("second"); len(got) != 0 {
 		t.Fatalf("second holds %q after the refused import", got)
 	}
@@ -344,18 +320,12 @@ func TestImportS3TwoContainers(t *testing.T) {
 
 	// Put back, a.txt is free: second adopts it, b.txt is still first's.
 	put("shared/a.txt", "second a")
-	out, code = importInto("second")
-	if code != 1 || !strings.Contains(out, "adopted 1, skipped 0, failed 1") || !strings.Contains(out, "(devstoreaccount1/first/b.txt)") {
-		t.Fatalf("import into second after the delete (%d):\n%s", code, out)
-	}
+	importInto("second").fails(t, 1, "adopted 1, skipped 0, failed 1", "(devstoreaccount1/first/b.txt)")
 	if got := readBlob(t, e.az, "second", "a.txt"); string(got) != "second a" {
 		t.Fatalf("second/a.txt reads %q", got)
 	}
 	// And now first may not take a.txt back.
-	out, code = importInto("first")
-	if code != 1 || !strings.Contains(out, "adopted 0, skipped 1, failed 1") || !strings.Contains(out, "(devstoreaccount1/second/a.txt)") {
-		t.Fatalf("import into first again (%d):\n%s", code, out)
-	}
+	importInto("first").fails(t, 1, "adopted 0, skipped 1, failed 1", "(devstoreaccount1/second/a.txt)")
 	if got := names("first"); !slices.Equal(got, []string{"b.txt"}) {
 		t.Fatalf("first holds %q", got)
 	}

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -80,19 +80,15 @@ func newLeaseEnv(t *testing.T, kind string) *leaseEnv {
 }
 
 // lease runs `blobgw lease args...` against the env's store.
-func (e *leaseEnv) lease(t *testing.T, args ...string) (string, int) {
+func (e *leaseEnv) lease(t *testing.T, args ...string) cliRun {
 	t.Helper()
-	return runApp(t, e.env, append([]string{"lease"}, args...)...)
+	return runCLI(t, e.env, append([]string{"lease"}, args...)...)
 }
 
-// mustLease runs a lease command that must succeed.
+// mustLease runs a lease command that must succeed and returns its output.
 func (e *leaseEnv) mustLease(t *testing.T, args ...string) string {
 	t.Helper()
-	out, code := e.lease(t, args...)
-	if code != 0 {
-		t.Fatalf("lease %s: exit %d\n%s", strings.Join(args, " "), code, out)
-	}
-	return out
+	return e.lease(t, args...).ok(t)
 }
 
 // listedLease is one element of `lease list --json`, decoded with the
@@ -239,16 +235,6 @@ func wantSDKErr(t *testing.T, err error, status int, code string) {
 	}
 }
 
-// wantOneLineFailure asserts a non-zero exit with a one-line message
-// containing want.
-func wantOneLineFailure(t *testing.T, out string, code, wantCode int, want string) {
-	t.Helper()
-	out = strings.TrimSpace(out)
-	if code != wantCode || !strings.Contains(out, want) || strings.Contains(out, "\n") {
-		t.Fatalf("exit %d, output %q; want exit %d and one line containing %q", code, out, wantCode, want)
-	}
-}
-
 func near(t *testing.T, what string, got *time.Time, want time.Time, slack time.Duration) {
 	t.Helper()
 	if got == nil {
@@ -284,22 +270,12 @@ func TestLeaseListShowsGatewayLeases(t *testing.T) {
 		}
 		near(t, "container expires", c.Expires, acquired.Add(30*time.Second), time.Minute)
 
-		table := e.mustLease(t, "list")
-		for _, want := range []string{"ACCOUNT", "CONTAINER", "BLOB", "STATE", "DURATION", "LEASE ID", "ACQUIRED", "EXPIRES/BREAKS AT", idA, idC, "infinite", "30s", "leased"} {
-			if !strings.Contains(table, want) {
-				t.Fatalf("table lacks %q:\n%s", want, table)
-			}
-		}
+		table := e.lease(t, "list").ok(t, "ACCOUNT", "CONTAINER", "BLOB", "STATE", "DURATION", "LEASE ID", "ACQUIRED", "EXPIRES/BREAKS AT", idA, idC, "infinite", "30s", "leased")
 		if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 3 {
 			t.Fatalf("table has %d lines, want a header and 2 rows:\n%s", len(lines), table)
 		}
 
-		out := e.mustLease(t, "show", "cont1", "b1")
-		for _, want := range []string{"state:", "leased", "locked", "infinite", idA} {
-			if !strings.Contains(out, want) {
-				t.Fatalf("show lacks %q:\n%s", want, out)
-			}
-		}
+		e.lease(t, "show", "cont1", "b1").ok(t, "state:", "leased", "locked", "infinite", idA)
 		if s := e.show(t, "cont2"); s.State != "leased" || s.LeaseID != idC || s.Kind != "container" {
 			t.Fatalf("show container %+v", s)
 		}
@@ -321,10 +297,7 @@ func TestLeaseBreak(t *testing.T) {
 		// lease state).
 		bc := e.newBlob(t, "cont1", "inf")
 		holder, id := holdBlobLease(t, bc, -1)
-		out := e.mustLease(t, "break", "cont1", "inf")
-		if !strings.Contains(out, "devstoreaccount1/cont1/inf: leased (infinite, id "+id+") -> broken (id "+id+")") {
-			t.Fatalf("break output %q", out)
-		}
+		e.lease(t, "break", "cont1", "inf").ok(t, "devstoreaccount1/cont1/inf: leased (infinite, id "+id+") -> broken (id "+id+")")
 		wantSDKErr(t, write(bc, id), 412, "LeaseLost")
 		_, err := holder.RenewLease(ctx, nil)
 		wantSDKErr(t, err, 409, "LeaseIsBrokenAndCannotBeRenewed")
@@ -332,18 +305,13 @@ func TestLeaseBreak(t *testing.T) {
 			t.Fatalf("after break: %+v", s)
 		}
 		// Breaking a broken lease changes nothing.
-		if out := e.mustLease(t, "break", "cont1", "inf"); !strings.Contains(out, "unchanged") {
-			t.Fatalf("second break: %q", out)
-		}
+		e.lease(t, "break", "cont1", "inf").ok(t, "unchanged")
 
 		// Fixed, no period: breaking until the current term ends.
 		bc = e.newBlob(t, "cont1", "fixed")
 		holder, id = holdBlobLease(t, bc, 60)
 		before := e.show(t, "cont1", "fixed")
-		out = e.mustLease(t, "break", "cont1", "fixed")
-		if !strings.Contains(out, "-> breaking (broken at ") {
-			t.Fatalf("break output %q", out)
-		}
+		e.lease(t, "break", "cont1", "fixed").ok(t, "-> breaking (broken at ")
 		s := e.show(t, "cont1", "fixed")
 		if s.State != "breaking" || s.Status != "locked" || s.LeaseID != id || s.BreakAt == nil || !s.BreakAt.Equal(*before.Expires) {
 			t.Fatalf("after natural break of a fixed lease: %+v (expires was %v)", s, before.Expires)
@@ -355,10 +323,7 @@ func TestLeaseBreak(t *testing.T) {
 		_, err = holder.RenewLease(ctx, nil)
 		wantSDKErr(t, err, 409, "LeaseIsBrokenAndCannotBeRenewed")
 		// --period 0 (flag before the arguments this time): broken now.
-		out = e.mustLease(t, "break", "--period", "0", "cont1", "fixed")
-		if !strings.Contains(out, "breaking (broken at ") || !strings.Contains(out, "-> broken (id "+id+")") {
-			t.Fatalf("break --period 0 output %q", out)
-		}
+		e.lease(t, "break", "--period", "0", "cont1", "fixed").ok(t, "breaking (broken at ", "-> broken (id "+id+")")
 		wantSDKErr(t, write(bc, id), 412, "LeaseLost")
 
 		// A container lease, with a period: breaking for that long.
@@ -375,8 +340,7 @@ func TestLeaseBreak(t *testing.T) {
 
 		// No lease: the state machine's refusal, as one line.
 		e.newBlob(t, "cont1", "free")
-		out, code := e.lease(t, "break", "cont1", "free")
-		wantOneLineFailure(t, out, code, 1, "devstoreaccount1/cont1/free has no lease")
+		e.lease(t, "break", "cont1", "free").oneLine().fails(t, 1, "devstoreaccount1/cont1/free has no lease")
 	})
 }
 
@@ -387,14 +351,8 @@ func TestLeaseForceRelease(t *testing.T) {
 		ctx := context.Background()
 		bc := e.newBlob(t, "cont1", "b1")
 		holder, id := holdBlobLease(t, bc, -1)
-		out := e.mustLease(t, "release", "cont1", "b1", "--force", "--yes")
-		if !strings.Contains(out, "devstoreaccount1/cont1/b1: leased (infinite, id "+id+") -> available") {
-			t.Fatalf("release output %q", out)
-		}
-		out = e.mustLease(t, "show", "cont1", "b1")
-		if !strings.Contains(out, "state:") || !strings.Contains(out, "available") || strings.Contains(out, id) {
-			t.Fatalf("show after release:\n%s", out)
-		}
+		e.lease(t, "release", "cont1", "b1", "--force", "--yes").ok(t, "devstoreaccount1/cont1/b1: leased (infinite, id "+id+") -> available")
+		e.lease(t, "show", "cont1", "b1").without(id).ok(t, "state:", "available")
 		_, err := holder.RenewLease(ctx, nil)
 		wantSDKErr(t, err, 409, "LeaseIdMismatchWithLeaseOperation")
 		wantSDKErr(t, write(bc, id), 412, "LeaseNotPresentWithBlobOperation")
@@ -405,23 +363,16 @@ func TestLeaseForceRelease(t *testing.T) {
 			t.Fatalf("listed after release: %v", names(rows))
 		}
 		// Nothing left to release.
-		if out := e.mustLease(t, "release", "cont1", "b1", "--force", "--yes"); !strings.Contains(out, "nothing to release") {
-			t.Fatalf("second release: %q", out)
-		}
+		e.lease(t, "release", "cont1", "b1", "--force", "--yes").ok(t, "nothing to release")
 		// A broken lease is released too.
 		_, id = holdBlobLease(t, bc, -1)
 		e.mustLease(t, "break", "cont1", "b1")
-		if out := e.mustLease(t, "release", "cont1", "b1", "--force", "-y"); !strings.Contains(out, "broken (id "+id+") -> available") {
-			t.Fatalf("release of a broken lease: %q", out)
-		}
+		e.lease(t, "release", "cont1", "b1", "--force", "-y").ok(t, "broken (id "+id+") -> available")
 
 		// A container lease, confirmed on standard input.
 		holderC, idC := e.holdContainerLease(t, "cont2", 15)
 		withStdin(t, "y\n")
-		out = e.mustLease(t, "release", "cont2", "--force")
-		if !strings.Contains(out, "release lease on devstoreaccount1/cont2, leased (fixed 15s") || !strings.Contains(out, "devstoreaccount1/cont2: leased (fixed 15s") || !strings.Contains(out, "-> available") {
-			t.Fatalf("confirmed release output %q", out)
-		}
+		e.lease(t, "release", "cont2", "--force").ok(t, "release lease on devstoreaccount1/cont2, leased (fixed 15s", "devstoreaccount1/cont2: leased (fixed 15s", "-> available")
 		if s := e.show(t, "cont2"); s.State != "available" {
 			t.Fatalf("container after release: %+v", s)
 		}
@@ -453,18 +404,14 @@ func TestLeaseReleaseNeedsConfirmation(t *testing.T) {
 		_, id := holdBlobLease(t, bc, -1)
 		for _, stdin := range []string{"", "n\n", "yes please\n"} {
 			withStdin(t, stdin)
-			out, code := e.lease(t, "release", "cont1", "b1", "--force")
-			if code != 1 || !strings.Contains(out, "release lease on devstoreaccount1/cont1/b1, leased (infinite, id "+id+")? [y/N]") ||
-				!strings.Contains(out, "not confirmed; nothing changed") {
-				t.Fatalf("stdin %q: exit %d, output %q", stdin, code, out)
-			}
+			e.lease(t, "release", "cont1", "b1", "--force").about(fmt.Sprintf("stdin %q", stdin)).fails(t, 1, "release lease on devstoreaccount1/cont1/b1, leased (infinite, id "+id+")? [y/N]",
+				"not confirmed; nothing changed")
 			if s := e.show(t, "cont1", "b1"); s.State != "leased" || s.LeaseID != id {
 				t.Fatalf("stdin %q: lease changed: %+v", stdin, s)
 			}
 		}
 		// --force is required.
-		out, code := e.lease(t, "release", "cont1", "b1", "--yes")
-		wantOneLineFailure(t, out, code, 2, "--force is required")
+		e.lease(t, "release", "cont1", "b1", "--yes").oneLine().fails(t, 2, "--force is required")
 		if err := write(bc, id); err != nil {
 			t.Fatalf("holder still holds the lease: %v", err)
 		}
@@ -500,8 +447,7 @@ func TestLeaseErrors(t *testing.T) {
 			{[]string{"list", "--older-than", "-1h"}, 2, "--older-than must not be negative"},
 		}
 		for _, tt := range tests {
-			out, code := e.lease(t, tt.args...)
-			wantOneLineFailure(t, out, code, tt.code, tt.want)
+			e.lease(t, tt.args...).oneLine().fails(t, tt.code, tt.want)
 		}
 	})
 }
@@ -522,20 +468,16 @@ func TestLeaseAccountAndStore(t *testing.T) {
 		return m
 	}
 	two := "acct1:" + config.DevAccountKey + ";" + config.DevAccountName + ":" + config.DevAccountKey
-	out, code := runApp(t, env("BLOBGW_ACCOUNTS", two), "lease", "show", "cont1", "b1")
-	wantOneLineFailure(t, out, code, 2, "2 accounts are configured (acct1, devstoreaccount1): name one with --account")
-	out, code = runApp(t, env("BLOBGW_ACCOUNTS", two), "lease", "show", "cont1", "b1", "--account", config.DevAccountName)
-	if code != 0 || !strings.Contains(out, "available") {
-		t.Fatalf("--account: exit %d\n%s", code, out)
-	}
+	runCLI(t, env("BLOBGW_ACCOUNTS", two), "lease", "show", "cont1", "b1").oneLine().
+		fails(t, 2, "2 accounts are configured (acct1, devstoreaccount1): name one with --account")
+	runCLI(t, env("BLOBGW_ACCOUNTS", two), "lease", "show", "cont1", "b1", "--account", config.DevAccountName).ok(t, "available")
 	// One configured account (with two keys, comma-separated) is the default.
-	out, code = runApp(t, env("BLOBGW_ACCOUNTS", "acct1:"+config.DevAccountKey+","+config.DevAccountKey), "lease", "show", "cont1")
-	wantOneLineFailure(t, out, code, 1, "container acct1/cont1 not found")
+	runCLI(t, env("BLOBGW_ACCOUNTS", "acct1:"+config.DevAccountKey+","+config.DevAccountKey), "lease", "show", "cont1").oneLine().
+		fails(t, 1, "container acct1/cont1 not found")
 	// From the config file too.
 	file := filepath.Join(t.TempDir(), "blobgw.yaml")
 	os.WriteFile(file, []byte("accounts:\n  - name: acct2\n    keys: ["+config.DevAccountKey+"]\n"), 0o644)
-	out, code = runApp(t, env("BLOBGW_CONFIG", file), "lease", "show", "cont1")
-	wantOneLineFailure(t, out, code, 1, "container acct2/cont1 not found")
+	runCLI(t, env("BLOBGW_CONFIG", file), "lease", "show", "cont1").oneLine().fails(t, 1, "container acct2/cont1 not found")
 	// list covers every account unless one is named.
 	bc := e.client.ServiceClient().NewContainerClient("cont1").NewBlockBlobClient("b1")
 	holdBlobLease(t, bc, -1)
@@ -548,15 +490,13 @@ func TestLeaseAccountAndStore(t *testing.T) {
 
 	// A store that does not exist is not created.
 	missing := filepath.Join(t.TempDir(), "nope.db")
-	out, code = runApp(t, map[string]string{"BLOBGW_METADATA": missing}, "lease", "list")
-	wantOneLineFailure(t, out, code, 1, "metadata: no database at "+missing)
+	runCLI(t, map[string]string{"BLOBGW_METADATA": missing}, "lease", "list").oneLine().fails(t, 1, "metadata: no database at "+missing)
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("lease list created %s", missing)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.db")
 	os.WriteFile(empty, nil, 0o644)
-	out, code = runApp(t, map[string]string{"BLOBGW_METADATA": empty}, "lease", "list")
-	wantOneLineFailure(t, out, code, 1, "has no blobgw schema")
+	runCLI(t, map[string]string{"BLOBGW_METADATA": empty}, "lease", "list").oneLine().fails(t, 1, "has no blobgw schema")
 }
 
 // setLease rewrites a blob's lease row directly (for states and ages the
@@ -638,9 +578,7 @@ func TestLeaseListFilters(t *testing.T) {
 		if out := e.mustLease(t, "list", "--older-than", "3h"); strings.TrimSpace(out) != "no leases found" {
 			t.Fatalf("empty table: %q", out)
 		}
-		if out := e.mustLease(t, "list", "--state", "breaking"); !strings.Contains(out, "breaks 20") || !strings.Contains(out, "(in ") {
-			t.Fatalf("breaking row lacks its break time:\n%s", out)
-		}
+		e.lease(t, "list", "--state", "breaking").ok(t, "breaks 20", "(in ") // the breaking row's break time
 	})
 }
 
@@ -699,12 +637,10 @@ func TestLeaseBreakRacesRenews(t *testing.T) {
 			// Break while every renewer is renewing.
 			warm.Wait()
 			breakStart := time.Now()
-			out, code := e.lease(t, "break", "race", name)
+			brk := e.lease(t, "break", "race", name)
 			breakEnd := time.Now()
 			wg.Wait()
-			if code != 0 || !strings.Contains(out, "-> "+tc.state) {
-				t.Fatalf("break: exit %d %q", code, out)
-			}
+			brk.ok(t, "-> "+tc.state)
 			ok, refused := 0, 0
 			var lastOK time.Time // start of the latest successful renew
 			for i, rs := range results {
@@ -760,13 +696,7 @@ func TestLeaseBreakRacesRenews(t *testing.T) {
 // The output of a command is written through the app's writer, so the
 // help text is testable too.
 func TestLeaseHelp(t *testing.T) {
-	out, code := runApp(t, nil, "lease", "release", "--help")
-	if code != 0 || !strings.Contains(out, "CONTAINER [BLOB] --force") || !strings.Contains(out, "--yes") {
-		t.Fatalf("help: exit %d\n%s", code, out)
-	}
+	runCLI(t, nil, "lease", "release", "--help").ok(t, "CONTAINER [BLOB] --force", "--yes")
 	// Help after the arguments too.
-	out, code = runApp(t, nil, "lease", "show", "cont1", "--help")
-	if code != 0 || !bytes.Contains([]byte(out), []byte("CONTAINER [BLOB]")) {
-		t.Fatalf("trailing --help: exit %d\n%s", code, out)
-	}
+	runCLI(t, nil, "lease", "show", "cont1", "--help").ok(t, "CONTAINER [BLOB]")
 }

@@ -57,10 +57,7 @@ func TestGCSweepsTemp(t *testing.T) {
 	if err := os.Chtimes(old, at, at); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runApp(t, nil, "gc", "--data-dir", dir)
-	if code != 0 {
-		t.Fatalf("gc: exit %d: %s", code, out)
-	}
+	runCLI(t, nil, "gc", "--data-dir", dir).ok(t)
 	if _, err := os.Stat(old); !os.IsNotExist(err) {
 		t.Fatalf("old temp file after gc: %v", err)
 	}

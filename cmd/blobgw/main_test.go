@@ -24,12 +24,6 @@ func runApp(t *testing.T, env map[string]string, args ...string) (string, int) {
 	return runAppWith(t, context.Background(), env, args...)
 }
 
-// runAppCtx is runApp with a context and no environment of its own.
-func runAppCtx(t testing.TB, ctx context.Context, args ...string) (string, int) {
-	t.Helper()
-	return runAppWith(t, ctx, nil, args...)
-}
-
 func runAppWith(t testing.TB, ctx context.Context, env map[string]string, args ...string) (string, int) {
 	t.Helper()
 	// Each call sees only the environment it names.

@@ -230,22 +230,7 @@ func checkImported(t *testing.T, src, dst *migGateway, blobs []srcBlob, conts ..
 // saying it was interrupted. It returns the output.
 func runInterrupted(t *testing.T, ctx context.Context, args ...string) string {
 	t.Helper()
-	out, code := runAppCtx(t, ctx, args...)
-	if code != 1 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("interrupted run (%d):\n%s", code, out)
-	}
-	return out
-}
-
-// runOK runs args and fails t (naming the run what) unless the run ends
-// with exit 0 and its output contains want. It returns the output.
-func runOK(t *testing.T, what, want string, args ...string) string {
-	t.Helper()
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, want) {
-		t.Fatalf("%s (%d):\n%s", what, code, out)
-	}
-	return out
+	return runCLICtx(t, ctx, args...).fails(t, 1, "interrupted")
 }
 
 // cancelAfter wraps a destination gateway's handler so that it calls
@@ -270,42 +255,26 @@ func TestImportAzure(t *testing.T) {
 	blobs := fillSource(t, src)
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
 
-	out, code := runApp(t, nil, args...)
-	if code != 0 {
-		t.Fatalf("import exit %d:\n%s", code, out)
-	}
-	if !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-		t.Fatalf("first run summary:\n%s", out)
-	}
-	if !strings.Contains(out, fmt.Sprintf("%d/%d objects", len(blobs), len(blobs))) {
-		t.Errorf("no progress line:\n%s", out)
-	}
+	// The summary and the progress line.
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), fmt.Sprintf("%d/%d objects", len(blobs), len(blobs)))
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
 
 	// Second run: everything is already there.
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) {
-		t.Fatalf("second run (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 
 	// A changed source blob is copied again.
 	if _, err := src.client.UploadBuffer(context.Background(), "logs", "a.log", []byte("line1\nline2\nline3\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 	blobs[len(blobs)-1].data = []byte("line1\nline2\nline3\n")
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(blobs)-1)) {
-		t.Fatalf("run after a change (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", len(blobs)-1))
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
 
 	// One container only, from a connection string for the destination.
 	dst2 := newMigGateway(t, nil)
 	conn := "DefaultEndpointsProtocol=http;AccountName=" + config.DevAccountName + ";AccountKey=" + config.DevAccountKey + ";BlobEndpoint=" + strings.TrimSuffix(dst2.url, "/") + ";"
-	out, code = runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-connection-string", conn, "--container", "docs")
-	if code != 0 || !strings.Contains(out, "copied 3, skipped 0, failed 0") {
-		t.Fatalf("--container docs (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-connection-string", conn, "--container", "docs").
+		ok(t, "copied 3, skipped 0, failed 0")
 	if _, err := dst2.client.ServiceClient().NewContainerClient("photos").GetProperties(context.Background(), nil); err == nil {
 		t.Errorf("--container docs also created photos")
 	}
@@ -329,10 +298,8 @@ func TestImportAzureContainerSAS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, code := runApp(t, nil, "import", "azure", "--source-url", src.url+"photos?"+qp.Encode(), "--dest-url", dst.url)
-	if code != 0 || !strings.Contains(out, "copied 3, skipped 0, failed 0") {
-		t.Fatalf("container SAS import (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, "import", "azure", "--source-url", src.url+"photos?"+qp.Encode(), "--dest-url", dst.url).
+		ok(t, "copied 3, skipped 0, failed 0")
 	// A container SAS cannot read container metadata, so only blobs are checked.
 	checkImported(t, src, dst, blobs[:3])
 }
@@ -351,13 +318,10 @@ func TestImportAzureInterrupted(t *testing.T) {
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
 
 	t.Logf("interrupted run:\n%s", runInterrupted(t, ctx, args...))
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, "failed 0") || strings.Contains(out, "skipped 0,") {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	out := runCLI(t, nil, args...).without("skipped 0,").ok(t, "failed 0")
 	t.Logf("rerun:\n%s", out)
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
-	runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 }
 
 func TestImportAzureMissingSourceBlob(t *testing.T) {
@@ -385,16 +349,11 @@ func TestImportAzureMissingSourceBlob(t *testing.T) {
 	srcRef = src
 	dst := newMigGateway(t, nil)
 	blobs := fillSource(t, src)
-	out, code := runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
-	if code != 1 || !strings.Contains(out, "failed 1") || !strings.Contains(out, "logs/a.log") {
-		t.Fatalf("(%d):\n%s", code, out)
-	}
+	runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url).fails(t, 1, "failed 1", "logs/a.log")
 	checkImported(t, src, dst, blobs[:len(blobs)-1], "photos", "docs", "logs")
 	// The rerun no longer sees it and succeeds.
-	out, code = runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)-1)) {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url).
+		ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)-1))
 }
 
 func TestExportS3(t *testing.T) {
@@ -402,7 +361,7 @@ func TestExportS3(t *testing.T) {
 	src := newMigGateway(t, nil)
 	blobs := fillSource(t, src)
 	args := bucket.exportArgs(src)
-	runOK(t, "export", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), args...)
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)))
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
 		obj, got := bucket.object(t, key)
@@ -418,7 +377,7 @@ func TestExportS3(t *testing.T) {
 			}
 		}
 	}
-	runOK(t, "second export", fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)), args...)
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 }
 
 // exportBucket is the target of an `export s3` test: a private MinIO
@@ -658,17 +617,11 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 	blobs := kindSrcBlobs(kinds)
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
 
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds))) {
-		t.Fatalf("import (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds)))
 	checkImported(t, src, dst, blobs, kindsContainer)
 	checkKinds(t, dst.client, kinds, true)
 
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)))
 
 	// A wrong tier at the destination and new tags at the source (Set
 	// Blob Tags keeps the source's ETag) are fixed by a rerun that copies
@@ -691,10 +644,7 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 		}
 	}
 	writes.Store(0)
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
-		t.Fatalf("rerun after tier and tag changes (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)))
 	if n := writes.Load(); n != 0 {
 		t.Errorf("fixing a tier and tags sent %d byte-carrying requests, want 0", n)
 	}
@@ -709,10 +659,7 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 		}
 	}
 	checkAppendable(t, dst.client, app.name, app.data)
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds)-1)) {
-		t.Fatalf("rerun after an append at the destination (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds)-1))
 	checkImported(t, src, dst, blobs, kindsContainer)
 	checkKinds(t, dst.client, kinds, true)
 
@@ -729,21 +676,15 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 1 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 1", len(kinds))) ||
-		!strings.Contains(out, "kinds/frozen.bin: the source blob is in the Archive tier") || strings.Contains(out, "RESPONSE") {
-		t.Fatalf("run with an archived source blob (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).without("RESPONSE").
+		fails(t, 1, fmt.Sprintf("copied 0, skipped %d, failed 1", len(kinds)), "kinds/frozen.bin: the source blob is in the Archive tier")
 	if p, err := dc.NewBlobClient("plain.txt").GetProperties(ctx, nil); err != nil || deref(p.AccessTier) != string(blob.AccessTierArchive) {
 		t.Errorf("plain.txt archived at the source: destination tier %v (%v)", p.AccessTier, err)
 	}
 	if _, err := sc.NewBlobClient("frozen.bin").SetTier(ctx, blob.AccessTierHot, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds))) {
-		t.Fatalf("run after the rehydration (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds)))
 	if p, err := dc.NewBlobClient("frozen.bin").GetProperties(ctx, nil); err != nil || deref(p.AccessTier) != string(blob.AccessTierHot) {
 		t.Errorf("rehydrated frozen.bin: destination tier %v (%v)", p.AccessTier, err)
 	}
@@ -796,16 +737,10 @@ func TestImportAzureReplacesWrongType(t *testing.T) {
 		}
 	}
 	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds))) {
-		t.Fatalf("import over blobs of the wrong type (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds)))
 	checkImported(t, src, dst, kindSrcBlobs(kinds))
 	checkKinds(t, dst.client, kinds, true)
-	out, code = runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds))) {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)))
 }
 
 func TestImportAzureAppendInterrupted(t *testing.T) {
@@ -829,13 +764,10 @@ func TestImportAzureAppendInterrupted(t *testing.T) {
 		t.Fatalf("partial append blob: %d bytes, Content-MD5 %x; want %d bytes and none", deref64(p.ContentLength), p.ContentMD5, appendBlockSize)
 	}
 	t.Logf("interrupted run:\n%s", out)
-	out, code := runApp(t, nil, args...)
-	if code != 0 || !strings.Contains(out, "failed 0") || !strings.Contains(out, "copied 3,") {
-		t.Fatalf("resumed run (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, "failed 0", "copied 3,")
 	checkImported(t, src, dst, kindSrcBlobs(kinds), kindsContainer)
 	checkKinds(t, dst.client, kinds, true)
-	runOK(t, "third run", fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)), args...)
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)))
 }
 
 // refuseTagListing answers List Blobs with include=tags as Azure does for
@@ -861,10 +793,8 @@ func TestImportAzureTagsRefused(t *testing.T) {
 	dst := newMigGateway(t, nil)
 	kinds := fillKinds(t, src.client)
 	blobs := append(fillSource(t, src), kindSrcBlobs(kinds)...)
-	out, code := runApp(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs))) {
-		t.Fatalf("import without tag permission (%d):\n%s", code, out)
-	}
+	out := runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url).
+		ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)))
 	const note = "the source refuses to list blob index tags (403 AuthorizationPermissionMismatch"
 	if n := strings.Count(out, note); n != 1 {
 		t.Errorf("the note on tags appears %d times, want once (4 containers):\n%s", n, out)
@@ -878,10 +808,8 @@ func TestImportAzureTagsRefused(t *testing.T) {
 
 	// With a SAS that may read tags, a rerun adds them without copying.
 	sasT := devAccountSASWith(t, src.url, sas.AccountPermissions{Read: true, List: true, Tag: true})
-	out, code = runApp(t, nil, "import", "azure", "--source-url", sasT, "--dest-url", dst.url)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs))) || strings.Contains(out, "tags") {
-		t.Fatalf("rerun with the t permission (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, "import", "azure", "--source-url", sasT, "--dest-url", dst.url).without("tags").
+		ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(blobs)))
 	checkKinds(t, dst.client, kinds, true)
 }
 
@@ -923,9 +851,7 @@ func TestImportAzureSealed(t *testing.T) {
 		}
 		return p.IsSealed != nil && *p.IsSealed
 	}
-	if out, code := runApp(t, nil, args...); code != 0 || !strings.Contains(out, "copied 2, skipped 0, failed 0") {
-		t.Fatalf("import (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, "copied 2, skipped 0, failed 0")
 	if !sealed("sealed.log") || sealed("later.log") {
 		t.Fatalf("after the import: sealed.log sealed %v, later.log sealed %v", sealed("sealed.log"), sealed("later.log"))
 	}
@@ -939,9 +865,7 @@ func TestImportAzureSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes.Store(0)
-	if out, code := runApp(t, nil, args...); code != 0 || !strings.Contains(out, "copied 0, skipped 2, failed 0") {
-		t.Fatalf("rerun (%d):\n%s", code, out)
-	}
+	runCLI(t, nil, args...).ok(t, "copied 0, skipped 2, failed 0")
 	if !sealed("later.log") {
 		t.Fatal("the rerun left later.log unsealed")
 	}

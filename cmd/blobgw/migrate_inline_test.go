@@ -47,7 +47,7 @@ func TestExportImportInline(t *testing.T) {
 	if n := src.inlineBlobs(t, blobs); n != small {
 		t.Fatalf("%d inline blobs in the source, want %d", n, small)
 	}
-	runOK(t, "export", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), bucket.exportArgs(src)...)
+	runCLI(t, nil, bucket.exportArgs(src)...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)))
 	for _, b := range blobs {
 		key := "gw/" + b.container + "/" + b.name
 		_, got := bucket.object(t, key)
@@ -57,7 +57,7 @@ func TestExportImportInline(t *testing.T) {
 	}
 
 	dst := newMigGatewayWith(t, nil, opt)
-	runOK(t, "import", fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)), "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url)
+	runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(blobs)))
 	checkImported(t, src, dst, blobs, "photos", "docs", "logs")
 	if n := dst.inlineBlobs(t, blobs); n != small {
 		t.Fatalf("%d inline blobs imported, want %d", n, small)

@@ -161,9 +161,7 @@ func servedSerial(t *testing.T, addr string, roots *x509.CertPool) string {
 
 func testTLS(t *testing.T, bin string) {
 	certDir := filepath.Join(t.TempDir(), "certs")
-	if out, code := runApp(t, nil, "cert", "dev", "--out", certDir); code != 0 {
-		t.Fatalf("cert dev: %d %s", code, out)
-	}
+	runCLI(t, nil, "cert", "dev", "--out", certDir).ok(t)
 	certPEM, err := os.ReadFile(filepath.Join(certDir, "cert.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -224,9 +222,7 @@ func testTLS(t *testing.T, bin string) {
 	// Renew the certificate in place: new handshakes get the new one,
 	// without a restart.
 	first := servedSerial(t, p.addr, roots)
-	if out, code := runApp(t, nil, "cert", "dev", "--out", certDir); code != 0 {
-		t.Fatalf("cert dev again: %d %s", code, out)
-	}
+	runCLI(t, nil, "cert", "dev", "--out", certDir).ok(t)
 	newPEM, _ := os.ReadFile(filepath.Join(certDir, "cert.pem"))
 	roots2 := x509.NewCertPool()
 	roots2.AppendCertsFromPEM(newPEM)
