@@ -54,7 +54,10 @@ var _ leasedb.BlobWriteLocker = (*tx)(nil)
 // (extentsHaveKeySQL), else nothing of the row can be freed. Its last
 // column holds it: 0 when not read (no row, or a row without keys), else
 // 1, plus 2 when the name has snapshots, versions or soft-deleted rows,
-// plus 4 when another name shares one of the row's keys. The shared-keys
+// plus 4 when another name shares one of the row's keys; plus 8 when the
+// name has staged blocks (whatever its row), so that CommitReplace leaves
+// out the blocks' drop when there are none (commitReplaceBareSQL, which
+// checks under the lock that none were staged meanwhile). The shared-keys
 // check parses the extents as JSON: a small blob's bytes are base64 in
 // that text (about 5.5 KB for 4 KiB), and parsing it, once for
 // json_array_elements and again for each ->>, was an eighth of the
@@ -77,6 +80,7 @@ var lockForReplaceSQL = func() string {
 			OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3) THEN 2 ELSE 0 END
 		+ CASE WHEN EXISTS (SELECT 1 FROM extent_shares
 			WHERE key IN (SELECT e->>'k' FROM json_array_elements(b.extents::json) AS e)) THEN 4 ELSE 0 END END
+		+ CASE WHEN EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3) THEN 8 ELSE 0 END
 FROM (SELECT 1 AS one_) AS one_
 LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck ON TRUE
 LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND ck.l IS NOT NULL OFFSET 0) AS c ON TRUE
@@ -114,7 +118,7 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 		now              time.Time
 		versioning, days int
 		etag             int64
-		keys             int // the last column: 1 keys read, 2 other rows, 4 shared
+		keys             int // the last column: 1 keys read, 2 other rows, 4 shared, 8 staged blocks
 	}{ref: ref, nameKey: nameLockKey(ref.Account, ref.Container, ref.Name), contKey: containerLockKey(ref.Account, ref.Container)}
 	x.args = [5]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey}}
 	// The transaction's first statement: BEGIN goes with it in one
@@ -151,20 +155,21 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	// has no other rows.
 	st.NameRows, st.SharedKeys = x.keys&2 != 0, x.keys&4 != 0
 	if st.Blob != nil {
-		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: x.keys&1 != 0 && x.keys&2 == 0}
+		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: x.keys&1 != 0 && x.keys&2 == 0, staged: x.keys&8 != 0}
 	} else {
-		t.replacing = &replacing{ref: ref}
+		t.replacing = &replacing{ref: ref, staged: x.keys&8 != 0}
 	}
 	return st, nil
 }
 
 // replacing is what CommitReplace checks again under the lock: the row's
-// ETag as LockForReplace read it (none: absent) and whether the name had
-// no other rows.
+// ETag as LockForReplace read it (none: absent), whether the name had no
+// other rows and whether it had staged blocks.
 type replacing struct {
 	ref        leasedb.BlobRef
 	etag       string
 	noNameRows bool
+	staged     bool
 }
 
 // Markers of the errors commitReplaceSQL raises (a failing cast to int,
@@ -217,7 +222,8 @@ FROM chk, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 
 // commitReplaceLightSQL is CommitReplace's statement for a write with no
 // intents to take and no keys to free (an inline Put Blob over an inline
-// or absent blob, Set Blob Metadata, Set Blob Properties): commitReplaceSQL
+// or absent blob, Set Blob Metadata, Set Blob Properties) that drops
+// staged blocks LockForReplace saw (else commitReplaceBareSQL): commitReplaceSQL
 // without taken, without the collection entries of free keys and without
 // the checks that guard freeing them (that the name has no other rows
 // that may keep them, that no other name shares them). Those parts cost
@@ -240,6 +246,32 @@ gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 	SELECT DISTINCT key, $30::timestamptz, FALSE FROM staged WHERE key <> ALL($33::text[])
 	ON CONFLICT (key) DO UPDATE SET due_at = excluded.due_at, is_intent = FALSE)
 SELECT CASE WHEN chk.ok THEN 0 ELSE ('` + markStale + ` ' || chk.ok::text)::int END FROM chk`
+
+// commitReplaceBareSQL is CommitReplace's statement for a light write
+// (see commitReplaceLightSQL) where LockForReplace saw no staged block of
+// the name, or that keeps them (Set Blob Metadata, Set Blob Properties):
+// the row's upsert alone, one table written. Executor start-up and finish
+// of commitReplaceLightSQL's blocks DELETE and gc_queue INSERT ... ON
+// CONFLICT (their relations and indexes locked and opened, their nodes
+// set up) cost about as much when they touch no row as when they do. The
+// ETag check is the upsert's own: ON CONFLICT ... DO UPDATE ... WHERE
+// updates the row only when its ETag is the one LockForReplace read, and
+// inserts only when there was none; a row that appeared or changed while
+// the lock was awaited is neither, so the upsert returns no row and the
+// statement fails (stale: the transaction is retried, and the retry frees
+// that row's keys). A block staged while the lock was awaited (Put Block
+// takes the name's lock, so none can be staged once this statement runs)
+// is invisible to LockForReplace's snapshot: with the blocks to drop, the
+// statement fails stale when the name has any, and the retry sees them
+// and drops them with commitReplaceLightSQL. ($1..$29 the row's values;
+// $30 the ETag LockForReplace read or NULL, $31 whether the staged blocks
+// are dropped.) The error's text names u.n, so that the planner cannot
+// fold it into a constant (and raise it while planning).
+var commitReplaceBareSQL = `WITH up AS (` + putBlobSQL + `
+	WHERE blobs.etag IS NOT DISTINCT FROM $30::text RETURNING 1)
+SELECT CASE WHEN u.n = 1 AND NOT ($31::bool AND EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3))
+	THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
+FROM (SELECT count(*)::int AS n FROM up) AS u`
 
 // errStale is CommitReplace's error when a row of the name appeared that
 // LockForReplace's snapshot could not see: Update runs the transaction
@@ -269,12 +301,16 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		return err
 	}
 	var batch *pgx.Batch
-	if len(w.Intents) == 0 && len(w.Free) == 0 {
+	switch {
+	case len(w.Intents) == 0 && len(w.Free) == 0 && (!w.DropStaged || !rp.staged):
+		a.vals[blobColCount], a.vals[blobColCount+1] = nullTextArg{&rp.etag}, w.DropStaged // NULL: the name had no row
+		batch = t.tx.pairBatch(commitReplaceBareSQL, a.vals[:blobColCount+2], `COMMIT`, nil)
+	case len(w.Intents) == 0 && len(w.Free) == 0:
 		// commitReplaceLightSQL's own arguments after the row's.
 		a.vals[blobColCount], a.vals[blobColCount+1] = dueArg{&a.stagedDue}, nullTextArg{&rp.etag} // NULL: the name had no row
 		a.vals[blobColCount+2], a.vals[blobColCount+3] = w.DropStaged, b.Keys()
 		batch = t.tx.pairBatch(commitReplaceLightSQL, a.vals[:blobColCount+4], `COMMIT`, nil)
-	} else {
+	default:
 		// The arrays are never NULL (cardinality($30) counts the intents).
 		a.vals[blobColCount], a.vals[blobColCount+1] = nonNil(w.Intents), nonNil(w.Free)
 		a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}

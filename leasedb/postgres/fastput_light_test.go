@@ -132,9 +132,11 @@ func scanLoops(plan, what string) (float64, error) {
 
 // TestPutBlobLightCommit: a write with no intent to take and no key to
 // free (an inline Put Blob over an absent or inline blob) commits with
-// CommitReplace's light statement, from its cached generic plan, and that
-// statement still drops the name's staged blocks and queues their
-// objects; a write with an intent takes the full one.
+// CommitReplace's light statement when the name has staged blocks, and
+// that statement still drops them and queues their objects; without
+// staged blocks, and for Set Blob Metadata (which keeps them), with the
+// bare statement (the row's upsert alone); each from its cached generic
+// plan. A write with an intent takes the full one.
 func TestPutBlobLightCommit(t *testing.T) {
 	ctx := context.Background()
 	srv, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on")
@@ -175,21 +177,22 @@ func TestPutBlobLightCommit(t *testing.T) {
 		return b
 	}
 	// statements sums the CommitReplace executions since the last call,
-	// light (no intents taken) and full.
-	statements := func() (light, full, plans int64) {
+	// bare (the upsert alone), light (no intents taken) and full.
+	statements := func() (bare, light, full, plans int64) {
 		t.Helper()
 		if err := conn.QueryRow(ctx, `SELECT
-			coalesce(sum(calls) FILTER (WHERE query NOT LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
-			coalesce(sum(calls) FILTER (WHERE query LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH up AS (INSERT INTO blobs%'), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH chk AS MATERIALIZED%' AND query NOT LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH chk AS MATERIALIZED%' AND query LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
 			coalesce(sum(plans), 0)::bigint
 			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND query LIKE 'WITH chk AS MATERIALIZED%'`).Scan(&light, &full, &plans); err != nil {
+			AND (query LIKE 'WITH chk AS MATERIALIZED%' OR query LIKE 'WITH up AS (INSERT INTO blobs%')`).Scan(&bare, &light, &full, &plans); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 			t.Fatal(err)
 		}
-		return light, full, plans
+		return bare, light, full, plans
 	}
 	statements()
 
@@ -206,9 +209,9 @@ func TestPutBlobLightCommit(t *testing.T) {
 		b := put("n", leasedb.Extent{Size: 2, Data: []byte{byte(i), 1}}, cond)
 		etag = b.ETag
 	}
-	light, full, plans := statements()
-	if light != puts || full != 0 {
-		t.Errorf("inline puts over staged blocks: %d light and %d full CommitReplace statements, want %d light", light, full, puts)
+	bare, light, full, plans := statements()
+	if light != puts || full != 0 || bare != 0 {
+		t.Errorf("inline puts over staged blocks: %d bare, %d light and %d full CommitReplace statements, want %d light", bare, light, full, puts)
 	}
 	if plans > 8 {
 		t.Errorf("inline puts over staged blocks: %d of %d CommitReplace executions planned, want at most 8 (the generic plan cached)", plans, light+full)
@@ -244,9 +247,9 @@ func TestPutBlobLightCommit(t *testing.T) {
 	for i := range puts {
 		etag = put("n", leasedb.Extent{Size: 2, Data: []byte{byte(i), 2}}, leasedb.Conditions{IfMatch: []string{strings.Trim(etag, `"`)}}).ETag
 	}
-	if light, full, plans := statements(); light != puts || full != 0 || plans > 8 {
-		t.Errorf("inline puts: %d light and %d full CommitReplace statements, %d planned; want %d light, at most 8 planned",
-			light, full, plans, puts)
+	if bare, light, full, plans := statements(); bare != puts || light != 0 || full != 0 || plans > 8 {
+		t.Errorf("inline puts: %d bare, %d light and %d full CommitReplace statements, %d planned; want %d bare, at most 8 planned",
+			bare, light, full, plans, puts)
 	}
 	if err := s.View(ctx, func(tx leasedb.Tx) error {
 		got, err = tx.Blob(ctx, "a", "c", "n", leasedb.LockNone)
@@ -258,13 +261,30 @@ func TestPutBlobLightCommit(t *testing.T) {
 		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
 	}
 
+	// Set Blob Metadata keeps the staged blocks: the bare statement,
+	// which leaves them as they are.
+	stage("n", "YmxrMg==", "kept")
+	if _, err := db.SetBlobMetadata(ctx, leasedb.BlobRef{Account: "a", Container: "c", Name: "n"}, "", leasedb.Conditions{},
+		map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if bare, light, full, _ := statements(); bare != 1 || light != 0 || full != 0 {
+		t.Errorf("Set Blob Metadata: %d bare, %d light and %d full CommitReplace statements, want 1 bare", bare, light, full)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blocks WHERE key = 'kept'`).Scan(&staged); err != nil {
+		t.Fatal(err)
+	}
+	if staged != 1 {
+		t.Errorf("Set Blob Metadata left %d of the name's staged blocks, want 1", staged)
+	}
+
 	// A put with an intent to take goes the full way.
 	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	put("n", leasedb.Extent{Key: "k1", Size: 1}, leasedb.Conditions{})
-	if light, full, _ := statements(); light != 0 || full != 1 {
-		t.Errorf("a put with an intent: %d light and %d full CommitReplace statements, want 1 full", light, full)
+	if bare, light, full, _ := statements(); bare != 0 || light != 0 || full != 1 {
+		t.Errorf("a put with an intent: %d bare, %d light and %d full CommitReplace statements, want 1 full", bare, light, full)
 	}
 }
 
