@@ -66,6 +66,8 @@ const (
 // concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// tracer is the connections' pgx tracer (nil: none).
+	tracer pgx.QueryTracer
 	// clockOffset is added to the clock every transaction reads
 	// (SetClockOffset, tests only).
 	clockOffset atomic.Int64
@@ -94,7 +96,7 @@ func open(ctx context.Context, dsn string, tracer pgx.QueryTracer) (*Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("leasedb/postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, tracer: tracer}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
@@ -155,7 +157,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	}
 	defer conn.Release()
 	// BEGIN goes with the transaction's first statement (lazyTx).
-	ptx := newLazyTx(conn.Conn(), opts)
+	ptx := newLazyTx(conn.Conn(), opts, s.tracer)
 	t := &tx{Tx: sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{ptx}}, tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	done := false
 	defer func() {

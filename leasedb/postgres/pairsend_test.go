@@ -1,0 +1,72 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
+)
+
+// A Put Blob's two pairs (BEGIN with LockForReplace, CommitReplace's write
+// with COMMIT) are counted by the connection's tracer as two round trips
+// of two statements each, whether they go through the pair sender (pgx's
+// default statement cache mode) or through pgx.Batch (another mode, here cache_describe),
+// and both write the same row.
+func TestPairCountedBothWays(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	for _, mode := range []string{"", "&default_query_exec_mode=cache_describe"} {
+		s := postgrestest.OpenCounting(t, dsn+mode)
+		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+			return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c" + mode, ETag: `"0x1"`, LastModified: now})
+		})
+		db := &leasedb.DB{Store: s}
+		ref := leasedb.BlobRef{Account: "a", Container: "c" + mode, Name: "b"}
+		for i := range 3 { // a create, then overwrites
+			var c postgres.Counter
+			body := []byte(strings.Repeat("x", 100+i))
+			if _, _, err := db.PutBlob(postgres.CountInto(ctx, &c), leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
+				Extents:     []leasedb.Extent{{Size: int64(len(body)), Data: body}},
+				BlobContent: leasedb.BlobContent{Props: leasedb.Props{ContentType: "text/plain"}}}); err != nil {
+				t.Fatalf("mode %q: put %d: %v", mode, i, err)
+			}
+			got := c.Counts()
+			if got.Statements != 4 || got.RoundTrips != 2 || got.Transactions != 1 ||
+				!strings.HasPrefix(got.SQL[0], "begin") || got.SQL[3] != "COMMIT" {
+				t.Fatalf("mode %q: put %d counted as %d statements, %d round trips, %d transactions:\n\t%s",
+					mode, i, got.Statements, got.RoundTrips, got.Transactions, strings.Join(got.SQL, "\n\t"))
+			}
+			b, ok, _, err := s.ReadBlob(ctx, ref.Account, ref.Container, ref.Name)
+			if err != nil || !ok || b.Size != int64(len(body)) || b.Props.ContentType != "text/plain" || len(b.Extents) != 1 || string(b.Extents[0].Data) != string(body) {
+				t.Fatalf("mode %q: put %d: read back %+v %v %v", mode, i, b, ok, err)
+			}
+		}
+	}
+}
+
+// A pair that the server refuses keeps the server's error (the markers
+// and codes CommitReplace and LockForReplace tell apart): a Put Blob into
+// a container that does not exist is leasedb.ErrNotFound (the container
+// check), and the connection stays usable for the next transaction.
+func TestPairRefusedKeepsConnection(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t)+"&pool_max_conns=1")
+	db := &leasedb.DB{Store: s}
+	ref := leasedb.BlobRef{Account: "a", Container: "none", Name: "b"}
+	for range 3 {
+		if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob"}); err == nil {
+			t.Fatal("Put Blob into a container that does not exist succeeded")
+		}
+	}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "none", ETag: `"0x1"`, LastModified: now})
+	})
+	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob"}); err != nil {
+		t.Fatal(err)
+	}
+}
