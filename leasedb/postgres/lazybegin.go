@@ -288,6 +288,31 @@ func (l *lazyTx) Commit(ctx context.Context) error {
 	return nil
 }
 
+// commitDetached is Commit detached from ctx (a caller that goes away
+// while COMMIT is in flight would otherwise cancel it half-way and leave
+// its outcome unknown) and bounded by commitTimeout: on the pair sender,
+// a deadline on the connection, with no context to watch.
+func (l *lazyTx) commitDetached(ctx context.Context) error {
+	pc := pairConnOf(l.conn)
+	if !pc.direct || l.closed || l.beginErr != nil || l.aborted != nil || !l.begun {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+		return l.Commit(cctx)
+	}
+	l.closed = true
+	res := pc.sendOne(ctx, l.tracer, false, time.Now().Add(commitTimeout), pairQuery{sql: "commit"})
+	if res.err != nil {
+		if l.conn.PgConn().TxStatus() != 'I' {
+			l.closeConn()
+		}
+		return res.err
+	}
+	if res.rolledBack {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
 // Rollback is pgx's Tx.Rollback: a failed ROLLBACK ends the connection.
 func (l *lazyTx) Rollback(ctx context.Context) error {
 	if l.closed {

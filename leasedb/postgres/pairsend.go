@@ -197,7 +197,7 @@ type pairResult struct {
 	// but the end of the pair did not).
 	failed int
 	err    error
-	// rolledBack: the second statement's command tag is ROLLBACK (a
+	// rolledBack: the last statement's command tag is ROLLBACK (a
 	// COMMIT of a failed transaction).
 	rolledBack bool
 	// rows is the rows of the statement that returned some (one of
@@ -230,15 +230,26 @@ func (e *errSent) SafeToRetry() bool { return false }
 // prepared yet: a failure there returns failed 1 when q[1]'s prepare
 // failed (q[0] did not run either), with errPrepare.
 func (p *pairConn) sendPair(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, batch *pgx.Batch, q [2]pairQuery) (res pairResult) {
+	return p.send(ctx, tracer, watch, deadline, batch, q, 2)
+}
+
+// sendOne runs q alone, as sendPair runs a pair (failed is 0 when err is
+// set; rolledBack is q's tag).
+func (p *pairConn) sendOne(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, q pairQuery) (res pairResult) {
+	return p.send(ctx, tracer, watch, deadline, nil, [2]pairQuery{q}, 1)
+}
+
+// send runs the first n (1 or 2) queries of q.
+func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, batch *pgx.Batch, q [2]pairQuery, n int) (res pairResult) {
 	if tracer != nil {
 		ctx = tracer.TraceBatchStart(ctx, p.conn, pgx.TraceBatchStartData{Batch: batch})
-		for _, qq := range q {
+		for _, qq := range q[:n] {
 			tracer.TraceBatchQuery(ctx, p.conn, pgx.TraceBatchQueryData{SQL: qq.sql, Args: qq.args})
 		}
 		defer func() { tracer.TraceBatchEnd(ctx, p.conn, pgx.TraceBatchEndData{Err: res.err}) }()
 	}
 	var sts [2]*pairStmt
-	for i, qq := range q {
+	for i, qq := range q[:n] {
 		st := p.cached(qq.sql)
 		if st == nil {
 			// Prepared once per connection: on a context that cannot
@@ -265,7 +276,7 @@ func (p *pairConn) sendPair(ctx context.Context, tracer pgx.BatchTracer, watch b
 		return pairResult{err: &errNotSent{pgconn.ErrConnClosed}}
 	}
 	p.wbuf = p.wbuf[:0]
-	for i, st := range sts {
+	for i, st := range sts[:n] {
 		if err := p.appendExec(st, q[i].args); err != nil {
 			return pairResult{failed: i, err: &errNotSent{err}}
 		}
@@ -284,7 +295,7 @@ func (p *pairConn) sendPair(ctx context.Context, tracer pgx.BatchTracer, watch b
 		_ = nc.SetDeadline(deadline)
 	}
 	p.cur = sts
-	res = p.exchange(pc, nc)
+	res = p.exchange(pc, nc, n)
 	p.cur = [2]*pairStmt{}
 	if planChanged(res.err) {
 		closeNow(pc)
@@ -312,7 +323,7 @@ func (p *pairConn) sendPair(ctx context.Context, tracer pgx.BatchTracer, watch b
 const maxKeptBuf = 256 << 10
 
 // exchange writes p.wbuf and reads the answers up to ReadyForQuery.
-func (p *pairConn) exchange(pc *pgconn.PgConn, nc interface{ Write([]byte) (int, error) }) (res pairResult) {
+func (p *pairConn) exchange(pc *pgconn.PgConn, nc interface{ Write([]byte) (int, error) }, n int) (res pairResult) {
 	if n, err := nc.Write(p.wbuf); err != nil {
 		closeNow(pc)
 		if n == 0 {
@@ -329,7 +340,7 @@ func (p *pairConn) exchange(pc *pgconn.PgConn, nc interface{ Write([]byte) (int,
 		if err != nil {
 			closeNow(pc)
 			if res.err == nil {
-				res.failed, res.err = min(cur, 1), &errSent{err}
+				res.failed, res.err = min(cur, n-1), &errSent{err}
 			}
 			return res
 		}
@@ -340,7 +351,7 @@ func (p *pairConn) exchange(pc *pgconn.PgConn, nc interface{ Write([]byte) (int,
 				p.addRow(cur, m.Values)
 			}
 		case *pgproto3.CommandComplete:
-			if cur == 1 && string(m.CommandTag) == "ROLLBACK" {
+			if cur == n-1 && string(m.CommandTag) == "ROLLBACK" {
 				res.rolledBack = true
 			}
 			cur++
@@ -348,18 +359,18 @@ func (p *pairConn) exchange(pc *pgconn.PgConn, nc interface{ Write([]byte) (int,
 			cur++
 		case *pgproto3.ErrorResponse:
 			if res.err == nil {
-				res.failed, res.err = min(cur, 1), pgconn.ErrorResponseToPgError(m)
+				res.failed, res.err = min(cur, n-1), pgconn.ErrorResponseToPgError(m)
 			}
-			cur = 2 // the server skips the rest up to Sync
+			cur = n // the server skips the rest up to Sync
 		case *pgproto3.ReadyForQuery:
-			if res.err == nil && cur < 2 {
-				res.failed, res.err = cur, &errSent{errors.New("leasedb/postgres: pair: ReadyForQuery before both results")}
+			if res.err == nil && cur < n {
+				res.failed, res.err = cur, &errSent{errors.New("leasedb/postgres: pair: ReadyForQuery before every result")}
 			}
 			return res
 		default:
 			closeNow(pc)
 			if res.err == nil {
-				res.failed, res.err = min(cur, 1), &errSent{fmt.Errorf("leasedb/postgres: pair: unexpected message %T", msg)}
+				res.failed, res.err = min(cur, n-1), &errSent{fmt.Errorf("leasedb/postgres: pair: unexpected message %T", msg)}
 			}
 			return res
 		}

@@ -70,3 +70,40 @@ func TestPairRefusedKeepsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLockBlobCommitAllocs pins the allocations of a transaction of the
+// Lease Blob shape: LockBlob (BEGIN with it in one round trip) and
+// COMMIT sent by Store.run. Through pgx (a batch, then COMMIT as an Exec
+// on a context detached with a timeout, watched by pgconn) it cost 50;
+// through the pair sender (LockBlob's pair, then COMMIT alone, unwatched,
+// its deadline on the connection) 16.
+func TestLockBlobCommitAllocs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t))
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
+			return err
+		}
+		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
+			Created: now, LastModified: now, Size: 4, Props: leasedb.Props{ContentType: "application/octet-stream"},
+			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, Lease: leasedb.Lease{State: "available"}})
+	})
+	lock := func() {
+		if err := s.Update(ctx, func(tx leasedb.Tx) error {
+			_, ok, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
+			if err == nil && !ok {
+				t.Fatal("blob not found")
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock()
+	const ceiling = 25
+	if n := testing.AllocsPerRun(100, lock); n > ceiling {
+		t.Errorf("LockBlob and COMMIT: %.0f allocations, want at most %d", n, ceiling)
+	} else {
+		t.Logf("LockBlob and COMMIT: %.0f allocations", n)
+	}
+}

@@ -200,10 +200,9 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	}
 	// COMMIT runs detached from ctx: a caller that goes away while it is
 	// in flight would otherwise cancel it half-way and leave its outcome
-	// unknown. It is still bounded, so a silent server cannot hold it.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	if err := ptx.Commit(cctx); err != nil {
+	// unknown. It is still bounded, so a silent server cannot hold it
+	// (lazyTx.commitDetached).
+	if err := ptx.commitDetached(ctx); err != nil {
 		if commitRefused(err) {
 			return fmt.Errorf("leasedb/postgres: commit: %w", err)
 		}
