@@ -421,6 +421,9 @@ func (e *errPrepare) Unwrap() error { return e.err }
 func (e *errPrepare) SafeToRetry() bool { return !isPgError(e.err) }
 
 func isPgError(err error) bool {
+	if err == nil {
+		return false // without the allocation errors.As's target costs
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr)
 }
@@ -430,6 +433,9 @@ func isPgError(err error) bool {
 // forgets such a statement; a connection that prepared it here is
 // closed instead, so that the pool opens one that prepares it afresh.
 func planChanged(err error) bool {
+	if err == nil {
+		return false // without the allocation errors.As's target costs
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "26000" ||
 		(pgErr.Code == "0A000" && strings.Contains(pgErr.Message, "cached plan must not change result type")))
