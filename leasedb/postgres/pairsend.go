@@ -316,6 +316,11 @@ func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool,
 	if len(p.vbuf) > maxKeptBuf {
 		p.vbuf = nil
 	}
+	if len(p.rowBuf) > maxKeptBuf {
+		// The rows are the caller's until the next pair: a new
+		// buffer then, not this one cut short.
+		p.rowBuf = nil
+	}
 	return res
 }
 
