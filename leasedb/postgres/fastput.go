@@ -300,40 +300,26 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	if err := a.setRow(b); err != nil {
 		return err
 	}
-	var batch *pgx.Batch
+	sql, args := commitReplaceSQL, a.vals[:]
 	switch {
 	case len(w.Intents) == 0 && len(w.Free) == 0 && (!w.DropStaged || !rp.staged):
 		a.vals[blobColCount], a.vals[blobColCount+1] = nullTextArg{&rp.etag}, w.DropStaged // NULL: the name had no row
-		batch = t.tx.pairBatch(commitReplaceBareSQL, a.vals[:blobColCount+2], `COMMIT`, nil)
+		sql, args = commitReplaceBareSQL, a.vals[:blobColCount+2]
 	case len(w.Intents) == 0 && len(w.Free) == 0:
 		// commitReplaceLightSQL's own arguments after the row's.
 		a.vals[blobColCount], a.vals[blobColCount+1] = dueArg{&a.stagedDue}, nullTextArg{&rp.etag} // NULL: the name had no row
 		a.vals[blobColCount+2], a.vals[blobColCount+3] = w.DropStaged, b.Keys()
-		batch = t.tx.pairBatch(commitReplaceLightSQL, a.vals[:blobColCount+4], `COMMIT`, nil)
+		sql, args = commitReplaceLightSQL, a.vals[:blobColCount+4]
 	default:
 		// The arrays are never NULL (cardinality($30) counts the intents).
 		a.vals[blobColCount], a.vals[blobColCount+1] = nonNil(w.Intents), nonNil(w.Free)
 		a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}
 		a.vals[blobColCount+4] = nullTextArg{&rp.etag} // NULL: the name had no row
 		a.vals[blobColCount+5], a.vals[blobColCount+6], a.vals[blobColCount+7] = rp.noNameRows, w.DropStaged, b.Keys()
-		batch = t.tx.pairBatch(commitReplaceSQL, a.vals[:], `COMMIT`, nil)
 	}
-	// Detached from ctx as run's COMMIT is: a caller that goes away
-	// must not cancel the batch half-way and leave its outcome unknown.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	br := t.tx.SendBatch(cctx, batch)
-	var n int
-	werr := br.QueryRow().Scan(&n)
-	var tag pgconn.CommandTag
-	var cerr error
-	if werr == nil {
-		tag, cerr = br.Exec()
-	}
-	if err := br.Close(); werr == nil && cerr == nil && err != nil {
-		cerr = err
-	}
-	if werr == nil && cerr == nil && tag.String() != "ROLLBACK" {
+	// Detached from ctx as run's COMMIT is (lazyTx.commitPair).
+	werr, cerr, rolledBack := t.tx.commitPair(ctx, sql, args)
+	if werr == nil && cerr == nil && !rolledBack {
 		// Committed (the error's text is built only when there is one).
 		t.committed = true
 		return nil
@@ -351,7 +337,7 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		case errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr):
 			// The server refused the write (COMMIT, after it in the
 			// batch, was skipped), or nothing reached it.
-			return fmt.Errorf("%s: %w", what, sqlq.CtxErr(cctx, werr))
+			return fmt.Errorf("%s: %w", what, werr)
 		}
 		// The connection failed with the batch (COMMIT in it) sent.
 		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)

@@ -28,6 +28,9 @@ import (
 type lazyTx struct {
 	conn     *pgx.Conn
 	beginSQL string
+	// tracer is the connection's batch tracer (nil: none), told of
+	// the pairs sent by sendPair.
+	tracer pgx.BatchTracer
 	// begun: BEGIN was sent (whatever its outcome: a later ROLLBACK is
 	// harmless outside a transaction, and needed when the answer was lost).
 	begun    bool
@@ -49,8 +52,10 @@ type lazyTx struct {
 	}
 }
 
-func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions) *lazyTx {
-	return &lazyTx{conn: conn, beginSQL: beginSQL(opts)}
+func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions, tracer pgx.QueryTracer) *lazyTx {
+	l := &lazyTx{conn: conn, beginSQL: beginSQL(opts)}
+	l.tracer, _ = tracer.(pgx.BatchTracer)
+	return l
 }
 
 // beginSQL is the BEGIN of opts: a constant for the options Update and
@@ -140,6 +145,23 @@ func (l *lazyTx) queryBegin(ctx context.Context, scan func(pgx.Rows) error, sql 
 		return scan(rows)
 	}
 	l.begun = true
+	if pc := pairConnOf(l.conn); pc.direct {
+		res := pc.sendPair(ctx, l.tracer, true, time.Time{}, l.pairBatch(l.beginSQL, nil, sql, args),
+			[2]pairQuery{{l.beginSQL, nil}, {sql, args}})
+		var pe *errPrepare
+		switch {
+		case res.err == nil:
+			return scan(res.rows)
+		case res.failed == 0:
+			return l.failBegin(ctx, res.err)
+		case errors.As(res.err, &pe):
+			// The query's prepare failed before anything ran: as
+			// a statement failed in a transaction, it is over.
+			l.aborted = res.err
+			return res.err
+		}
+		return res.err // BEGIN ran, the query failed
+	}
 	br := l.conn.SendBatch(ctx, l.pairBatch(l.beginSQL, nil, sql, args))
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
@@ -162,6 +184,48 @@ func (l *lazyTx) queryBegin(ctx context.Context, scan func(pgx.Rows) error, sql 
 		err = cerr
 	}
 	return err
+}
+
+// commitPair runs the write sql and COMMIT in one round trip (the
+// transaction has begun), detached from ctx (a caller that goes away
+// must not cancel it half-way and leave its outcome unknown) and bounded
+// by commitTimeout. werr is the write's failure (its statement returns
+// one row), cerr COMMIT's or the connection's after the write's result;
+// rolledBack: COMMIT answered ROLLBACK.
+func (l *lazyTx) commitPair(ctx context.Context, sql string, args []any) (werr, cerr error, rolledBack bool) {
+	batch := l.pairBatch(sql, args, "COMMIT", nil)
+	if err := l.begin(ctx); err != nil {
+		return err, nil, false
+	}
+	if pc := pairConnOf(l.conn); pc.direct {
+		res := pc.sendPair(ctx, l.tracer, false, time.Now().Add(commitTimeout), batch,
+			[2]pairQuery{{sql, args}, {"COMMIT", nil}})
+		switch {
+		case res.err != nil && res.failed == 0:
+			return res.err, nil, false
+		case res.err != nil:
+			return nil, res.err, false
+		case res.rows.n != 1 || res.rows.stmt != 0:
+			return pgx.ErrNoRows, nil, false
+		}
+		return nil, nil, res.rolledBack
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	br := l.conn.SendBatch(cctx, batch)
+	var n int
+	werr = br.QueryRow().Scan(&n)
+	var tag pgconn.CommandTag
+	if werr == nil {
+		tag, cerr = br.Exec()
+	}
+	if err := br.Close(); werr == nil && cerr == nil && err != nil {
+		cerr = err
+	}
+	if werr != nil {
+		werr = sqlq.CtxErr(cctx, werr)
+	}
+	return werr, cerr, tag.String() == "ROLLBACK"
 }
 
 func (l *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -219,6 +283,31 @@ func (l *lazyTx) Commit(ctx context.Context) error {
 		return err
 	}
 	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// commitDetached is Commit detached from ctx (a caller that goes away
+// while COMMIT is in flight would otherwise cancel it half-way and leave
+// its outcome unknown) and bounded by commitTimeout: on the pair sender,
+// a deadline on the connection, with no context to watch.
+func (l *lazyTx) commitDetached(ctx context.Context) error {
+	pc := pairConnOf(l.conn)
+	if !pc.direct || l.closed || l.beginErr != nil || l.aborted != nil || !l.begun {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+		return l.Commit(cctx)
+	}
+	l.closed = true
+	res := pc.sendOne(ctx, l.tracer, false, time.Now().Add(commitTimeout), pairQuery{sql: "commit"})
+	if res.err != nil {
+		if l.conn.PgConn().TxStatus() != 'I' {
+			l.closeConn()
+		}
+		return res.err
+	}
+	if res.rolledBack {
 		return pgx.ErrTxCommitRollback
 	}
 	return nil

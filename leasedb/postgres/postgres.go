@@ -66,6 +66,8 @@ const (
 // concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// tracer is the connections' pgx tracer (nil: none).
+	tracer pgx.QueryTracer
 	// clockOffset is added to the clock every transaction reads
 	// (SetClockOffset, tests only).
 	clockOffset atomic.Int64
@@ -94,7 +96,7 @@ func open(ctx context.Context, dsn string, tracer pgx.QueryTracer) (*Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("leasedb/postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, tracer: tracer}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
@@ -155,7 +157,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	}
 	defer conn.Release()
 	// BEGIN goes with the transaction's first statement (lazyTx).
-	ptx := newLazyTx(conn.Conn(), opts)
+	ptx := newLazyTx(conn.Conn(), opts, s.tracer)
 	t := &tx{Tx: sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{ptx}}, tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
 	done := false
 	defer func() {
@@ -198,10 +200,9 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	}
 	// COMMIT runs detached from ctx: a caller that goes away while it is
 	// in flight would otherwise cancel it half-way and leave its outcome
-	// unknown. It is still bounded, so a silent server cannot hold it.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	if err := ptx.Commit(cctx); err != nil {
+	// unknown. It is still bounded, so a silent server cannot hold it
+	// (lazyTx.commitDetached).
+	if err := ptx.commitDetached(ctx); err != nil {
 		if commitRefused(err) {
 			return fmt.Errorf("leasedb/postgres: commit: %w", err)
 		}

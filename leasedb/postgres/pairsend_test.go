@@ -1,0 +1,213 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
+	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
+)
+
+// A Put Blob's two pairs (BEGIN with LockForReplace, CommitReplace's write
+// with COMMIT) are counted by the connection's tracer as two round trips
+// of two statements each, whether they go through the pair sender (pgx's
+// default statement cache mode) or through pgx.Batch (another mode, here cache_describe),
+// and both write the same row.
+func TestPairCountedBothWays(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	for _, mode := range []string{"", "&default_query_exec_mode=cache_describe"} {
+		s := postgrestest.OpenCounting(t, dsn+mode)
+		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+			return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c" + mode, ETag: `"0x1"`, LastModified: now})
+		})
+		db := &leasedb.DB{Store: s}
+		ref := leasedb.BlobRef{Account: "a", Container: "c" + mode, Name: "b"}
+		for i := range 3 { // a create, then overwrites
+			var c postgres.Counter
+			body := []byte(strings.Repeat("x", 100+i))
+			if _, _, err := db.PutBlob(postgres.CountInto(ctx, &c), leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
+				Extents:     []leasedb.Extent{{Size: int64(len(body)), Data: body}},
+				BlobContent: leasedb.BlobContent{Props: leasedb.Props{ContentType: "text/plain"}}}); err != nil {
+				t.Fatalf("mode %q: put %d: %v", mode, i, err)
+			}
+			got := c.Counts()
+			if got.Statements != 4 || got.RoundTrips != 2 || got.Transactions != 1 ||
+				!strings.HasPrefix(got.SQL[0], "begin") || got.SQL[3] != "COMMIT" {
+				t.Fatalf("mode %q: put %d counted as %d statements, %d round trips, %d transactions:\n\t%s",
+					mode, i, got.Statements, got.RoundTrips, got.Transactions, strings.Join(got.SQL, "\n\t"))
+			}
+			b, ok, _, err := s.ReadBlob(ctx, ref.Account, ref.Container, ref.Name)
+			if err != nil || !ok || b.Size != int64(len(body)) || b.Props.ContentType != "text/plain" || len(b.Extents) != 1 || string(b.Extents[0].Data) != string(body) {
+				t.Fatalf("mode %q: put %d: read back %+v %v %v", mode, i, b, ok, err)
+			}
+		}
+	}
+}
+
+// A pair that the server refuses keeps the server's error (the markers
+// and codes CommitReplace and LockForReplace tell apart): a Put Blob into
+// a container that does not exist is leasedb.ErrNotFound (the container
+// check), and the connection stays usable for the next transaction.
+func TestPairRefusedKeepsConnection(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t)+"&pool_max_conns=1")
+	db := &leasedb.DB{Store: s}
+	ref := leasedb.BlobRef{Account: "a", Container: "none", Name: "b"}
+	for range 3 {
+		if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob"}); err == nil {
+			t.Fatal("Put Blob into a container that does not exist succeeded")
+		}
+	}
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "none", ETag: `"0x1"`, LastModified: now})
+	})
+	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLockBlobCommitAllocs pins the allocations of a transaction of the
+// Lease Blob shape: LockBlob (BEGIN with it in one round trip) and
+// COMMIT sent by Store.run. Through pgx (a batch, then COMMIT as an Exec
+// on a context detached with a timeout, watched by pgconn) it cost 50;
+// through the pair sender (LockBlob's pair, then COMMIT alone, unwatched,
+// its deadline on the connection) 14.
+func TestLockBlobCommitAllocs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t))
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
+			return err
+		}
+		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
+			Created: now, LastModified: now, Size: 4, Props: leasedb.Props{ContentType: "application/octet-stream"},
+			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, Lease: leasedb.Lease{State: "available"}})
+	})
+	lock := func() {
+		if err := s.Update(ctx, func(tx leasedb.Tx) error {
+			_, ok, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
+			if err == nil && !ok {
+				t.Fatal("blob not found")
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock()
+	const ceiling = 20
+	if n := testing.AllocsPerRun(100, lock); n > ceiling {
+		t.Errorf("LockBlob and COMMIT: %.0f allocations, want at most %d", n, ceiling)
+	} else {
+		t.Logf("LockBlob and COMMIT: %.0f allocations", n)
+	}
+}
+
+// A pair whose context ends while the server runs it (LockForReplace
+// waiting for the name's lock, held by another transaction) returns at
+// once with the context's error, and the store goes on serving: the pair
+// sender watches a context that can end as pgx does.
+func TestPairCanceledWhileWaiting(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn+"&pool_max_conns=3")
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	db := &leasedb.DB{Store: s}
+	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
+	put := func(ctx context.Context) error {
+		_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob"})
+		return err
+	}
+	if err := put(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, release, holderDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		holderDone <- s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref)
+			close(held)
+			<-release
+			return err
+		})
+	}()
+	<-held
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- put(cctx) }()
+	watcher, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(ctx)
+	if waited, err := awaitLockWait(t, watcher, done); !waited {
+		t.Fatalf("Put Blob did not wait for the lock: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Put Blob canceled while waiting: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Put Blob still waiting 30 s after its context ended")
+	}
+	close(release)
+	if err := <-holderDone; err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := put(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A statement the connection prepared whose result type the schema
+// changed under it ("cached plan must not change result type") fails
+// once, as with pgx's statement cache, and the connection is then closed
+// so that the next Put Blob prepares it afresh on a new one.
+func TestPairPreparedAgainAfterSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn+"&pool_max_conns=1")
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+	db := &leasedb.DB{Store: s}
+	put := func() error {
+		_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}, Type: "BlockBlob"})
+		return err
+	}
+	if err := put(); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `ALTER TABLE blobs ALTER COLUMN content_type TYPE varchar`); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := range 4 {
+		if err := put(); err != nil {
+			t.Logf("put %d after the change: %v", i, err)
+			failed++
+		}
+	}
+	if failed > 1 {
+		t.Fatalf("%d of 4 Put Blobs failed after the schema change, want at most the first", failed)
+	}
+}
