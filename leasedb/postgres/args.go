@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	sqldriver "database/sql/driver"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -124,4 +125,23 @@ func nonNil(keys []string) []string {
 		return noKeys
 	}
 	return keys
+}
+
+// Value methods (database/sql/driver.Valuer) for the simple protocol
+// (default_query_exec_mode=simple_protocol in the DSN, as for a
+// transaction-pooling proxy): there pgx knows no parameter's type and
+// finds none for these structs, so it encodes what Value gives, the same
+// values the typed methods give.
+func (a textArg) Value() (sqldriver.Value, error)     { return *a.p, nil }
+func (a nullTextArg) Value() (sqldriver.Value, error) { v, _ := a.TextValue(); return v.Value() }
+func (a timeArg) Value() (sqldriver.Value, error)     { v, _ := a.TimestamptzValue(); return v.Value() }
+func (a dueArg) Value() (sqldriver.Value, error)      { v, _ := a.TimestamptzValue(); return v.Value() }
+func (a int64Arg) Value() (sqldriver.Value, error)    { return *a.p, nil }
+func (a intArg) Value() (sqldriver.Value, error)      { return int64(*a.p), nil }
+func (a flagArg) Value() (sqldriver.Value, error)     { v, _ := a.Int64Value(); return v.Int64, nil }
+func (a bytesArg) Value() (sqldriver.Value, error) {
+	if *a.p == nil {
+		return nil, nil
+	}
+	return *a.p, nil
 }
