@@ -19,10 +19,10 @@ import (
 const (
 	// DefaultGCPercent: the live heap of a serving gateway is small (tens of
 	// MiB) and small requests allocate fast, so at the runtime's 100 the
-	// collector ran about once every 45-55 small puts. Measured side by
-	// side (BenchmarkGCSettings, README Performance), 400 cut the gateway's
-	// CPU per small Put Blob and lease cycle by 14-23 % on both stores for
-	// about 11 MiB more peak RSS; 200 gained about half as much.
+	// collector ran once every 40-55 small puts and took 12-33 % of the
+	// gateway's CPU. Measured side by side (BenchmarkGCSettings, README
+	// Performance), 400 cut the collector's own CPU per small operation 4.5-10
+	// times for 7-12 MiB more peak RSS.
 	DefaultGCPercent = "400"
 	// DefaultMemoryLimit: none. A default ceiling would have to guess the
 	// machine; one under a deployment's live heap would keep the collector
