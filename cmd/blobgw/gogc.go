@@ -45,10 +45,11 @@ type gcApplied struct {
 // applyGC hands go_gc_percent and go_memory_limit to the runtime
 // (debug.SetGCPercent, debug.SetMemoryLimit), except a value whose
 // environment variable (GOGC, GOMEMLIMIT; getenv reads it) is set: the
-// runtime read that one at start, and it wins. A GOGC the runtime cannot read it silently replaces
-// with 100, so that is refused here rather than served under a value the
-// operator did not ask for (a malformed GOMEMLIMIT already stops the
-// runtime at start). It returns what the runtime reports afterwards.
+// runtime read that one at start, and it wins. A GOGC the runtime cannot
+// read it silently replaces with 100, so that is refused here rather than
+// served under a value the operator did not ask for (a malformed
+// GOMEMLIMIT already stops the runtime at start). It returns what the
+// runtime reports afterwards.
 func applyGC(cfg config.Config, getenv func(string) string) (gcApplied, error) {
 	percent, limit := cfg.GCSettings()
 	a := gcApplied{PercentFrom: "go_gc_percent", LimitFrom: "go_memory_limit"}
