@@ -149,6 +149,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		cfg.S3.PathStyle = c.Bool("s3-path-style")
 	}
 	applyServingFlags(c, &cfg)
+	applyGCFlags(c, &cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.Exit("config: "+err.Error(), 2)
 	}
@@ -173,7 +174,7 @@ func newApp() *cli.App {
 			{
 				Name:  "serve",
 				Usage: "serve the Blob REST API",
-				Flags: append(append(configFlags(), servingFlags()...), &cli.BoolFlag{Name: "versioning",
+				Flags: append(append(append(configFlags(), servingFlags()...), gcFlags()...), &cli.BoolFlag{Name: "versioning",
 					Usage: "turn blob versioning on for every configured account at start (kept in the metadata store; blobgw account versioning turns it off)"}),
 				Action: serve,
 			},
@@ -204,7 +205,7 @@ func newApp() *cli.App {
 			{
 				Name:  "config",
 				Usage: "print the effective configuration (account keys redacted)",
-				Flags: configFlags(),
+				Flags: append(configFlags(), gcFlags()...),
 				Action: func(c *cli.Context) error {
 					cfg, err := loadConfig(c)
 					if err != nil {
@@ -305,6 +306,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	log := newFormatLogger(cfg.LogLevel, cfg.LogFormat)
+	if err := startGC(cfg, log, os.Getenv); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, backend, err := openParts(ctx, cfg)

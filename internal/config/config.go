@@ -73,6 +73,10 @@ type Config struct {
 	MaxConnections    int           `yaml:"max_connections"`
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	// The Go runtime's garbage collector (gc.go): GOGC and GOMEMLIMIT as
+	// settings; those variables in the environment win.
+	GoGCPercent   string `yaml:"go_gc_percent"`
+	GoMemoryLimit string `yaml:"go_memory_limit"`
 	// Serving: TLS, trusted proxies, metrics, log format, drain (serving.go).
 	Serving `yaml:",inline"`
 	// AccountsDefaulted is set by Validate when no account was configured
@@ -130,6 +134,8 @@ func Default() Config {
 		MaxConnections:    4096,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		GoGCPercent:       DefaultGCPercent,
+		GoMemoryLimit:     DefaultMemoryLimit,
 		Serving:           defaultServing(),
 	}
 }
@@ -251,6 +257,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("log_level: %q (want debug, info, warn or error)", c.LogLevel)
+	}
+	if err := c.validateGC(); err != nil {
+		return err
 	}
 	return c.Serving.validate()
 }
