@@ -31,41 +31,9 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 		return &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
 			Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}}
 	}
-	// race holds the name's lock (as the Tx sequence takes it), waits
-	// until put waits for it, then does change and commits; it returns
-	// put's error.
 	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
 		t.Helper()
-		locked, proceed := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() {
-			held <- s.Update(ctx, func(tx leasedb.Tx) error {
-				if _, err := tx.Container(ctx, "a", "c", leasedb.LockShare); err != nil {
-					return err
-				}
-				if _, err := tx.Blob(ctx, "a", "c", name, leasedb.LockExclusive); err != nil {
-					return err
-				}
-				now, err := tx.Now(ctx)
-				if err != nil {
-					return err
-				}
-				close(locked)
-				<-proceed
-				return change(tx, now)
-			})
-		}()
-		<-locked
-		done := make(chan error, 1)
-		go func() { done <- put() }()
-		if waited, err := awaitLockWait(t, watcher, done); !waited {
-			t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
-		}
-		close(proceed)
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
-		return <-done
+		return raceNameLock(t, s, watcher, name, change, put)
 	}
 	putBlob := func(name, key string, cond leasedb.Conditions) func() error {
 		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })

@@ -50,3 +50,44 @@ func awaitLockWait[R any](t testing.TB, watcher *pgx.Conn, done <-chan R) (bool,
 		}
 	}
 }
+
+// raceNameLock holds the lock of a/c/name on s as the Tx sequence takes
+// it (the container shared, the row exclusive), waits (through watcher)
+// until put waits for that lock, then does change in the same
+// transaction and commits; it returns put's error. It is how the
+// few-statement writes are shown to see what another writer did while
+// they waited for the name's lock.
+func raceNameLock(t *testing.T, s leasedb.Store, watcher *pgx.Conn, name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
+	t.Helper()
+	ctx := context.Background()
+	locked, proceed := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s.Update(ctx, func(tx leasedb.Tx) error {
+			if _, err := tx.Container(ctx, "a", "c", leasedb.LockShare); err != nil {
+				return err
+			}
+			if _, err := tx.Blob(ctx, "a", "c", name, leasedb.LockExclusive); err != nil {
+				return err
+			}
+			now, err := tx.Now(ctx)
+			if err != nil {
+				return err
+			}
+			close(locked)
+			<-proceed
+			return change(tx, now)
+		})
+	}()
+	<-locked
+	done := make(chan error, 1)
+	go func() { done <- put() }()
+	if waited, err := awaitLockWait(t, watcher, done); !waited {
+		t.Fatalf("Put Blob did not wait for the name's lock: %v", err)
+	}
+	close(proceed)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	return <-done
+}
