@@ -100,19 +100,28 @@ func TestCommitReplacePlanFindsIntentsByKey(t *testing.T) {
 // bitmap index scans (which name only the index) of its indexes, whose
 // names begin with relation + "_".
 func relationScans(plan, relation string) ([]string, error) {
-	var doc []struct{ Plan map[string]any }
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
-		return nil, err
-	}
 	var out []string
-	var walk func(n map[string]any)
-	walk = func(n map[string]any) {
+	err := planNodes(plan, func(n map[string]any) {
 		typ, _ := n["Node Type"].(string)
 		rel, _ := n["Relation Name"].(string)
 		idx, _ := n["Index Name"].(string)
 		if strings.Contains(typ, "Scan") && (rel == relation || strings.HasPrefix(idx, relation+"_")) {
 			out = append(out, strings.TrimSpace(typ+" "+idx))
 		}
+	})
+	return out, err
+}
+
+// planNodes calls visit on every node of an EXPLAIN (FORMAT JSON) plan,
+// each before the nodes under it.
+func planNodes(plan string, visit func(node map[string]any)) error {
+	var doc []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		return err
+	}
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		visit(n)
 		kids, _ := n["Plans"].([]any)
 		for _, k := range kids {
 			if m, ok := k.(map[string]any); ok {
@@ -123,7 +132,7 @@ func relationScans(plan, relation string) ([]string, error) {
 	for _, d := range doc {
 		walk(d.Plan)
 	}
-	return out, nil
+	return nil
 }
 
 // TestPutBlobClaimedIntentIsLost: CommitReplace takes intents by key and

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -106,28 +105,14 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 // scanLoops sums the actual loops of the scans of what (a function or a
 // relation) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
 func scanLoops(plan, what string) (float64, error) {
-	var doc []struct{ Plan map[string]any }
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
-		return 0, err
-	}
 	var n float64
-	var walk func(m map[string]any)
-	walk = func(m map[string]any) {
+	err := planNodes(plan, func(m map[string]any) {
 		if typ, _ := m["Node Type"].(string); strings.HasSuffix(typ, "Scan") && (m["Function Name"] == what || m["Relation Name"] == what) {
 			l, _ := m["Actual Loops"].(float64)
 			n += l
 		}
-		kids, _ := m["Plans"].([]any)
-		for _, k := range kids {
-			if c, ok := k.(map[string]any); ok {
-				walk(c)
-			}
-		}
-	}
-	for _, d := range doc {
-		walk(d.Plan)
-	}
-	return n, nil
+	})
+	return n, err
 }
 
 // TestPutBlobLightCommit: a write with no intent to take and no key to
