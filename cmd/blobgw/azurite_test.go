@@ -125,15 +125,7 @@ func tryStartAzurite(t testing.TB, bin, dir string) (a *azurite, retry bool, err
 		cmd.Wait()
 		close(done)
 	}()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
+	stop := func() { terminate(cmd.Process, done, 5*time.Second) }
 
 	svcURL := "http://127.0.0.1:" + strconv.Itoa(port) + "/" + config.DevAccountName + "/"
 	hc := &http.Client{Timeout: 2 * time.Second}

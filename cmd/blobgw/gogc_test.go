@@ -13,7 +13,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -167,15 +166,9 @@ func TestServeAppliesGC(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
-				cmd.Process.Signal(syscall.SIGTERM)
 				done := make(chan struct{})
 				go func() { cmd.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(15 * time.Second):
-					cmd.Process.Kill()
-					<-done
-				}
+				terminate(cmd.Process, done, 15*time.Second)
 			})
 			var body []byte
 			for deadline := time.Now().Add(60 * time.Second); ; {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,14 +139,9 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
+		terminate(cmd.Process, done, 10*time.Second)
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {

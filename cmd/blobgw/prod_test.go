@@ -64,13 +64,7 @@ func startProd(t *testing.T, bin, dataDir string, args ...string) *prodProc {
 	}
 	go func() { p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
+		terminate(p.cmd.Process, p.exited, 30*time.Second)
 		if t.Failed() {
 			t.Logf("gateway %s log:\n%s", p.addr, p.logs.String())
 		}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -357,13 +356,7 @@ func startServe(t *testing.T, bin, dataDir string, args ...string) *azblob.Clien
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		terminate(cmd.Process, exited, 10*time.Second)
 		if t.Failed() {
 			t.Logf("gateway %s log:\n%s", addr, logs.String())
 		}
