@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
@@ -187,15 +185,7 @@ func TestPutBlobClaimedIntentIsLost(t *testing.T) {
 // planning it fails here.
 func TestPutBlobRunsGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	srv, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on")
-	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	dsn := srv.NewDatabase(t)
+	dsn := statementsDB(t)
 	// One connection: its prepared statements see every put.
 	s := open(t, dsn+"&pool_max_conns=1")
 	db := &leasedb.DB{Store: s}

@@ -2,14 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
@@ -124,15 +122,7 @@ func scanLoops(plan, what string) (float64, error) {
 // plan. A write with an intent takes the full one.
 func TestPutBlobLightCommit(t *testing.T) {
 	ctx := context.Background()
-	srv, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on")
-	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	dsn := srv.NewDatabase(t)
+	dsn := statementsDB(t)
 	s := open(t, dsn+"&pool_max_conns=1")
 	db := &leasedb.DB{Store: s}
 	conn := pgtest.Connect(t, dsn)
@@ -306,15 +296,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 	}
 	current := func(name string) *leasedb.Blob {
 		t.Helper()
-		var b *leasedb.Blob
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return readBlob(t, s, name)
 	}
 
 	t.Run("if-none-match finds the row created meanwhile", func(t *testing.T) {

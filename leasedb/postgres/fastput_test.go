@@ -45,15 +45,7 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 	}
 	current := func(name string) *leasedb.Blob {
 		t.Helper()
-		var b *leasedb.Blob
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return readBlob(t, s, name)
 	}
 	queued := func(key string) bool {
 		t.Helper()

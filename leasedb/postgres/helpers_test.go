@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/pgtest"
 )
 
 // updateNow runs fn in one s.Update with the transaction's clock, failing
@@ -90,4 +93,37 @@ func raceNameLock(t *testing.T, s leasedb.Store, watcher *pgx.Conn, name string,
 		t.Fatal(err)
 	}
 	return <-done
+}
+
+// readBlob is the row of a/c/name in s (nil when there is none), failing
+// t on an error.
+func readBlob(t *testing.T, s leasedb.Store, name string) *leasedb.Blob {
+	t.Helper()
+	ctx := context.Background()
+	var b *leasedb.Blob
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		var err error
+		b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// statementsDB is a new database on a Postgres server of the test's own
+// that loads pg_stat_statements and tracks planning (the extension is
+// not created in it), stopped when the test ends; the test is skipped
+// when Postgres is not installed, outside CI.
+func statementsDB(t *testing.T) string {
+	t.Helper()
+	srv, err := pgtest.StartServerArgs("-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on")
+	if errors.Is(err, pgtest.ErrNotInstalled) && !testproc.InCI() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv.NewDatabase(t)
 }
