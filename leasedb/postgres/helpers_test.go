@@ -11,6 +11,7 @@ import (
 	"github.com/blobgw/blobgw/internal/testproc"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
+	"github.com/blobgw/blobgw/leasedb/postgres"
 )
 
 // updateNow runs fn in one s.Update with the transaction's clock, failing
@@ -126,4 +127,34 @@ func statementsDB(t *testing.T) string {
 	}
 	t.Cleanup(func() { srv.Stop() })
 	return srv.NewDatabase(t)
+}
+
+// smallBlobStore is a store on a new database holding container a/c and
+// in it blob b, 4 bytes inline: what the allocation tests read, lock and
+// overwrite.
+func smallBlobStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	s := open(t, pgtest.Start(t))
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
+			return err
+		}
+		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
+			Created: now, LastModified: now, Size: 4, Props: leasedb.Props{ContentType: "application/octet-stream"},
+			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, Lease: leasedb.Lease{State: "available"}})
+	})
+	return s
+}
+
+// wantAllocs runs op once (to warm what it caches), then fails t when op
+// allocates more than ceiling times on average over runs runs.
+func wantAllocs(t *testing.T, what string, runs, ceiling int, op func()) {
+	t.Helper()
+	op()
+	if n := testing.AllocsPerRun(runs, op); n > float64(ceiling) {
+		t.Errorf("%s: %.0f allocations, want at most %d", what, n, ceiling)
+	} else {
+		t.Logf("%s: %.0f allocations", what, n)
+	}
 }

@@ -82,15 +82,7 @@ func TestPairRefusedKeepsConnection(t *testing.T) {
 // its deadline on the connection) 14.
 func TestLockBlobCommitAllocs(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, pgtest.Start(t))
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
-			return err
-		}
-		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
-			Created: now, LastModified: now, Size: 4, Props: leasedb.Props{ContentType: "application/octet-stream"},
-			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, Lease: leasedb.Lease{State: "available"}})
-	})
+	s := smallBlobStore(t)
 	lock := func() {
 		if err := s.Update(ctx, func(tx leasedb.Tx) error {
 			_, ok, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
@@ -102,13 +94,7 @@ func TestLockBlobCommitAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lock()
-	const ceiling = 20
-	if n := testing.AllocsPerRun(100, lock); n > ceiling {
-		t.Errorf("LockBlob and COMMIT: %.0f allocations, want at most %d", n, ceiling)
-	} else {
-		t.Logf("LockBlob and COMMIT: %.0f allocations", n)
-	}
+	wantAllocs(t, "LockBlob and COMMIT", 100, 20, lock)
 }
 
 // A pair whose context ends while the server runs it (LockForReplace

@@ -15,27 +15,13 @@ import (
 // twice through pgx's per-Rows scan plans took it from 65 to 14.
 func TestReadBlobAllocs(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, pgtest.Start(t))
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		if err := tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now}); err != nil {
-			return err
-		}
-		return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: "b", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
-			Created: now, LastModified: now, Size: 4, Props: leasedb.Props{ContentType: "application/octet-stream"},
-			Metadata: map[string]string{}, Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, Lease: leasedb.Lease{State: "available"}})
-	})
+	s := smallBlobStore(t)
 	read := func() {
 		if _, ok, _, err := s.ReadBlob(ctx, "a", "c", "b"); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 	}
-	read()
-	const ceiling = 20
-	if n := testing.AllocsPerRun(200, read); n > ceiling {
-		t.Errorf("ReadBlob: %.0f allocations, want at most %d", n, ceiling)
-	} else {
-		t.Logf("ReadBlob: %.0f allocations", n)
-	}
+	wantAllocs(t, "ReadBlob", 200, 20, read)
 }
 
 // TestPutBlobAllocs pins the allocations of a 4 KiB inline Put Blob over
@@ -66,11 +52,5 @@ func TestPutBlobAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put()
-	const ceiling = 40
-	if n := testing.AllocsPerRun(100, put); n > ceiling {
-		t.Errorf("Put Blob: %.0f allocations, want at most %d", n, ceiling)
-	} else {
-		t.Logf("Put Blob: %.0f allocations", n)
-	}
+	wantAllocs(t, "Put Blob", 100, 40, put)
 }
