@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -179,14 +177,9 @@ type gcProc struct {
 // output goes to stderr.
 func startGCProc(b *testing.B, bin, dataDir string, env []string, args ...string) *gcProc {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn", "--metrics-listen", "off"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "BLOBGW_CONFIG=", "GODEBUG=gctrace=1"), env...)
+	addr := freeAddr(b)
+	cmd := benchServe(bin, addr, dataDir, args...)
+	cmd.Env = append(append(cmd.Env, "GODEBUG=gctrace=1"), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,20 +270,23 @@ func medianSpread(xs []float64) (med, lo, hi float64) {
 	return med, s[0], s[len(s)-1]
 }
 
+// benchServe is the command of a `blobgw serve` (bin) that a benchmark
+// runs on addr: warnings only in its log, no configuration file, and no
+// metrics listener, since several gateways run side by side and none may
+// take the default metrics address (a later --metrics-listen in args
+// wins).
+func benchServe(bin, addr, dataDir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn", "--metrics-listen", "off"}, args...)...)
+	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
+	return cmd
+}
+
 // startServeProc runs `blobgw serve` (bin) on a free port with args and
 // returns its service URL and process id; it stops when b ends.
 func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, int) {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	// Several gateways run side by side: none takes the default metrics
-	// address (a later --metrics-listen in args wins).
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dataDir, "--log-level", "warn", "--metrics-listen", "off"}, args...)...)
-	cmd.Env = append(os.Environ(), "BLOBGW_CONFIG=")
+	addr := freeAddr(b)
+	cmd := benchServe(bin, addr, dataDir, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
