@@ -92,15 +92,7 @@ func startAbuseServe(t *testing.T, args ...string) (*testproc.Proc, string, *azb
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := azblob.NewClientWithSharedKeyCredential("http://"+addr+"/"+config.DevAccountName+"/", cred,
-		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := sharedKeyClient(t, "http://"+addr+"/"+config.DevAccountName+"/", config.DevAccountName, config.DevAccountKey)
 	return p, addr, client
 }
 

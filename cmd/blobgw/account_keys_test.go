@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/blobgw/blobgw/internal/accounts"
@@ -33,18 +32,10 @@ import (
 // (one request, no retries): nil when the key is accepted.
 func tryAccount(t *testing.T, host, account, key string) error {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(account, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := azblob.NewClientWithSharedKeyCredential("http://"+host+"/"+account+"/", cred,
-		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := sharedKeyClient(t, "http://"+host+"/"+account+"/", account, key)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = c.NewListContainersPager(nil).NextPage(ctx)
+	_, err := c.NewListContainersPager(nil).NextPage(ctx)
 	return err
 }
 

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -62,16 +61,7 @@ func newLeaseEnv(t *testing.T, kind string) *leaseEnv {
 	gw := gateway.New(db, gwtest.DiskBackend(t, dataDir), gwtest.DevAccounts(t), gwtest.Discard(), gateway.Options{})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
-	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := azblob.NewClientWithSharedKeyCredential(srv.URL+"/"+config.DevAccountName+"/", cred, &azblob.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := sharedKeyClient(t, srv.URL+"/"+config.DevAccountName+"/", config.DevAccountName, config.DevAccountKey)
 	return &leaseEnv{
 		env:    map[string]string{"BLOBGW_METADATA": dsn, "BLOBGW_DATA_DIR": dataDir},
 		db:     db,

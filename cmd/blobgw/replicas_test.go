@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -376,15 +375,7 @@ func startServe(t *testing.T, bin, dataDir string, args ...string) *azblob.Clien
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := azblob.NewClientWithSharedKeyCredential("http://"+addr+"/"+config.DevAccountName+"/", cred,
-		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := sharedKeyClient(t, "http://"+addr+"/"+config.DevAccountName+"/", config.DevAccountName, config.DevAccountKey)
 	return client
 }
 
