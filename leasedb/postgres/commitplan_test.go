@@ -197,9 +197,7 @@ func TestPutBlobRunsGenericPlans(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
 		t.Fatal(err)
 	}
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		t.Fatal(err)
 	}

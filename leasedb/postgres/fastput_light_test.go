@@ -63,9 +63,7 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 	dsn := pgtest.Start(t)
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +127,7 @@ func TestPutBlobLightCommit(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
 		t.Fatal(err)
 	}
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	stage := func(name, id, key string) {
 		t.Helper()
 		if err := db.AddIntent(ctx, key, time.Hour); err != nil {
@@ -274,9 +270,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
 	watcher := pgtest.Connect(t, dsn)
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
 		t.Helper()
 		return raceNameLock(t, s, watcher, name, change, put)

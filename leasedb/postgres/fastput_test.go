@@ -24,9 +24,7 @@ func TestPutBlobAwaitsNameLock(t *testing.T) {
 	s := open(t, dsn)
 	db := &leasedb.DB{Store: s}
 	watcher := pgtest.Connect(t, dsn)
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	row := func(name, key string, now time.Time) *leasedb.Blob {
 		return &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
 			Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}}

@@ -158,3 +158,11 @@ func wantAllocs(t *testing.T, what string, runs, ceiling int, op func()) {
 		t.Logf("%s: %.0f allocations", what, n)
 	}
 }
+
+// addContainer creates container a/c in s.
+func addContainer(t testing.TB, s leasedb.Store) {
+	t.Helper()
+	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
+		return tx.InsertContainer(context.Background(), &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
+	})
+}

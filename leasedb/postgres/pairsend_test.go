@@ -105,9 +105,7 @@ func TestPairCanceledWhileWaiting(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t)
 	s := open(t, dsn+"&pool_max_conns=3")
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	db := &leasedb.DB{Store: s}
 	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
 	put := func(ctx context.Context) error {
@@ -167,9 +165,7 @@ func TestPairPreparedAgainAfterSchemaChange(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t)
 	s := open(t, dsn+"&pool_max_conns=1")
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	db := &leasedb.DB{Store: s}
 	put := func() error {
 		_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}, Type: "BlockBlob"})

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -40,9 +39,7 @@ func TestReadBlobAllocs(t *testing.T) {
 func TestPutBlobAllocs(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.Start(t))
-	updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
-		return tx.InsertContainer(ctx, &leasedb.Container{Account: "a", Name: "c", ETag: `"0x1"`, LastModified: now})
-	})
+	addContainer(t, s)
 	db := &leasedb.DB{Store: s}
 	body := make([]byte, 4096)
 	put := func() {
