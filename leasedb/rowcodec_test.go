@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -73,17 +72,11 @@ func TestDecodeExtentsInlineHeapBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 200
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	for range n {
+	if per := heapBytesPerOp(200, func() {
 		if x, err := DecodeExtents(s); err != nil || len(x) != 1 || len(x[0].Data) != 4096 {
 			t.Fatalf("DecodeExtents: %v, %d extents", err, len(x))
 		}
-	}
-	runtime.ReadMemStats(&m1)
-	if per := (m1.TotalAlloc - m0.TotalAlloc) / n; per > 6<<10 {
+	}); per > 6<<10 {
 		t.Errorf("DecodeExtents of a 4 KiB inline extent: %d heap bytes, want at most %d", per, 6<<10)
 	}
 	if a := testing.AllocsPerRun(50, func() { DecodeExtents(s) }); a > 4 {
