@@ -361,18 +361,14 @@ func treeCPU(root int) time.Duration {
 
 var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
-// runPgbench runs pgbench on a new database of pg with clients clients for
-// d twice: a SELECT ... FOR UPDATE and an UPDATE of the same row of
-// pgbench_accounts (scale 1: 100,000 rows) in one transaction, on a random
-// row and then on one row. It returns both rates, the transactions both
-// runs made and the CPU time the server spent on them.
-func runPgbench(pg *pgtest.Server, clients int, d time.Duration) (random, hot float64, txs int64, cpu time.Duration, err error) {
-	return runPgbenchAround(pg, clients, d, nil)
-}
-
-// runPgbenchAround is runPgbench calling around (when not nil) right
-// before each of the two timed runs with the database's name and "random"
-// or "one row"; what it returns is called right after that run.
+// runPgbenchAround runs pgbench on a new database of pg with clients
+// clients for d twice: a SELECT ... FOR UPDATE and an UPDATE of the same
+// row of pgbench_accounts (scale 1: 100,000 rows) in one transaction, on a
+// random row and then on one row. It returns both rates, the transactions
+// both runs made and the CPU time the server spent on them. around, when
+// not nil, is called right before each of the two timed runs with the
+// database's name and "random" or "one row"; what it returns is called
+// right after that run.
 func runPgbenchAround(pg *pgtest.Server, clients int, d time.Duration, around func(db, run string) func()) (random, hot float64, txs int64, cpu time.Duration, err error) {
 	p, err := newPgbenchDB(pg, clients)
 	if err != nil {
