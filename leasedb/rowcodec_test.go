@@ -97,15 +97,7 @@ func TestDecodeInlineForms(t *testing.T) {
 	} {
 		for _, d := range []string{`"d":""`, `"d":"YWI="`, `"d":"YWI"`, `"d":"YW\nI="`, `"d":null`} {
 			s := strings.ReplaceAll(rest, `"d":""`, d)
-			got, err := DecodeExtents(s)
-			var want []Extent
-			werr := json.Unmarshal([]byte(s), &want)
-			if len(want) == 0 {
-				want = nil
-			}
-			if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(got, want) {
-				t.Errorf("DecodeExtents(%s) = %+v, %v; encoding/json %+v, %v", s, got, err, want, werr)
-			}
+			decodeLikeJSON(t, s)
 		}
 	}
 }
