@@ -233,7 +233,7 @@ func (b *bundle) rawBlockList(t *testing.T, path, body string) *http.Response {
 
 // TestAppendRace: 16 goroutines append with appendpos = current length until
 // 200 blocks are in; every accepted block appears exactly once, in offset
-// order, with no gaps (C16).
+// order, with no gaps.
 func TestAppendRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})

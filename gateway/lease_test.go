@@ -99,18 +99,23 @@ func TestBlobLeaseLifecycle(t *testing.T) {
 		if err != nil || *rl.ETag != etag {
 			t.Fatalf("release: %v", err)
 		}
-		p, _ = bc.GetProperties(ctx, nil)
+		if p, err = bc.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
 		if *p.LeaseState != lease.StateTypeAvailable || *p.LeaseStatus != lease.StatusTypeUnlocked {
 			t.Fatalf("after release: %v", *p.LeaseState)
 		}
 		_, err = bc.SetMetadata(ctx, nil, &blob.SetMetadataOptions{AccessConditions: withLease(idB)})
 		wantErr(t, err, 412, "LeaseNotPresentWithBlobOperation")
 
-		// Infinite lease, break with no period: broken at once (C8).
+		// Lease Blob: breaking an infinite lease with no x-ms-lease-break-period
+		// breaks it at once (202, x-ms-lease-time 0).
 		if _, err := la.AcquireLease(ctx, -1, nil); err != nil {
 			t.Fatal(err)
 		}
-		p, _ = bc.GetProperties(ctx, nil)
+		if p, err = bc.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
 		if *p.LeaseDuration != lease.DurationTypeInfinite {
 			t.Fatalf("duration %v", *p.LeaseDuration)
 		}
@@ -118,7 +123,9 @@ func TestBlobLeaseLifecycle(t *testing.T) {
 		if err != nil || *br.LeaseTime != 0 {
 			t.Fatalf("break: %v %v", err, br.LeaseTime)
 		}
-		p, _ = bc.GetProperties(ctx, nil)
+		if p, err = bc.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
 		if *p.LeaseState != lease.StateTypeBroken {
 			t.Fatalf("after break: %v", *p.LeaseState)
 		}
@@ -129,12 +136,15 @@ func TestBlobLeaseLifecycle(t *testing.T) {
 		if _, err := bc.SetMetadata(ctx, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		p, _ = bc.GetProperties(ctx, nil)
+		if p, err = bc.GetProperties(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
 		if *p.LeaseState != lease.StateTypeAvailable {
 			t.Fatalf("a write without id must clear a broken lease: %v", *p.LeaseState)
 		}
 
-		// Breaking (C9/C10): 60 s lease, break period 10.
+		// Lease Blob: a 60 s lease broken with x-ms-lease-break-period 10 is
+		// breaking: a new acquire is refused until the period ends.
 		if _, err := la.AcquireLease(ctx, 60, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +220,7 @@ func TestContainerLease(t *testing.T) {
 
 // TestLeaseAcquireRace: 32 goroutines over three gateways race to acquire
 // with distinct proposed ids: exactly one 201, the rest 409
-// LeaseAlreadyPresent (C4).
+// LeaseAlreadyPresent.
 func TestLeaseAcquireRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind, setupOpts{replicas: 3})
