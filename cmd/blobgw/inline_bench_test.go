@@ -26,8 +26,7 @@ import (
 //
 //	go test ./cmd/blobgw -run '^$' -bench Inline -benchtime 1x -timeout 30m
 func BenchmarkInline(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 3*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
+	duration, clients, rounds := benchKnobs(b, 3*time.Second)
 	sizes := []int64{4 << 10, 16 << 10, 64 << 10}
 	if v := os.Getenv("BLOBGW_BENCH_SIZES"); v != "" {
 		sizes = nil
@@ -97,7 +96,7 @@ func BenchmarkInline(b *testing.B) {
 	}
 	for _, size := range sizes {
 		cfg := bench.Config{Clients: clients, Duration: duration, SmallSize: size, Progress: os.Stderr, Hook: hook,
-			Rounds: int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))}
+			Rounds: rounds}
 		rep, err := bench.Run(ctx, cfg, []string{"put-small", "get-small"}, sets)
 		if err != nil {
 			b.Fatal(err)

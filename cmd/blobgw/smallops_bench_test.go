@@ -51,8 +51,7 @@ import (
 //
 //	go test ./cmd/blobgw -run '^$' -bench SmallOps -benchtime 1x -timeout 30m
 func BenchmarkSmallOps(b *testing.B) {
-	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
-	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
+	duration, clients, _ := benchKnobs(b, 5*time.Second)
 	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	ctx := context.Background()
 	dir := b.TempDir()
