@@ -29,7 +29,7 @@ import (
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkGatewayCPU(b *testing.B) {
-	duration, clients, rounds := benchKnobs(b, 5*time.Second)
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
 	dir, bins := cpuBenchBins(b)
 	pg := startBenchPG(b)
@@ -80,12 +80,12 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	}
 }
 
-// benchKnobs reads the knobs the gateway benchmarks share:
-// BLOBGW_BENCH_DURATION (default def), BLOBGW_BENCH_CLIENTS (default 8),
-// BLOBGW_BENCH_ROUNDS (default 2).
-func benchKnobs(b *testing.B, def time.Duration) (duration time.Duration, clients, rounds int) {
+// cpuBenchKnobs reads the CPU benchmarks' knobs: BLOBGW_BENCH_DURATION
+// (default 5s), BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS
+// (default 2).
+func cpuBenchKnobs(b *testing.B) (duration time.Duration, clients, rounds int) {
 	b.Helper()
-	return envDuration(b, "BLOBGW_BENCH_DURATION", def),
+	return envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second),
 		int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8)),
 		int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))
 }

@@ -40,7 +40,7 @@ import (
 // lease-cycle, put-large), BLOBGW_BENCH_LARGE (default 16 MiB) and those of
 // BenchmarkGatewayCPU.
 func BenchmarkGCSettings(b *testing.B) {
-	duration, clients, rounds := benchKnobs(b, 5*time.Second)
+	duration, clients, rounds := cpuBenchKnobs(b)
 	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	settings := gcBenchSettings(b)
 	workloads := []string{"put-small", "put-small-ifmatch", "get-small", "lease-cycle", "put-large"}

@@ -26,7 +26,8 @@ import (
 //
 //	go test ./cmd/blobgw -run '^$' -bench Inline -benchtime 1x -timeout 30m
 func BenchmarkInline(b *testing.B) {
-	duration, clients, rounds := benchKnobs(b, 3*time.Second)
+	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 3*time.Second)
+	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
 	sizes := []int64{4 << 10, 16 << 10, 64 << 10}
 	if v := os.Getenv("BLOBGW_BENCH_SIZES"); v != "" {
 		sizes = nil
@@ -96,7 +97,7 @@ func BenchmarkInline(b *testing.B) {
 	}
 	for _, size := range sizes {
 		cfg := bench.Config{Clients: clients, Duration: duration, SmallSize: size, Progress: os.Stderr, Hook: hook,
-			Rounds: rounds}
+			Rounds: int(envInt(b, "BLOBGW_BENCH_ROUNDS", 2))}
 		rep, err := bench.Run(ctx, cfg, []string{"put-small", "get-small"}, sets)
 		if err != nil {
 			b.Fatal(err)

@@ -56,7 +56,7 @@ import (
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
 func BenchmarkPostgresCPU(b *testing.B) {
-	duration, clients, rounds := benchKnobs(b, 5*time.Second)
+	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
 	dir, bins := cpuBenchBins(b)
 	if _, ok := bins["before"]; !ok && (os.Getenv("BLOBGW_BENCH_BEFORE_SQL") != "" || os.Getenv("BLOBGW_BENCH_BEFORE_DSN") != "") {

@@ -51,7 +51,8 @@ import (
 //
 //	go test ./cmd/blobgw -run '^$' -bench SmallOps -benchtime 1x -timeout 30m
 func BenchmarkSmallOps(b *testing.B) {
-	duration, clients, _ := benchKnobs(b, 5*time.Second)
+	duration := envDuration(b, "BLOBGW_BENCH_DURATION", 5*time.Second)
+	clients := int(envInt(b, "BLOBGW_BENCH_CLIENTS", 8))
 	large := envInt(b, "BLOBGW_BENCH_LARGE", 16<<20)
 	ctx := context.Background()
 	dir := b.TempDir()
