@@ -96,13 +96,11 @@ func fsck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := interruptible(c.Context)
-	defer stop()
-	store, backend, err := openParts(ctx, cfg)
+	ctx, store, backend, done, err := openInterruptible(c, cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer done()
 	jsonOut, repair := c.Bool("json"), c.Bool("repair")
 	out := c.App.Writer
 	prog := newFsckProgress(c.App.ErrWriter)

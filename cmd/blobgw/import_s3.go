@@ -75,13 +75,11 @@ func importS3(c *cli.Context) error {
 		}
 		account = a
 	}
-	ctx, stop := interruptible(c.Context)
-	defer stop()
-	store, backend, err := openParts(ctx, cfg)
+	ctx, store, backend, done, err := openInterruptible(c, cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer done()
 	st, ok := backend.(*s3.Store)
 	if !ok {
 		return cli.Exit("import s3: the backend is not an s3 store", 1)

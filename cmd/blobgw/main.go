@@ -282,6 +282,18 @@ func openParts(ctx context.Context, cfg config.Config) (leasedb.Store, backends.
 	return store, backend, nil
 }
 
+// openInterruptible is openParts for a command that runs until it is done
+// or interrupted: its context ends on Ctrl-C or SIGTERM (interruptible),
+// and done closes the store, then releases the signals.
+func openInterruptible(c *cli.Context, cfg config.Config) (ctx context.Context, store leasedb.Store, backend backends.Backend, done func(), err error) {
+	ctx, stop := interruptible(c.Context)
+	if store, backend, err = openParts(ctx, cfg); err != nil {
+		stop()
+		return nil, nil, nil, nil, err
+	}
+	return ctx, store, backend, func() { store.Close(); stop() }, nil
+}
+
 func openBackend(ctx context.Context, cfg config.Config) (backends.Backend, error) {
 	if cfg.Backend == "s3" {
 		st, err := s3.New(ctx, s3.Config{

@@ -266,15 +266,8 @@ func TestPutBlobLightCommit(t *testing.T) {
 // it) and is collected when the put replaces it (the retry frees its key).
 func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
+	s, race := nameLockRacer(t)
 	db := &leasedb.DB{Store: s}
-	watcher := pgtest.Connect(t, dsn)
-	addContainer(t, s)
-	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
-		t.Helper()
-		return raceNameLock(t, s, watcher, name, change, put)
-	}
 	create := func(name, key string) func(tx leasedb.Tx, now time.Time) error {
 		return func(tx leasedb.Tx, now time.Time) error {
 			return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
@@ -20,18 +19,11 @@ import (
 // it replaced, and a key a new snapshot references is not collected.
 func TestPutBlobAwaitsNameLock(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
+	s, race := nameLockRacer(t)
 	db := &leasedb.DB{Store: s}
-	watcher := pgtest.Connect(t, dsn)
-	addContainer(t, s)
 	row := func(name, key string, now time.Time) *leasedb.Blob {
 		return &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob", ETag: `"0x2"`,
 			Created: now, LastModified: now, Size: 1, Extents: []leasedb.Extent{{Key: key, Size: 1}}}
-	}
-	race := func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
-		t.Helper()
-		return raceNameLock(t, s, watcher, name, change, put)
 	}
 	putBlob := func(name, key string, cond leasedb.Conditions) func() error {
 		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })

@@ -96,6 +96,21 @@ func raceNameLock(t *testing.T, s leasedb.Store, watcher *pgx.Conn, name string,
 	return <-done
 }
 
+// nameLockRacer opens a store on a fresh database with container a/c and
+// returns it with race: raceNameLock on that store, through a watcher
+// connection of its own.
+func nameLockRacer(t *testing.T) (s *postgres.Store, race func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error) {
+	t.Helper()
+	dsn := pgtest.Start(t)
+	s = open(t, dsn)
+	watcher := pgtest.Connect(t, dsn)
+	addContainer(t, s)
+	return s, func(name string, change func(tx leasedb.Tx, now time.Time) error, put func() error) error {
+		t.Helper()
+		return raceNameLock(t, s, watcher, name, change, put)
+	}
+}
+
 // readBlob is the row of a/c/name in s (nil when there is none), failing
 // t on an error.
 func readBlob(t *testing.T, s leasedb.Store, name string) *leasedb.Blob {
