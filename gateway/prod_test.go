@@ -70,7 +70,8 @@ func httpsOnly(cont, name, ip string) sas.BlobSignatureValues {
 
 func readAll(t *testing.T, c *blockblob.Client) string {
 	t.Helper()
-	_, data := getBlob(t, c.BlobClient(), nil, c.URL())
+	u, _, _ := strings.Cut(c.URL(), "?") // no SAS signature in a failure
+	_, data := getBlob(t, c.BlobClient(), nil, u)
 	return string(data)
 }
 
