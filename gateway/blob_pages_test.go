@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
-	"io"
+	"fmt"
 	"math/rand"
 	"net/http"
 	"slices"
@@ -35,15 +35,7 @@ func rangeOf(off, n int64) blob.HTTPRange { return blob.HTTPRange{Offset: off, C
 // downloadRange reads [off, off+n) of a blob (n 0: to the end) through pb.
 func downloadRange(t *testing.T, pb *pageblob.Client, off, n int64) []byte {
 	t.Helper()
-	resp, err := pb.DownloadStream(context.Background(), &blob.DownloadStreamOptions{Range: rangeOf(off, n)})
-	if err != nil {
-		t.Fatalf("download %d+%d: %v", off, n, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := getBlob(t, pb.BlobClient(), &blob.DownloadStreamOptions{Range: rangeOf(off, n)}, fmt.Sprintf("%d+%d", off, n))
 	return data
 }
 

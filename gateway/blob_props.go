@@ -31,6 +31,18 @@ func metaWriteConds(r *http.Request, req *request) (map[string]string, leasedb.C
 	return meta, cond, leaseID, err
 }
 
+// condsMetaWrite parses Set Blob Metadata's and Snapshot Blob's request:
+// its conditions and lease id (blobConds) first, then its x-ms-meta-*
+// headers (the other order from metaWriteConds, as these two always had).
+func condsMetaWrite(r *http.Request, req *request) (leasedb.Conditions, string, map[string]string, error) {
+	cond, leaseID, err := blobConds(r)
+	if err != nil {
+		return cond, "", nil, err
+	}
+	meta, err := parseMetadata(r.Header, req.metaNames)
+	return cond, leaseID, meta, err
+}
+
 // Set Blob Properties: PUT ?comp=properties → 200, new ETag. The
 // x-ms-blob-content-* set replaces the stored one wholesale.
 func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -73,11 +85,7 @@ func (s *Server) setBlobProperties(w http.ResponseWriter, r *http.Request, req *
 
 // Set Blob Metadata: PUT ?comp=metadata → 200, new ETag.
 func (s *Server) setBlobMetadata(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := blobConds(r)
-	if err != nil {
-		return err
-	}
-	meta, err := parseMetadata(r.Header, req.metaNames)
+	cond, leaseID, meta, err := condsMetaWrite(r, req)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,7 @@ func parseDeleteSnapshots(h http.Header) (leasedb.DeleteSnapshots, error) {
 // shares the blob's extents (no bytes copied); x-ms-meta-* on the request
 // gives it its own metadata.
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, leaseID, err := blobConds(r)
-	if err != nil {
-		return err
-	}
-	meta, err := parseMetadata(r.Header, req.metaNames)
+	cond, leaseID, meta, err := condsMetaWrite(r, req)
 	if err != nil {
 		return err
 	}

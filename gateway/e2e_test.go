@@ -31,16 +31,25 @@ func randBytes(n int, seed int64) []byte {
 
 func download(t *testing.T, c *azblob.Client, cont, name string) []byte {
 	t.Helper()
-	resp, err := c.DownloadStream(context.Background(), cont, name, nil)
+	_, data := getBlob(t, c.ServiceClient().NewContainerClient(cont).NewBlobClient(name), nil, cont+"/"+name)
+	return data
+}
+
+// getBlob reads a blob whole through c with Get Blob (o: nil, or its range
+// and conditions) and returns the response with the body read; what names
+// the read in a failure. The download helpers are made of it.
+func getBlob(t *testing.T, c *blob.Client, o *blob.DownloadStreamOptions, what string) (blob.DownloadStreamResponse, []byte) {
+	t.Helper()
+	resp, err := c.DownloadStream(context.Background(), o)
 	if err != nil {
-		t.Fatalf("download %s/%s: %v", cont, name, err)
+		t.Fatalf("download %s: %v", what, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("download %s: body: %v", what, err)
 	}
-	return data
+	return resp, data
 }
 
 func TestContainers(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -230,15 +229,7 @@ func checkBytes(t *testing.T, got, want []byte, what string) {
 
 func downloadClient(t *testing.T, c *blob.Client) []byte {
 	t.Helper()
-	resp, err := c.DownloadStream(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := getBlob(t, c, nil, c.URL())
 	return data
 }
 

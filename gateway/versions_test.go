@@ -41,19 +41,11 @@ func (b *bundle) versionClient(t *testing.T, cont, name, vid string) *blob.Clien
 
 func (b *bundle) downloadVersion(t *testing.T, cont, name, vid string) []byte {
 	t.Helper()
-	resp, err := b.versionClient(t, cont, name, vid).DownloadStream(context.Background(), nil)
-	if err != nil {
-		t.Fatalf("download %s/%s version %s: %v", cont, name, vid, err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	resp, data := getBlob(t, b.versionClient(t, cont, name, vid), nil, cont+"/"+name+" version "+vid)
 	if resp.VersionID == nil || *resp.VersionID != vid {
 		t.Fatalf("download of version %s answered x-ms-version-id %v", vid, resp.VersionID)
 	}
-	return buf.Bytes()
+	return data
 }
 
 // listedVersion is one List Blobs include=versions entry.
