@@ -6,6 +6,7 @@ import (
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 // Normalized lease ids, as leasedb stores and compares them.
@@ -15,15 +16,6 @@ const (
 )
 
 // checkLeaseCode fails unless err carries want ("" = no error).
-func checkLeaseCode(t *testing.T, err error, want svcerr.Code) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error %v", err)
-	case want != "" && !svcerr.HasCode(err, want):
-		t.Fatalf("error = %v, want code %s", err, want)
-	}
-}
 
 func TestNormalizeLeaseID(t *testing.T) {
 	const want = "ca761232-ed42-11ce-bacd-00aa0057b223"
@@ -143,7 +135,7 @@ func TestParseLeaseRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseLeaseRequest(tt.action, tt.id, tt.proposed, tt.dur, tt.breakPer)
-			checkLeaseCode(t, err, tt.wantCode)
+			svcerrtest.Code(t, err, tt.wantCode)
 			if tt.wantCode == "" {
 				if got != tt.want {
 					t.Errorf("request = %+v, want %+v", got, tt.want)
@@ -179,7 +171,7 @@ func TestLeaseIDHeader(t *testing.T) {
 				h.Set("x-ms-lease-id", tt.value)
 			}
 			got, err := leaseIDHeader(h)
-			checkLeaseCode(t, err, tt.wantCode)
+			svcerrtest.Code(t, err, tt.wantCode)
 			if got != tt.want {
 				t.Errorf("leaseIDHeader = %q, want %q", got, tt.want)
 			}

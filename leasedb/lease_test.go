@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 // Lease ids in normalized form. A is the id on the resource, B and C are
@@ -54,15 +55,6 @@ func sameLease(a, b Lease) bool {
 }
 
 // checkCode fails unless err carries want ("" = no error).
-func checkCode(t *testing.T, err error, want svcerr.Code) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error %v", err)
-	case want != "" && !svcerr.HasCode(err, want):
-		t.Fatalf("error = %v, want code %s", err, want)
-	}
-}
 
 func TestLeaseEffective(t *testing.T) {
 	tests := []struct {
@@ -369,7 +361,7 @@ func TestApplyLease(t *testing.T) {
 				now = t0
 			}
 			got, res, err := ApplyLease(tt.lease, tt.req, idX, now)
-			checkCode(t, err, tt.wantCode)
+			svcerrtest.Code(t, err, tt.wantCode)
 			if tt.wantCode != "" {
 				if st := svcerr.Status(tt.wantCode); tt.wantCode != svcerr.InvalidHeaderValue && st != 409 {
 					t.Errorf("status of %s = %d, want 409", tt.wantCode, st)
@@ -396,7 +388,7 @@ func TestApplyLease(t *testing.T) {
 func TestApplyLeaseAcquireWithoutAnyID(t *testing.T) {
 	req := LeaseRequest{Action: LeaseAcquire, Duration: 15, BreakPeriod: -1}
 	_, _, err := ApplyLease(Lease{}, req, "", t0)
-	checkCode(t, err, svcerr.InternalError)
+	svcerrtest.Code(t, err, svcerr.InternalError)
 }
 
 // TestLeaseScenarios replays the time-dependent lease sequences (expiry then
@@ -570,11 +562,11 @@ func TestCheckLease(t *testing.T) {
 						t.Fatalf("status of %s = %d, want 412", want, svcerr.Status(want))
 					}
 					if !tt.write {
-						checkCode(t, CheckReadLease(row.lease, id, tt.target, t0), want)
+						svcerrtest.Code(t, CheckReadLease(row.lease, id, tt.target, t0), want)
 						return
 					}
 					got, err := CheckWriteLease(row.lease, id, tt.target, t0)
-					checkCode(t, err, want)
+					svcerrtest.Code(t, err, want)
 					wantLease := row.lease
 					if want == ok && id == "" && (row.state == LeaseBroken || row.state == LeaseExpired) {
 						wantLease = Lease{} // a write without id clears a lapsed lease
@@ -610,7 +602,7 @@ func TestCheckLeaseBoundaries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := CheckWriteLease(tt.lease, tt.id, BlobTarget, tt.now)
-			checkCode(t, err, tt.wantCode)
+			svcerrtest.Code(t, err, tt.wantCode)
 			if !sameLease(got, tt.want) {
 				t.Errorf("lease = %+v, want %+v", got, tt.want)
 			}

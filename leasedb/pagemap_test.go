@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 func run(key string, at, size, off int64) Extent {
@@ -263,7 +264,7 @@ func TestApplyPageProps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := tt.b
 			err := applyPageProps(&b, tt.p)
-			checkCode(t, err, tt.want)
+			svcerrtest.Code(t, err, tt.want)
 			if err != nil {
 				return
 			}

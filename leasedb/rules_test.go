@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 // Rows the write rules are evaluated against (at t0).
@@ -26,7 +27,7 @@ var (
 // when allowed, left wantLease.
 func checkRuleLease(t *testing.T, got Lease, err error, want svcerr.Code, wantLease Lease) {
 	t.Helper()
-	checkCode(t, err, want)
+	svcerrtest.Code(t, err, want)
 	if err == nil && !sameLease(got, wantLease) {
 		t.Fatalf("lease = %+v, want %+v", got, wantLease)
 	}
@@ -128,7 +129,7 @@ func TestCheckReadLeaseUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkCode(t, checkReadLeaseUpdate(tt.b, tt.leaseID, tt.cond, t0), tt.want)
+			svcerrtest.Code(t, checkReadLeaseUpdate(tt.b, tt.leaseID, tt.cond, t0), tt.want)
 		})
 	}
 }
@@ -206,7 +207,7 @@ func TestCheckBlockTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkCode(t, checkBlockTarget(tt.b, tt.leaseID, t0), tt.want)
+			svcerrtest.Code(t, checkBlockTarget(tt.b, tt.leaseID, t0), tt.want)
 		})
 	}
 }
@@ -254,7 +255,7 @@ func TestResolveBlocks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := resolveBlocks(tt.refs, tt.staged, tt.old)
-			checkCode(t, err, tt.code)
+			svcerrtest.Code(t, err, tt.code)
 			if err == nil && !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("extents = %+v, want %+v", got, tt.want)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
+	"github.com/blobgw/blobgw/svcerr/svcerrtest"
 )
 
 func TestTagExprEval(t *testing.T) {
@@ -397,7 +398,7 @@ func TestApplyTier(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b
 			err := applyTier(&b, tc.tier)
-			checkCode(t, err, tc.want)
+			svcerrtest.Code(t, err, tc.want)
 			if err == nil && b.AccessTier != tc.tier {
 				t.Fatalf("tier %q, want %q", b.AccessTier, tc.tier)
 			}

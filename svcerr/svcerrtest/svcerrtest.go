@@ -21,3 +21,16 @@ func ClientError(t testing.TB, what string, err error) *svcerr.Error {
 	}
 	return e
 }
+
+// Code fails t unless err carries the service error code want; an empty
+// want means no error at all. Table tests of pure rules use it, one row
+// per outcome.
+func Code(t testing.TB, err error, want svcerr.Code) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error %v", err)
+	case want != "" && !svcerr.HasCode(err, want):
+		t.Fatalf("error = %v, want code %s", err, want)
+	}
+}

@@ -2,6 +2,7 @@ package svcerrtest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -37,6 +38,32 @@ func TestClientError(t *testing.T) {
 			}()
 			if r.failed != tt.wantFail {
 				t.Errorf("failed = %v, want %v", r.failed, tt.wantFail)
+			}
+		})
+	}
+}
+
+func TestCode(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		want     svcerr.Code
+		wantFail bool
+	}{
+		{"no error wanted, none", nil, "", false},
+		{"no error wanted, one", svcerr.New(svcerr.LeaseIdMissing), "", true},
+		{"the code", svcerr.New(svcerr.LeaseIdMissing), svcerr.LeaseIdMissing, false},
+		{"the code, wrapped", fmt.Errorf("put: %w", svcerr.New(svcerr.LeaseIdMissing)), svcerr.LeaseIdMissing, false},
+		{"another code", svcerr.New(svcerr.LeaseLost), svcerr.LeaseIdMissing, true},
+		{"a code wanted, none", nil, svcerr.LeaseIdMissing, true},
+		{"a plain error", errors.New("boom"), svcerr.LeaseIdMissing, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			Code(r, tt.err, tt.want)
+			if r.failed != tt.wantFail {
+				t.Fatalf("failed = %v, want %v", r.failed, tt.wantFail)
 			}
 		})
 	}
