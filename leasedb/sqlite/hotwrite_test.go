@@ -146,7 +146,7 @@ func TestHotGetAllocs(t *testing.T) {
 }
 
 const (
-	hotPutMaxAllocs = 320 // 463 before the trimmed reads and writetx.go
+	hotPutMaxAllocs = 200 // 312 before fastput.go (463 before the trimmed reads and writetx.go)
 	hotGetMaxAllocs = 106 // 109 before ReadBlob ran detached on a connection of its own
 )
 
