@@ -4,5 +4,17 @@ package sqlite
 
 import "os"
 
-// datasync is a full fsync where fdatasync is not available.
-func datasync(f *os.File) error { return f.Sync() }
+// datasyncPath opens the file at path, flushes it with a full fsync (no
+// fdatasync here) and closes it. A missing file is an error matching
+// fs.ErrNotExist.
+func datasyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 )
 
@@ -97,18 +96,11 @@ func (g *groupSync) wait() error {
 // SQLite may remove and recreate the WAL, and a descriptor kept open across
 // that would sync a file nobody writes any more.
 func syncFile(path string) error {
-	f, err := os.Open(path)
+	err := datasyncPath(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// SQLite removes the WAL only after checkpointing all of it into
 		// the database file and syncing that: nothing is left to sync.
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("leasedb/sqlite: sync WAL: %w", err)
-	}
-	err = datasync(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: sync WAL: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -187,4 +188,24 @@ func migratedStore(tb testing.TB, path string) *Store {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// TestSyncFile: the WAL's flush (datasyncPath) succeeds on a file, treats
+// a WAL SQLite removed as nothing to flush, and reports any other failure
+// (a path under a regular file cannot be opened).
+func TestSyncFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "db-wal")
+	if err := os.WriteFile(p, []byte("frames"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncFile(p); err != nil {
+		t.Errorf("sync of a file: %v", err)
+	}
+	if err := syncFile(filepath.Join(dir, "gone-wal")); err != nil {
+		t.Errorf("sync of a removed WAL: %v, want nil", err)
+	}
+	if err := syncFile(filepath.Join(p, "x")); err == nil {
+		t.Error("sync of a path under a file: nil error")
+	}
 }

@@ -400,6 +400,9 @@ type tx struct {
 	settings    leasedb.AccountSettings
 	settingsFor string
 	settingsOK  bool
+	// replacing is what LockForReplace locked, for CommitReplace
+	// (fastput.go).
+	replacing *replacing
 }
 
 // Now returns Go's clock, read once per transaction. Inside Update the
@@ -418,8 +421,11 @@ func (t *tx) NextETag(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("leasedb/sqlite: next etag: %w", err)
 	}
-	return fmt.Sprintf(`"0x%X"`, etagBase+n), nil
+	return formatETag(n), nil
 }
+
+// formatETag is the ETag of etag_seq's value n.
+func formatETag(n int64) string { return fmt.Sprintf(`"0x%X"`, etagBase+n) }
 
 const containerCols = sqlq.ContainerCols
 
