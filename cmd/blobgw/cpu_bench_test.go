@@ -23,7 +23,7 @@ import (
 // two are driven in alternating order in the same run, so a shared
 // machine's load falls on both alike:
 //
-//	git stash; go build -o /tmp/blobgw-before ./cmd/blobgw; git stash pop
+//	git worktree add /tmp/before main && (cd /tmp/before && go build -o /tmp/blobgw-before ./cmd/blobgw)
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
 //
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
