@@ -7,8 +7,10 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -17,7 +19,7 @@ import (
 )
 
 // entryShapes reads a listing body and renders each entry (every child of
-// the element named list: Blob or BlobPrefix) as the sequence
+// the element named list: Blob, BlobPrefix or Container) as the sequence
 // of its child element names, a Properties child as
 // "Properties{names...}", e.g. "Name Snapshot Properties{Creation-Time
 // ...} Metadata". Values are left out: what is compared is the order.
@@ -211,4 +213,47 @@ func TestListBlobsElementOrder(t *testing.T) {
 		"Name VersionId IsCurrentVersion " + blobProps("BlobType "+tier+"ServerEncrypted") + " Metadata",
 		"Name VersionId IsCurrentVersion " + blobProps("BlobType "+tier+lease+"ServerEncrypted") + " Metadata",
 	})
+}
+
+// TestListContainersElementOrder: List Containers lists a container's
+// elements in the service's order (its recorded answers): Name, Deleted,
+// Version, Properties (Last-Modified, Etag, the lease, PublicAccess (not
+// in a recording; where the API definition and the List Containers
+// reference put it), the encryption scope, HasImmutabilityPolicy, HasLegalHold,
+// ImmutableStorageWithVersioningEnabled, DeletedTime,
+// RemainingRetentionDays), Metadata. Before,
+// ImmutableStorageWithVersioningEnabled, which the service sends for
+// every container, was missing.
+func TestListContainersElementOrder(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, "sqlite", containerRetention(24*time.Hour))
+	c := b.client
+	if _, err := c.CreateContainer(ctx, "a-leased", &azblob.CreateContainerOptions{
+		Access: to.Ptr(container.PublicAccessTypeContainer), Metadata: map[string]*string{"k": to.Ptr("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := lease.NewContainerClient(c.ServiceClient().NewContainerClient("a-leased"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(ctx, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	createContainers(t, c, "b-deleted")
+	if _, err := c.DeleteContainer(ctx, "b-deleted", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := b.do(t, "GET", "?comp=list&include=metadata,deleted", "", nil)
+	wantStatus(t, resp, 200, "", "List Containers")
+	const tail = "DefaultEncryptionScope DenyEncryptionScopeOverride HasImmutabilityPolicy HasLegalHold ImmutableStorageWithVersioningEnabled"
+	wantShapes(t, "List Containers", entryShapes(t, body, "Containers"), []string{
+		"Name Properties{Last-Modified Etag LeaseStatus LeaseState LeaseDuration PublicAccess " + tail + "} Metadata",
+		"Name Deleted Version Properties{Last-Modified Etag LeaseStatus LeaseState " + tail + " DeletedTime RemainingRetentionDays} Metadata",
+	})
+	// The entries parse into the SDK's model as before.
+	items := listAll(t, c, true)
+	if len(items) != 2 || items[0].Properties.IsImmutableStorageWithVersioningEnabled == nil ||
+		*items[0].Properties.IsImmutableStorageWithVersioningEnabled {
+		t.Fatalf("listed %d containers; ImmutableStorageWithVersioningEnabled of the first %v", len(items), items[0].Properties.IsImmutableStorageWithVersioningEnabled)
+	}
 }
