@@ -114,17 +114,15 @@ func writeTierTagHeaders(h http.Header, b *leasedb.Blob) {
 	}
 }
 
-// writeListTierTags adds the tier (reportedTier; AccessTierInferred only
-// when inferred) and tag count inside a List Blobs <Properties> element.
-func writeListTierTags(x *xmlWriter, b *leasedb.Blob) {
+// writeListTier adds the tier (reportedTier; AccessTierInferred only when
+// inferred) inside a List Blobs <Properties> element, right after
+// BlobType, where Azure lists it.
+func writeListTier(x *xmlWriter, b *leasedb.Blob) {
 	if tier, inferred, ok := reportedTier(b); ok {
 		x.elem("AccessTier", tier)
 		if inferred {
 			x.elem("AccessTierInferred", "true")
 		}
-	}
-	if len(b.Tags) > 0 {
-		x.elem("TagCount", strconv.Itoa(len(b.Tags)))
 	}
 }
 

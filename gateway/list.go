@@ -157,6 +157,10 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		for _, p := range containerProps(c.Container, now) {
 			x.elem(p.elem, p.value)
 		}
+		// The service lists it for every container (x-ms-version
+		// 2020-10-02 on), after HasLegalHold and before the soft delete
+		// times; blobgw has no version-level immutability.
+		x.elem("ImmutableStorageWithVersioningEnabled", "false")
 		if c.Deleted != nil {
 			x.elem("DeletedTime", httpTime(c.Deleted.DeletedAt))
 			x.elem("RemainingRetentionDays", strconv.Itoa(c.Deleted.RemainingDays(now)))
@@ -287,7 +291,16 @@ func writeAfterName(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	if b.Type == "PageBlob" {
 		x.elem("x-ms-blob-sequence-number", strconv.FormatInt(b.SequenceNumber, 10))
 	}
+	// From BlobType on, the order of the service's recorded List Blobs
+	// answers, where they differ from the List Blobs reference sample:
+	// AccessTier and AccessTierInferred right after BlobType, then the
+	// lease, the copy (CopySource before CopyStatus), IncrementalCopy and
+	// its destination snapshot, ServerEncrypted, DeletedTime and
+	// RemainingRetentionDays, TagCount. Sealed is recorded right after
+	// ServerEncrypted but never beside the soft delete times or TagCount;
+	// it goes after them, as in the service's API definition.
 	x.elem("BlobType", b.Type)
+	writeListTier(x, b)
 	if b.Snapshot == "" && !b.NonCurrent && !deleted {
 		// Snapshots, previous versions and soft-deleted blobs cannot
 		// be leased, so Azure lists them without LeaseStatus,
@@ -301,24 +314,26 @@ func writeAfterName(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	}
 	if include["copy"] && b.Copy != nil {
 		x.elem("CopyId", b.Copy.ID)
-		x.elem("CopyStatus", b.Copy.Status)
 		x.elem("CopySource", b.Copy.Source)
+		x.elem("CopyStatus", b.Copy.Status)
 		x.elem("CopyProgress", b.Copy.Progress)
 		x.elem("CopyCompletionTime", httpTime(b.Copy.Completed))
 	}
-	x.elem("ServerEncrypted", "true")
 	if b.IsIncrementalCopy() {
 		x.elem("IncrementalCopy", "true")
 		if include["copy"] {
 			x.elem("DestinationSnapshot", b.Copy.DestinationSnapshot)
 		}
 	}
-	if b.Type == "AppendBlob" {
-		x.elem("Sealed", strconv.FormatBool(b.Sealed))
-	}
-	writeListTierTags(x, b)
+	x.elem("ServerEncrypted", "true")
 	if deleted {
 		writeDeletedProps(x, b, now, day)
+	}
+	if len(b.Tags) > 0 {
+		x.elem("TagCount", strconv.Itoa(len(b.Tags)))
+	}
+	if b.Type == "AppendBlob" {
+		x.elem("Sealed", strconv.FormatBool(b.Sealed))
 	}
 	x.close("Properties")
 	if include["metadata"] {

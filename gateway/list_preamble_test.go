@@ -118,7 +118,7 @@ func TestContainerPropsHeadersAndList(t *testing.T) {
 		props = regexp.MustCompile(`^<Last-Modified>[^<]*</Last-Modified><Etag>[^<]*</Etag>`).ReplaceAllString(props, "")
 		wantXML := tt.xml + `<DefaultEncryptionScope>$account-encryption-key</DefaultEncryptionScope>` +
 			`<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride><HasImmutabilityPolicy>false</HasImmutabilityPolicy>` +
-			`<HasLegalHold>false</HasLegalHold>`
+			`<HasLegalHold>false</HasLegalHold><ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>`
 		if props != wantXML {
 			t.Errorf("%s: List Containers Properties\n %s\nwant\n %s", tt.name, props, wantXML)
 		}
