@@ -65,10 +65,7 @@ func TestExtentsHaveKeySQL(t *testing.T) {
 // ANALYZE: no scan of json_array_elements or of the other rows' tables).
 func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	db := &leasedb.DB{Store: s}
-	addContainer(t, s)
+	dsn, _, db := containerStore(t)
 	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +129,7 @@ func scanNodes(plan, what string) (int, error) {
 // for an inline row, whatever the name has.
 func TestLockForReplaceKeyState(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	db := &leasedb.DB{Store: s}
-	addContainer(t, s)
+	dsn, s, db := containerStore(t)
 	conn := pgtest.Connect(t, dsn)
 	copyRow := func(name, table, cols, extra string) string {
 		return `INSERT INTO ` + table + ` (` + sqlq.BlobCols + cols + `) SELECT ` + sqlq.BlobCols + extra +
