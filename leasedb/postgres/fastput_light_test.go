@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
 	"github.com/blobgw/blobgw/svcerr"
@@ -56,14 +58,14 @@ func TestExtentsHaveKeySQL(t *testing.T) {
 // other rows (snapshots, versions, soft-deleted rows) only when the row's
 // extents name an object: a small blob's bytes, base64 in that text, are
 // not parsed as JSON by every overwrite, and an inline row has no keys to
-// keep (EXPLAIN ANALYZE: json_array_elements and the scans of the other
-// rows run for a row with a key, never for an inline row).
+// keep. Those reads are the function blob_replace_keys, called for a row
+// with a key and never for an inline row (its calls counted with
+// track_functions), and the statement's own plan has none of their scans,
+// which would be set up on every run whether or not they ran (EXPLAIN
+// ANALYZE: no scan of json_array_elements or of the other rows' tables).
 func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	db := &leasedb.DB{Store: s}
-	addContainer(t, s)
+	dsn, _, db := containerStore(t)
 	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -75,40 +77,114 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 		}
 	}
 	conn := pgtest.Connect(t, dsn)
-	for name, want := range map[string]bool{"inline": false, "keyed": true} {
+	for name, want := range map[string]int64{"inline": 0, "keyed": 1} {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plan string
-		err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.LockForReplaceSQL, "a", "c", name, int64(1), int64(2)).Scan(&plan)
+		var (
+			plan  string
+			calls int64
+		)
+		_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'pl'`)
+		if err == nil {
+			err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.LockForReplaceSQL, "a", "c", name, int64(1), int64(2)).Scan(&plan)
+		}
+		if err == nil {
+			err = tx.QueryRow(ctx, `SELECT COALESCE(pg_stat_get_xact_function_calls('blob_replace_keys(text, text, text, text)'::regprocedure), 0)`).Scan(&calls)
+		}
 		tx.Rollback(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, what := range []string{"json_array_elements", "snapshots", "versions", "deleted_blobs"} {
-			loops, err := scanLoops(plan, what)
-			if err != nil {
+		if calls != want {
+			t.Errorf("%s row: blob_replace_keys ran %d times; want %d", name, calls, want)
+		}
+		for _, what := range []string{"json_array_elements", "snapshots", "versions", "deleted_blobs", "extent_shares"} {
+			if n, err := scanNodes(plan, what); err != nil {
 				t.Fatal(err)
-			}
-			if got := loops > 0; got != want {
-				t.Errorf("%s row: the scan of %s ran %v times; want it to run: %v\n%s", name, what, loops, want, plan)
+			} else if n > 0 {
+				t.Errorf("%s row: the statement's plan has %d scans of %s; want them in blob_replace_keys only\n%s", name, n, what, plan)
 			}
 		}
 	}
 }
 
-// scanLoops sums the actual loops of the scans of what (a function or a
-// relation) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
-func scanLoops(plan, what string) (float64, error) {
-	var n float64
+// scanNodes counts the scan nodes of what (a function or a relation) in
+// an EXPLAIN (FORMAT JSON) plan, whether or not they ran.
+func scanNodes(plan, what string) (int, error) {
+	var n int
 	err := planNodes(plan, func(m map[string]any) {
 		if typ, _ := m["Node Type"].(string); strings.HasSuffix(typ, "Scan") && (m["Function Name"] == what || m["Relation Name"] == what) {
-			l, _ := m["Actual Loops"].(float64)
-			n += l
+			n++
 		}
 	})
 	return n, err
+}
+
+// TestLockForReplaceKeyState: what LockForReplace reads of a name for its
+// row's keys (blob_replace_keys): NameRows when the name has a snapshot, a
+// version or a soft-deleted row, SharedKeys when another name shares a
+// key of the row, neither for a keyed row alone, and neither (not read)
+// for an inline row, whatever the name has.
+func TestLockForReplaceKeyState(t *testing.T) {
+	ctx := context.Background()
+	dsn, s, db := containerStore(t)
+	conn := pgtest.Connect(t, dsn)
+	copyRow := func(name, table, cols, extra string) string {
+		return `INSERT INTO ` + table + ` (` + sqlq.BlobCols + cols + `) SELECT ` + sqlq.BlobCols + extra +
+			` FROM blobs WHERE account = 'a' AND container = 'c' AND name = '` + name + `'`
+	}
+	for _, tc := range []struct {
+		name               string
+		inline             bool
+		setup              func(name string) string
+		nameRows, sharedKs bool
+	}{
+		{name: "alone"},
+		{name: "snapshot", setup: func(n string) string { return copyRow(n, "snapshots", ", snapshot", ", 'snap'") }, nameRows: true},
+		{name: "version", setup: func(n string) string {
+			return strings.Replace(copyRow(n, "versions", "", ""), "version_id, sequence_number FROM", "'v1', sequence_number FROM", 1)
+		}, nameRows: true},
+		{name: "softdeleted", setup: func(n string) string {
+			return copyRow(n, "deleted_blobs", ", snapshot, deleted_at, expires_at", ", '', 1, 2")
+		}, nameRows: true},
+		{name: "shared", setup: func(n string) string { return `INSERT INTO extent_shares (key, names) VALUES ('key-` + n + `', 2)` }, sharedKs: true},
+		{name: "inline-snapshot", inline: true, setup: func(n string) string { return copyRow(n, "snapshots", ", snapshot", ", 'snap'") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := leasedb.BlobRef{Account: "a", Container: "c", Name: tc.name}
+			x := leasedb.Extent{Key: "key-" + tc.name, Size: 1}
+			if tc.inline {
+				x = leasedb.Extent{Size: 3, Data: []byte("abc")}
+			} else if err := db.AddIntent(ctx, x.Key, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob", Extents: []leasedb.Extent{x}}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.setup != nil {
+				if _, err := conn.Exec(ctx, tc.setup(tc.name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var st leasedb.ReplaceState
+			errDone := errors.New("done")
+			err := s.Update(ctx, func(tx leasedb.Tx) error {
+				var err error
+				if st, err = tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref); err != nil {
+					return err
+				}
+				return errDone
+			})
+			if !errors.Is(err, errDone) {
+				t.Fatal(err)
+			}
+			if st.Blob == nil || st.NameRows != tc.nameRows || st.SharedKeys != tc.sharedKs {
+				t.Errorf("blob %v, NameRows %v, SharedKeys %v; want a blob, %v, %v", st.Blob != nil, st.NameRows, st.SharedKeys, tc.nameRows, tc.sharedKs)
+			}
+		})
+	}
 }
 
 // TestPutBlobLightCommit: a write with no intent to take and no key to

@@ -144,6 +144,16 @@ func statementsDB(t *testing.T) string {
 	return srv.NewDatabase(t)
 }
 
+// containerStore is a store on a new database holding container a/c,
+// with the database's DSN and a leasedb.DB over the store.
+func containerStore(t *testing.T) (string, *postgres.Store, *leasedb.DB) {
+	t.Helper()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	addContainer(t, s)
+	return dsn, s, &leasedb.DB{Store: s}
+}
+
 // smallBlobStore is a store on a new database holding container a/c and
 // in it blob b, 4 bytes inline: what the allocation tests read, lock and
 // overwrite.
