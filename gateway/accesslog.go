@@ -28,16 +28,18 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// countBody wraps r.Body and returns the counter and the func that puts
-// the original body back.
-func countBody(r *http.Request) (*countingBody, func()) {
-	orig := r.Body
-	if orig == nil || orig == http.NoBody {
-		return &countingBody{}, func() {}
+// wrap makes b r.Body's counter; unwrap puts the original body back.
+func (b *countingBody) wrap(r *http.Request) {
+	if orig := r.Body; orig != nil && orig != http.NoBody {
+		b.ReadCloser = orig
+		r.Body = b
 	}
-	cb := &countingBody{ReadCloser: orig}
-	r.Body = cb
-	return cb, func() { r.Body = orig }
+}
+
+func (b *countingBody) unwrap(r *http.Request) {
+	if b.ReadCloser != nil {
+		r.Body = b.ReadCloser
+	}
 }
 
 // finish records a served request: the access log line and the request

@@ -36,7 +36,7 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 		Resource: auth.Resource{Account: req.account, Container: req.container, Blob: req.blob, Snapshot: req.query["snapshot"]},
 		Op:       op,
 		HTTPS:    req.peer.https,
-		ClientIP: req.peer.ip,
+		ClientIP: req.peer.clientIP(),
 		Now:      s.opt.Now(),
 	}
 	// A token naming a stored access policy (si) takes it from the

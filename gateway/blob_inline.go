@@ -3,8 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc64"
 	"io"
 	"net/http"
 
@@ -41,10 +44,15 @@ func (s *Server) inlineBody(blobType string, size int64) bool {
 // answers a short, long or failing body as stage does.
 func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent, sums, error) {
 	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
-	buf := make([]byte, size+1)
+	return readInlineInto(hr, make([]byte, size+1), size)
+}
+
+// readInlineInto is readInline's work, into buf (at least size+1 bytes)
+// through hr, whose digester and limit are set.
+func readInlineInto(hr *hashingReader, buf []byte, size int64) (leasedb.Extent, sums, error) {
 	// ReadFull's own error says only that fewer than size+1 bytes came
 	// (always so for a body of the right length); hr.err and n tell the rest.
-	n, _ := io.ReadFull(hr, buf)
+	n, _ := io.ReadFull(hr, buf[:size+1])
 	if e, ok := svcerr.As(hr.err); ok {
 		return leasedb.Extent{}, sums{}, e // the body stalled (limits.go)
 	}
@@ -58,6 +66,56 @@ func readInline(body io.Reader, size int64, md5Sum, crcSum bool) (leasedb.Extent
 		return leasedb.Extent{}, sums{}, fmt.Errorf("reading request body: %w", hr.err)
 	}
 	return leasedb.Extent{Size: size, Data: buf[:size:size]}, hr.d.sums(), nil
+}
+
+// inlineBuf is what reading one inline Put Blob body needs, kept in
+// Server.inlineBufs between requests so that a small Put Blob allocates
+// neither its body buffer (Options.InlineMaxBytes+1 bytes) nor its reader
+// and MD5 state. Its bytes are lent to the request: the extent that
+// carries them (leasedb.Extent.Data) must be unreachable from anything
+// that outlives the request before putInlineBuf takes it back; the store
+// encodes them into the row's text during the commit and keeps no slice.
+type inlineBuf struct {
+	buf []byte
+	hr  hashingReader
+	d   digester
+	md5 hash.Hash
+}
+
+// getInlineBuf takes a buffer for a body of at most Options.InlineMaxBytes.
+func (s *Server) getInlineBuf() *inlineBuf {
+	if ib, ok := s.inlineBufs.Get().(*inlineBuf); ok && int64(len(ib.buf)) > s.opt.InlineMaxBytes {
+		return ib
+	}
+	return &inlineBuf{buf: make([]byte, s.opt.InlineMaxBytes+1), md5: md5.New()}
+}
+
+// putInlineBuf gives ib back once nothing of the request holds its bytes.
+// Tests poison what is given back (poisonInlineBufs), so that a read of a
+// buffer after its return shows as wrong content.
+func (s *Server) putInlineBuf(ib *inlineBuf) {
+	if poisonInlineBufs {
+		for i := range ib.buf {
+			ib.buf[i] = 0xA5
+		}
+	}
+	ib.hr, ib.d = hashingReader{}, digester{} // nothing of the request stays reachable from the pool
+	s.inlineBufs.Put(ib)
+}
+
+// poisonInlineBufs is set by tests only (export_test.go).
+var poisonInlineBufs = false
+
+// readInlinePooled is readInline into ib: the extent's Data is ib's
+// buffer, valid until putInlineBuf.
+func readInlinePooled(ib *inlineBuf, body io.Reader, size int64, crcSum bool) (leasedb.Extent, sums, error) {
+	ib.md5.Reset()
+	ib.d = digester{md5: ib.md5}
+	if crcSum {
+		ib.d.crc = crc64.New(crc64Table)
+	}
+	ib.hr = hashingReader{r: body, limit: size, d: &ib.d}
+	return readInlineInto(&ib.hr, ib.buf, size)
 }
 
 // readExtent reads a body of size bytes: into memory as an inline extent

@@ -106,7 +106,20 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if size > 0 {
 		// A small block blob is kept in the row (blob_inline.go): no
 		// intent, no object.
-		ext, digests, err := s.readExtent(ctx, r.Body, size, s.inlineBody(blobType, size), true, want.crc64 != nil)
+		var ext leasedb.Extent
+		var digests sums
+		var err error
+		if s.inlineBody(blobType, size) {
+			// A pooled buffer, given back when putBlob returns: by then
+			// the commit has encoded the bytes into the row's text, and
+			// nothing of the request (preq, the committed row b) is
+			// reachable any more.
+			ib := s.getInlineBuf()
+			defer s.putInlineBuf(ib)
+			ext, digests, err = readInlinePooled(ib, r.Body, size, want.crc64 != nil)
+		} else {
+			ext, digests, err = s.stage(ctx, r.Body, size, true, want.crc64 != nil)
+		}
 		if err != nil {
 			return late(err)
 		}
@@ -142,19 +155,21 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	if err != nil {
 		return err
 	}
-	// Canonical names: h.Set copies any other spelling into one first.
-	h := w.Header()
-	setETagLM(h, b.ETag, b.LastModified)
-	setVersionID(h, b)
+	// Canonical names, each header set once (headerVals).
+	h := req.headers(w)
+	h.setETagLM(b.ETag, b.LastModified)
+	if b.VersionID != "" {
+		h.set("X-Ms-Version-Id", b.VersionID) // setVersionID
+	}
 	if blobType == "BlockBlob" {
-		h.Set("Content-Md5", b64(sum))
+		h.set("Content-Md5", b64(sum))
 	}
 	if got.crc64 != nil {
-		h.Set("X-Ms-Content-Crc64", b64(got.crc64))
+		h.set("X-Ms-Content-Crc64", b64(got.crc64))
 	}
-	h.Set("X-Ms-Request-Server-Encrypted", "true")
+	h.set("X-Ms-Request-Server-Encrypted", "true")
 	if preq.LeaseAction == leasedb.PutLeaseAcquire {
-		h.Set("X-Ms-Lease-Id", leaseRes.ID)
+		h.set("X-Ms-Lease-Id", leaseRes.ID)
 	}
 	w.WriteHeader(http.StatusCreated)
 	return nil

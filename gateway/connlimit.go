@@ -140,7 +140,7 @@ func answerBusy(c net.Conn) {
 	h.Set("Server", "blobgw")
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	h.Set("Connection", "close")
-	if v := req.Header.Get("x-ms-version"); v != "" && versionRE.MatchString(v) {
+	if v := req.Header.Get("x-ms-version"); v != "" && validVersion(v) {
 		h.Set("x-ms-version", v)
 	} else {
 		h.Set("x-ms-version", DefaultVersion)

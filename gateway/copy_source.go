@@ -275,7 +275,7 @@ func (s *Server) authorizeSource(ctx context.Context, r *http.Request, req *requ
 			Resource: auth.Resource{Account: ref.Account, Container: ref.Container, Blob: ref.Name, Snapshot: q.Get("snapshot")},
 			Op:       auth.OpReadBlob,
 			HTTPS:    spec.u.Scheme == "https",
-			ClientIP: req.peer.ip,
+			ClientIP: req.peer.clientIP(),
 			Now:      s.opt.Now(),
 		}, s.accounts, policies)
 		if dbErr != nil {

@@ -6,6 +6,10 @@ import (
 	"net"
 )
 
+// Every test of this package runs with the inline body buffers poisoned
+// when given back: a read of one after its return shows as wrong bytes.
+func init() { poisonInlineBufs = true }
+
 // PooledKeys returns the keys whose intents are recorded and waiting in the
 // Server's key pool: queue entries that belong to no upload yet.
 func (s *Server) PooledKeys() []string { return s.keys.pooled() }

@@ -129,6 +129,12 @@ func setETagLM(h http.Header, etag string, lm time.Time) {
 	h.Set("Last-Modified", httpTime(lm))
 }
 
+// setETagLM is setETagLM through hv.
+func (hv *headerVals) setETagLM(etag string, lm time.Time) {
+	hv.set("Etag", etag)
+	hv.set("Last-Modified", httpTime(lm))
+}
+
 // writeBlobHeaders sets the property headers of Get Blob / Get Blob
 // Properties.
 func writeBlobHeaders(h http.Header, b *leasedb.Blob, now time.Time) {

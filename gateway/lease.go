@@ -31,13 +31,12 @@ func leaseStatus(a leasedb.LeaseAction) int {
 	return http.StatusOK
 }
 
-func writeLeaseResult(w http.ResponseWriter, a leasedb.LeaseAction, res leasedb.LeaseResult) {
-	h := w.Header()
+func writeLeaseResult(w http.ResponseWriter, h *headerVals, a leasedb.LeaseAction, res leasedb.LeaseResult) {
 	switch a {
 	case leasedb.LeaseAcquire, leasedb.LeaseRenew, leasedb.LeaseChange:
-		h.Set("X-Ms-Lease-Id", res.ID)
+		h.set("X-Ms-Lease-Id", res.ID)
 	case leasedb.LeaseBreak:
-		h.Set("X-Ms-Lease-Time", strconv.Itoa(res.BreakTime))
+		h.set("X-Ms-Lease-Time", strconv.Itoa(res.BreakTime))
 	}
 	w.WriteHeader(leaseStatus(a))
 }
@@ -60,8 +59,9 @@ func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
-	setETagLM(w.Header(), b.ETag, b.LastModified)
-	writeLeaseResult(w, lr.Action, res)
+	h := req.headers(w)
+	h.setETagLM(b.ETag, b.LastModified)
+	writeLeaseResult(w, h, lr.Action, res)
 	return nil
 }
 
@@ -80,8 +80,9 @@ func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return containerLeaseText(err)
 	}
-	setETagLM(w.Header(), c.ETag, c.LastModified)
-	writeLeaseResult(w, lr.Action, res)
+	h := req.headers(w)
+	h.setETagLM(c.ETag, c.LastModified)
+	writeLeaseResult(w, h, lr.Action, res)
 	return nil
 }
 

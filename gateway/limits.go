@@ -25,29 +25,33 @@ const (
 // stalled Read fails with 408 RequestTimeout, which the Azure SDKs retry.
 type idleBody struct {
 	io.ReadCloser
-	ctl  *http.ResponseController
+	ctl  http.ResponseController
 	idle time.Duration
 	done bool // EOF or an error seen: the deadline is no longer ours
 }
 
-// limitBody wraps r.Body with the idle deadline and returns the func that
-// puts the original body back; call it when the handler is done. (Go's
-// server inspects its own body type after the handler to decide whether
-// the connection can be reused or the rest of the body must be drained.)
-// A writer that cannot set read deadlines (none that blobgw serve uses)
-// leaves the body as it is.
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (restore func()) {
+// limitBody makes b, wrapping r.Body, the body with the idle deadline and
+// reports whether it did; b.unwrap then puts the original body back: call
+// it when the handler is done. (Go's server inspects its own body type
+// after the handler to decide whether the connection can be reused or the
+// rest of the body must be drained.) A writer that cannot set read
+// deadlines (none that blobgw serve uses) leaves the body as it is.
+func (s *Server) limitBody(b *idleBody, w http.ResponseWriter, r *http.Request) bool {
 	orig := r.Body
 	if s.opt.BodyIdleTimeout <= 0 || orig == nil || orig == http.NoBody {
-		return func() {}
+		return false
 	}
-	ctl := http.NewResponseController(w)
-	if err := ctl.SetReadDeadline(time.Now().Add(s.opt.BodyIdleTimeout)); err != nil {
-		return func() {}
+	b.ctl = *http.NewResponseController(w)
+	if err := b.ctl.SetReadDeadline(time.Now().Add(s.opt.BodyIdleTimeout)); err != nil {
+		return false
 	}
-	r.Body = &idleBody{ReadCloser: orig, ctl: ctl, idle: s.opt.BodyIdleTimeout}
-	return func() { r.Body = orig }
+	b.ReadCloser, b.idle = orig, s.opt.BodyIdleTimeout
+	r.Body = b
+	return true
 }
+
+// unwrap puts back the body limitBody wrapped.
+func (b *idleBody) unwrap(r *http.Request) { r.Body = b.ReadCloser }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	if !b.done {
@@ -89,14 +93,17 @@ type uploadLimiter chan struct{}
 func newUploadLimiter(n int) uploadLimiter { return make(uploadLimiter, n) }
 
 // acquire takes a slot or fails with ServerBusy; call release when done.
-func (l uploadLimiter) acquire() (release func(), err error) {
+func (l uploadLimiter) acquire() error {
 	select {
 	case l <- struct{}{}:
-		return func() { <-l }, nil
+		return nil
 	default:
-		return nil, svcerr.Newf(svcerr.ServerBusy, "The server is handling too many uploads. Please retry your request.")
+		return svcerr.Newf(svcerr.ServerBusy, "The server is handling too many uploads. Please retry your request.")
 	}
 }
+
+// release gives back a slot acquire took.
+func (l uploadLimiter) release() { <-l }
 
 // isUpload reports whether the routed request is an operation that reads
 // a body or a copy source into the backend: Put Blob, Put Blob From URL,

@@ -19,8 +19,17 @@ import (
 // peer is what the gateway believes about the client of one request.
 type peer struct {
 	https bool
-	ip    net.IP // nil when the address does not parse
-	addr  string // for the access log: the client address as believed
+	ip    netip.Addr // invalid when the address does not parse
+	addr  string     // for the access log: the client address as believed
+}
+
+// clientIP is the client's address for the SAS checks (sip): nil when it
+// did not parse. Only a SAS asks, so it is made here, not per request.
+func (p peer) clientIP() net.IP {
+	if !p.ip.IsValid() {
+		return nil
+	}
+	return net.IP(p.ip.AsSlice())
 }
 
 // effectivePeer decides, once per request, the scheme and client address
@@ -30,13 +39,19 @@ func effectivePeer(r *http.Request, trusted []netip.Prefix) peer {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	p := peer{https: r.TLS != nil, ip: net.ParseIP(host), addr: host}
+	p := peer{https: r.TLS != nil, addr: host}
 	remote, err := netip.ParseAddr(host)
 	if err != nil {
+		// What netip refuses net.ParseIP refuses too.
 		return p
 	}
 	remote = remote.Unmap()
-	p.ip, p.addr = net.IP(remote.AsSlice()), remote.String()
+	p.ip = remote
+	if strings.IndexByte(host, ':') >= 0 {
+		// An IPv4 literal netip accepts is in its one form already (no
+		// leading zeros): only a mapped or IPv6 address is spelled again.
+		p.addr = remote.String()
+	}
 	if !isTrusted(remote, trusted) {
 		return p
 	}
@@ -64,7 +79,7 @@ func effectivePeer(r *http.Request, trusted []netip.Prefix) peer {
 	}
 	if client >= 0 {
 		a := hops[client].addr
-		p.ip, p.addr = net.IP(a.AsSlice()), a.String()
+		p.ip, p.addr = a, a.String()
 	}
 	// The scheme the client used on the hop it spoke: the proto recorded
 	// with that hop, else the one the nearest proxy recorded.

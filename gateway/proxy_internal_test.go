@@ -55,7 +55,7 @@ func TestEffectivePeer(t *testing.T) {
 			if p.https != tt.wantHTTPS || p.addr != tt.wantAddr {
 				t.Fatalf("https=%v addr=%s, want https=%v addr=%s", p.https, p.addr, tt.wantHTTPS, tt.wantAddr)
 			}
-			if p.ip == nil || p.ip.String() != tt.wantAddr {
+			if ip := p.clientIP(); ip == nil || ip.String() != tt.wantAddr {
 				t.Fatalf("ip %v, want %s", p.ip, tt.wantAddr)
 			}
 		})

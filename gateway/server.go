@@ -15,8 +15,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -89,9 +89,12 @@ type Server struct {
 	corsCache *corsCache // CORS rules per account (cors.go)
 	keys      *keyPool   // backend keys with recorded intents (intents.go)
 	uploads   uploadLimiter
-	pages     pageCompactor // background page blob compactions
-	metrics   *metrics      // this Server's registry (metrics.go)
-	draining  atomic.Bool   // set by SetDraining: Ready fails (health.go)
+	// inlineBufs holds *inlineBuf: the body buffers of inline Put Blobs
+	// (blob_inline.go).
+	inlineBufs sync.Pool
+	pages      pageCompactor // background page blob compactions
+	metrics    *metrics      // this Server's registry (metrics.go)
+	draining   atomic.Bool   // set by SetDraining: Ready fails (health.go)
 }
 
 // New returns a Server.
@@ -168,35 +171,74 @@ type request struct {
 	// metaNames spells x-ms-meta-* header names as the client sent them
 	// (lowercased name → as sent; headercase.go); nil when unknown.
 	metaNames map[string]string
+	// hdr sets the response headers from one backing array of values
+	// (hdrkeys.go): those every answer carries, set by ServeHTTP, and a
+	// handler's own (request.headers).
+	hdr headerVals
+}
+
+// headers is the response's headerVals: ServeHTTP's, whose array has
+// room for a small write's headers too, or, for a request ServeHTTP did not
+// prepare (a Blob Batch sub-request), a new one over w's.
+func (q *request) headers(w http.ResponseWriter) *headerVals {
+	if q.hdr.h == nil {
+		q.hdr = newHeaderVals(w.Header(), 6)
+	}
+	return &q.hdr
 }
 
 func (q *request) ref() leasedb.BlobRef {
 	return leasedb.BlobRef{Account: q.account, Container: q.container, Name: q.blob}
 }
 
+// served is what ServeHTTP keeps for one request, in one allocation: the
+// parsed request, the writers that count the answer, the counter and the
+// idle deadline of the body.
+type served struct {
+	req     request
+	acc, rw statusWriter
+	in      countingBody
+	idle    idleBody
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{id: newRequestID(), start: time.Now(), peer: effectivePeer(r, s.opt.TrustedProxies)}
-	acc := &statusWriter{ResponseWriter: w}
+	st := &served{}
+	req := &st.req
+	req.id, req.start, req.peer = newRequestID(), time.Now(), effectivePeer(r, s.opt.TrustedProxies)
+	acc := &st.acc
+	acc.ResponseWriter = w
 	w = acc
-	in, restoreBody := countBody(r)
-	defer restoreBody()
+	in := &st.in
+	in.wrap(r)
+	defer in.unwrap(r)
 	defer s.finish(acc, r, req, in) // the access log line and metrics (accesslog.go)
 	// First: the connection's record must be taken, and recording paused
 	// for the body, before anything reads the body (headercase.go).
 	var resumeRecording func()
 	req.metaNames, resumeRecording = rawHeaderNames(r)
 	defer resumeRecording()
-	h := newHeaderVals(w.Header(), 5) // the headers every answer carries
+	// The headers every answer carries (4, and Date), and room for those
+	// of a small write (Put Blob's up to 7, Lease Blob's 3). Date is left
+	// to net/http, which writes the same text when the handler set none:
+	// one header fewer keeps a small write's answer within the 8 entries
+	// a Go map holds before it grows (and net/http's copy of it likewise);
+	// dateHeader still refreshes the second that httpTime reuses for
+	// Last-Modified.
+	req.hdr = newHeaderVals(w.Header(), 12)
+	h := &req.hdr
 	h.set("Server", "blobgw")
-	h.set("Date", dateHeader(time.Now()))
+	dateHeader(req.start)
 	req.version = r.Header.Get("X-Ms-Version")
-	setRequestHeaders(&h, r, req)
+	setRequestHeaders(h, r, req)
 	if w = s.corsHook(w, r, req); w == nil {
 		return // a CORS preflight, answered (cors.go)
 	}
-	rw := &statusWriter{ResponseWriter: w}
-	defer s.limitBody(rw, r)()
+	rw := &st.rw
+	rw.ResponseWriter = w
+	if s.limitBody(&st.idle, rw, r) {
+		defer st.idle.unwrap(r)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -219,7 +261,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) error {
-	if v := req.version; v != "" && !versionRE.MatchString(v) {
+	if v := req.version; v != "" && !validVersion(v) {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-version", v)
 	}
 	var err error
@@ -257,16 +299,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 		return svcerr.Header(svcerr.UnsupportedHeader, "x-ms-structured-body", v)
 	}
 	if isUpload(r, req) {
-		release, err := s.uploads.acquire()
-		if err != nil {
+		if err := s.uploads.acquire(); err != nil {
 			return err
 		}
-		defer release()
+		defer s.uploads.release()
 	}
 	return req.op.handle(s, w, r, req)
 }
 
-var versionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+// validVersion reports whether v has x-ms-version's form, dddd-dd-dd
+// (ASCII digits), without a regular expression per request.
+func validVersion(v string) bool {
+	if len(v) != len("2025-11-05") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if i == 4 || i == 7 {
+			if v[i] != '-' {
+				return false
+			}
+		} else if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // parseAddress splits the URL into account, container and blob:
 // path-style (http://host/account/container/blob, as Azurite) for IP
@@ -316,7 +373,21 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	return nil
 }
 
-var containerNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
+// containerNameChars reports whether n is letters a-z, digits and
+// dashes, starting and ending with a letter or digit, with no two dashes
+// together (^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$), without a regular
+// expression per request.
+func containerNameChars(n string) bool {
+	for i := 0; i < len(n); i++ {
+		switch c := n[i]; {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(n)-1 && n[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return n != ""
+}
 
 // validContainerName: 3–63 of a-z0-9-, starting and ending with a letter or
 // digit, no "--" (Azure's container naming rules), or one of Azure's
@@ -338,7 +409,7 @@ func checkContainerName(n string) error {
 	if len(n) < 3 || len(n) > 63 {
 		return svcerr.Newf(svcerr.OutOfRangeInput, "The specified resource name length is not within the permissible limits.")
 	}
-	if !containerNameRE.MatchString(n) {
+	if !containerNameChars(n) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	return nil

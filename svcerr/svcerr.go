@@ -301,11 +301,33 @@ func Query(code Code, name, value, reason string) *Error {
 	return e
 }
 
-// As extracts a *Error from err.
+// As extracts a *Error from err, as errors.As does. It walks the chain
+// itself: errors.As's target escapes, one allocation on every call, and
+// the gateway asks this of errors, nil ones included, several times per
+// request. An error with an As method of its own is left to errors.As.
 func As(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
+	for err != nil {
+		switch x := err.(type) {
+		case *Error:
+			return x, true
+		case interface{ As(any) bool }:
+			var e *Error
+			if errors.As(err, &e) {
+				return e, true
+			}
+			return nil, false
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, err := range x.Unwrap() {
+				if e, ok := As(err); ok {
+					return e, true
+				}
+			}
+			return nil, false
+		default:
+			return nil, false
+		}
 	}
 	return nil, false
 }

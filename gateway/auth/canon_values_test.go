@@ -2,7 +2,6 @@ package auth
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -20,7 +19,7 @@ func TestCanonicalizedHeaderValues(t *testing.T) {
 		{http.Header{"X-Ms-Meta-Ä": {"w "}, "x-ms-meta-ä": {" z"}}, "x-ms-meta-ä:w,z\n"},
 	}
 	for _, tt := range tests {
-		var fast, sorted strings.Builder
+		var fast, sorted stsBuilder
 		writeCanonicalizedHeaders(&fast, tt.h, canon{})
 		writeCanonicalizedHeadersSorted(&sorted, tt.h, canon{})
 		if fast.String() != tt.want || sorted.String() != tt.want {

@@ -110,7 +110,7 @@ type macState struct {
 var macPool = sync.Pool{New: func() any { return &macState{inner: sha256.New(), outer: sha256.New()} }}
 
 // macSum is HMAC-SHA256(key, msg), what hmac.New(sha256.New, key) gives.
-func macSum(key []byte, msg string) [sha256.Size]byte {
+func macSum[T string | []byte](key []byte, msg T) [sha256.Size]byte {
 	st := macPool.Get().(*macState)
 	defer macPool.Put(st)
 	k := key
@@ -178,13 +178,32 @@ func StringToSign(r *http.Request, account string) string {
 }
 
 func buildStringToSign(r *http.Request, account string, q url.Values, c canon) string {
+	var b stsBuilder
+	b.Grow(512) // a typical string-to-sign, so it is built in one allocation
+	writeStringToSign(&b, r, account, q, c)
+	return b.String()
+}
+
+// stsBuilder builds a string-to-sign as strings.Builder would, into bytes
+// that can be reused: VerifySharedKey builds each request's into a pooled
+// one and makes a string of it only when the signature does not match.
+type stsBuilder struct{ b []byte }
+
+func (s *stsBuilder) WriteString(x string)   { s.b = append(s.b, x...) }
+func (s *stsBuilder) WriteByte(c byte) error { s.b = append(s.b, c); return nil }
+func (s *stsBuilder) Grow(n int)             { s.b = slices.Grow(s.b, n) }
+func (s *stsBuilder) String() string         { return string(s.b) }
+
+// stsPool holds the string-to-sign builders of VerifySharedKey.
+var stsPool = sync.Pool{New: func() any { return &stsBuilder{b: make([]byte, 0, 1024)} }}
+
+// writeStringToSign writes r's string-to-sign in the form c into b.
+func writeStringToSign(b *stsBuilder, r *http.Request, account string, q url.Values, c canon) {
 	h := r.Header
 	date := h.Get("Date")
 	if c.emptyDate {
 		date = ""
 	}
-	var b strings.Builder
-	b.Grow(512) // a typical string-to-sign, so it is built in one allocation
 	for _, part := range [...]string{
 		strings.ToUpper(r.Method),
 		h.Get("Content-Encoding"),
@@ -202,9 +221,8 @@ func buildStringToSign(r *http.Request, account string, q url.Values, c canon) s
 		b.WriteString(part)
 		b.WriteByte('\n')
 	}
-	writeCanonicalizedHeaders(&b, h, c)
-	writeCanonicalizedResource(&b, account, rawPath(r), q, c)
-	return b.String()
+	writeCanonicalizedHeaders(b, h, c)
+	writeCanonicalizedResource(b, account, rawPath(r), q, c)
 }
 
 // contentLength is part 4. Go's server keeps Content-Length in r.Header for
@@ -253,7 +271,7 @@ func rawPath(r *http.Request) string {
 // writeCanonicalizedHeaders writes part 13: every x-ms-* header as
 // "name:value\n", lowercase names, repeated values joined by ',', values
 // trimmed, names in byte order (or the SDK's order when c.sdk).
-func writeCanonicalizedHeaders(b *strings.Builder, h http.Header, c canon) {
+func writeCanonicalizedHeaders(b *stsBuilder, h http.Header, c canon) {
 	if c.sdk {
 		writeCanonicalizedHeadersSorted(b, h, c)
 		return
@@ -303,7 +321,7 @@ func writeCanonicalizedHeaders(b *strings.Builder, h http.Header, c canon) {
 
 // writeValues writes a header's values as the canonicalized headers of the
 // string to sign hold them: each trimmed, separated by commas.
-func writeValues(b *strings.Builder, vs []string) {
+func writeValues(b *stsBuilder, vs []string) {
 	for i, v := range vs {
 		if i > 0 {
 			b.WriteByte(',')
@@ -343,7 +361,7 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-func writeLower(b *strings.Builder, s string) {
+func writeLower(b *stsBuilder, s string) {
 	for i := 0; i < len(s); i++ {
 		b.WriteByte(lowerASCII(s[i]))
 	}
@@ -351,7 +369,7 @@ func writeLower(b *strings.Builder, s string) {
 
 // writeCanonicalizedHeadersSorted is part 13 through lowercased copies and
 // a map of merged values: the SDK's ordering (c.sdk) needs them.
-func writeCanonicalizedHeadersSorted(b *strings.Builder, h http.Header, c canon) {
+func writeCanonicalizedHeadersSorted(b *stsBuilder, h http.Header, c canon) {
 	// Go's server canonicalizes header names, but requests built by hand may
 	// carry the same name in several spellings: visit them in a fixed order
 	// so that merged values are deterministic.
@@ -390,7 +408,7 @@ func writeCanonicalizedHeadersSorted(b *strings.Builder, h http.Header, c canon)
 // writeCanonicalizedResource writes part 14: "/" + account + raw path (so a
 // path-style request names the account twice), then "\nname:v1,v2" per query
 // parameter, names lowercased and sorted, values URL-decoded and sorted.
-func writeCanonicalizedResource(b *strings.Builder, account, path string, q url.Values, c canon) {
+func writeCanonicalizedResource(b *stsBuilder, account, path string, q url.Values, c canon) {
 	b.WriteByte('/')
 	b.WriteString(account)
 	if path == "" {
@@ -428,7 +446,7 @@ func writeCanonicalizedResource(b *strings.Builder, account, path string, q url.
 	}
 }
 
-func writeParam(b *strings.Builder, name string, values []string) {
+func writeParam(b *stsBuilder, name string, values []string) {
 	vs := append([]string(nil), values...)
 	sort.Strings(vs)
 	b.WriteByte('\n')
@@ -459,7 +477,8 @@ func VerifySharedKey(r *http.Request, accounts Accounts, pathAccount string, now
 	if len(authz) > 1 {
 		return "", invalidInfo("The request carries more than one Authorization header.")
 	}
-	name, sig, err := parseAuthorization(authz[0])
+	var sigBuf [sigBufLen]byte
+	name, sig, err := parseAuthorization(authz[0], &sigBuf)
 	if err != nil {
 		return "", err
 	}
@@ -473,15 +492,27 @@ func VerifySharedKey(r *http.Request, accounts Accounts, pathAccount string, now
 	if err := checkDate(r, now); err != nil {
 		return "", err
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	var q url.Values // none: no map to make for a request without a query
+	if r.URL.RawQuery != "" {
+		q, err = url.ParseQuery(r.URL.RawQuery)
+	}
 	if err != nil {
 		// A parameter that cannot be decoded cannot be signed, and the
 		// SDKs refuse to sign such a URL; never drop it silently.
 		return "", authFailed("The request URL's query string is malformed and cannot be canonicalized.")
 	}
 
-	primary := buildStringToSign(r, name, q, canon{})
-	if matches(acct.Keys, primary, sig) {
+	sb := stsPool.Get().(*stsBuilder)
+	sb.b = sb.b[:0]
+	writeStringToSign(sb, r, name, q, canon{})
+	var primary string
+	if !matches(acct.Keys, sb.b, sig) {
+		primary = string(sb.b) // only now: the variants and the error need it
+	}
+	if cap(sb.b) <= 16<<10 { // a request with many x-ms-* headers keeps no large buffer
+		stsPool.Put(sb)
+	}
+	if primary == "" {
 		return name, nil
 	}
 	tried := map[string]bool{primary: true}
@@ -509,7 +540,7 @@ func VerifySharedKey(r *http.Request, accounts Accounts, pathAccount string, now
 }
 
 // matches reports whether any key signs sts to sig, comparing in constant time.
-func matches(keys [][]byte, sts string, sig []byte) bool {
+func matches[T string | []byte](keys [][]byte, sts T, sig []byte) bool {
 	ok := false
 	for _, k := range keys {
 		if len(k) == 0 {
@@ -524,7 +555,10 @@ func matches(keys [][]byte, sts string, sig []byte) bool {
 
 // parseAuthorization splits "SharedKey <account>:<signature>". The header
 // value is never echoed back: it might be some other scheme's secret.
-func parseAuthorization(v string) (account string, sig []byte, err error) {
+//
+// A signature of an HMAC-SHA256's length is decoded into buf, a longer
+// one into a new slice.
+func parseAuthorization(v string, buf *[sigBufLen]byte) (account string, sig []byte, err error) {
 	const want = "The Authorization header must have the form 'SharedKey <account>:<signature>'."
 	scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
 	if !ok || scheme != "SharedKey" {
@@ -534,12 +568,22 @@ func parseAuthorization(v string) (account string, sig []byte, err error) {
 	if !ok || account == "" || enc == "" || strings.ContainsAny(account, " \t") {
 		return "", nil, invalidInfo(want)
 	}
-	sig, err = base64.StdEncoding.DecodeString(enc)
+	if base64.StdEncoding.DecodedLen(len(enc)) <= len(buf) {
+		var n int
+		n, err = base64.StdEncoding.Decode(buf[:], []byte(enc))
+		sig = buf[:n]
+	} else {
+		sig, err = base64.StdEncoding.DecodeString(enc)
+	}
 	if err != nil || len(sig) == 0 {
 		return "", nil, invalidInfo("The signature in the Authorization header is not valid base64.")
 	}
 	return account, sig, nil
 }
+
+// sigBufLen holds what 44 base64 characters (an HMAC-SHA256 with its
+// padding) decode to before the padding is taken off: DecodedLen is 33.
+const sigBufLen = 48
 
 // checkDate enforces freshness: x-ms-date, or Date when x-ms-date is absent,
 // within MaxClockSkew of now.
