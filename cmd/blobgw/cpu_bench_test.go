@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
 //
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
-// BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2).
+// BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2);
+// BLOBGW_BENCH_WORKLOADS, a comma-separated subset of the four workloads.
 func BenchmarkGatewayCPU(b *testing.B) {
 	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
@@ -64,7 +66,11 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		}
 	}
 	cfg := bench.Config{Clients: clients, Duration: duration, Rounds: rounds, Progress: os.Stderr, Hook: hook}
-	rep, err := bench.Run(ctx, cfg, []string{"put-small", "put-small-ifmatch", "get-small", "lease-cycle"}, sets)
+	workloads := []string{"put-small", "put-small-ifmatch", "get-small", "lease-cycle"}
+	if w := os.Getenv("BLOBGW_BENCH_WORKLOADS"); w != "" {
+		workloads = strings.Split(w, ",")
+	}
+	rep, err := bench.Run(ctx, cfg, workloads, sets)
 	if err != nil {
 		b.Fatal(err)
 	}
