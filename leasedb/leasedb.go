@@ -305,6 +305,17 @@ type Store interface {
 	Close() error
 }
 
+// BlobLeaseWriter is an optional Tx method: the write of a lease action on
+// a blob (Lease Blob; the operator's break and release), which changes the
+// lease columns alone. PutBlob would send every column again, the extents
+// among them: a small blob's inline bytes encoded and, on Postgres, their
+// TOAST chunks written anew for a row whose content did not change. The
+// row must exist (ErrNotFound otherwise) and be locked by the transaction
+// (LockBlob, or Blob with LockUpdate).
+type BlobLeaseWriter interface {
+	SetBlobLease(ctx context.Context, ref BlobRef, l Lease) error
+}
+
 // Tx is one transaction. Times are the database's: Now is read once per
 // transaction after the first lock is taken (Postgres clock_timestamp()).
 type Tx interface {

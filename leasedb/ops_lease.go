@@ -35,7 +35,7 @@ func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond 
 			return err
 		}
 		b.Lease, res = l, r
-		if err := tx.PutBlob(ctx, b); err != nil {
+		if err := putBlobLease(ctx, tx, b); err != nil {
 			return err
 		}
 		out = b
@@ -209,7 +209,17 @@ func (d *DB) operateLease(ctx context.Context, ref BlobRef, fn func(now time.Tim
 			return nil
 		}
 		b.Lease = o.After
-		return tx.PutBlob(ctx, b)
+		return putBlobLease(ctx, tx, b)
 	})
 	return out, err
+}
+
+// putBlobLease stores b's lease, which is all a lease action changes of
+// the row: with the lease columns alone where tx offers BlobLeaseWriter,
+// else the whole row.
+func putBlobLease(ctx context.Context, tx Tx, b *Blob) error {
+	if w, ok := tx.(BlobLeaseWriter); ok {
+		return w.SetBlobLease(ctx, BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}, b.Lease)
+	}
+	return tx.PutBlob(ctx, b)
 }

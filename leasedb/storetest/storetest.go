@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripTimes", testTimes},
 		{"RoundTripMetadata", testMetadata},
 		{"RoundTripLeaseSince", testLeaseSince},
+		{"BlobLeaseWrite", testBlobLeaseWrite},
 		{"RoundTripExtentBlockID", testExtentBlockID},
 		{"RoundTripTierTags", testTierTags},
 		{"FindTagged", testFindTagged},

@@ -173,6 +173,13 @@ func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leas
 	return out, nil
 }
 
+// SetBlobLease implements leasedb.BlobLeaseWriter.
+func (t Tx[T]) SetBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.Lease) error {
+	return t.exec(ctx, leasedb.ErrNotFound, fmt.Sprintf("set lease of %s", ref), SetBlobLease(t.D.Placeholder),
+		ref.Account, ref.Container, ref.Name,
+		l.ID, l.State, l.Duration, t.D.ToTime(l.Expires), t.D.ToTime(l.BreakAt), t.D.ToTime(l.Since))
+}
+
 // PutVersion implements leasedb.Tx. A missing container is ErrNotFound
 // (in Postgres the transaction is then aborted; see its Update). Callers
 // serialize on the name through Blob with LockExclusive.

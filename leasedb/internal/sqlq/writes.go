@@ -63,6 +63,16 @@ func PutBlob(placeholder func(n int) string) string {
 			version_id = excluded.version_id, sequence_number = excluded.sequence_number`
 }
 
+// SetBlobLease is Tx.SetBlobLease's statement: the lease columns of one
+// blob row ($1..$3 the name, $4..$9 the lease as BlobValues has it). The
+// placeholders must be numbered.
+func SetBlobLease(placeholder func(n int) string) string {
+	p := placeholder
+	return `UPDATE blobs SET lease_id = ` + p(4) + `, lease_state = ` + p(5) + `, lease_duration = ` + p(6) + `,
+			lease_expires = ` + p(7) + `, lease_break_at = ` + p(8) + `, lease_since = ` + p(9) + `
+		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
+}
+
 // VersionCols are the columns of a version row: BlobCols (version_id,
 // part of the key, among them).
 const VersionCols = BlobCols
