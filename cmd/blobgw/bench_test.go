@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -193,16 +192,6 @@ func warm(b *testing.B, path string) {
 	if _, err := io.Copy(io.Discard, f); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// median of xs (xs is reordered).
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // startGateway builds blobgw, runs `serve` with args on a free port until the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,14 @@ import (
 //
 //	git worktree add /tmp/before main && (cd /tmp/before && go build -o /tmp/blobgw-before ./cmd/blobgw)
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
+//
+// Per workload and set it prints the CPU per operation of every round and
+// their median and spread, and for each before/after pair the ratio of
+// each round (the two ran one after the other) with its median and range,
+// the metric <workload>-<store>-after/before-x; then the report of the
+// rounds summed. Compare the per-round ratios: a sum divides background
+// work (the collector, the account refresh) by the operations, which
+// favours the set that did more.
 //
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2);
@@ -52,16 +61,27 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		pids[name] = pid
 		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 	}
+	// The figures of every round apart, beside the report's sums.
+	gwRounds, dbRounds := newRoundFigures("server-cpu-us/op"), newRoundFigures("db-cpu-us/op")
 	hook := func(set, workload string) func(*bench.Result) {
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
 		return func(r *bench.Result) {
+			gw, db := math.NaN(), math.NaN() // no operation: no figure
+			if r.Ops > 0 {
+				ops := float64(r.Ops)
+				gw, db = (cpuOf(pids[set])-gw0).Seconds()*1e6/ops, (treeCPU(pg.Pid())-db0).Seconds()*1e6/ops
+			}
+			onPG := strings.HasPrefix(set, "postgres")
+			gwRounds.add(workload, set, gw)
+			if onPG {
+				dbRounds.add(workload, set, db)
+			}
 			if r.Ops == 0 {
 				return
 			}
-			ops := float64(r.Ops)
-			r.Extra = map[string]float64{"server-cpu-us/op": (cpuOf(pids[set]) - gw0).Seconds() * 1e6 / ops}
-			if set[:8] == "postgres" {
-				r.Extra["db-cpu-us/op"] = (treeCPU(pg.Pid()) - db0).Seconds() * 1e6 / ops
+			r.Extra = map[string]float64{"server-cpu-us/op": gw}
+			if onPG {
+				r.Extra["db-cpu-us/op"] = db
 			}
 		}
 	}
@@ -75,7 +95,20 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Printf("\n== gateway CPU per operation, %d clients, %s per phase, %d rounds\n", clients, duration, rounds)
+	pairs := []roundPair{{"sqlite", "sqlite-before", "sqlite-after"}, {"postgres", "postgres-before", "postgres-after"}}
+	gwRounds.write(os.Stdout, pairs)
+	dbRounds.write(os.Stdout, pairs)
+	fmt.Println("\nsums of the rounds:")
 	rep.WriteTable(os.Stdout)
+	// The median of the per-round ratios, steadier than the ratio of
+	// the sums when one round ran on a busier machine.
+	for _, w := range gwRounds.workloads {
+		for _, p := range pairs {
+			if m := median(gwRounds.ratios(w, p)); !math.IsNaN(m) {
+				b.ReportMetric(m, w+"-"+p.label+"-after/before-x")
+			}
+		}
+	}
 	for _, r := range rep.Results {
 		if n := r.ErrorCount(); n > 0 {
 			b.Errorf("%s on %s: %d errors %v", r.Workload, r.Set, n, r.Errors)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +25,33 @@ func runApp(t *testing.T, env map[string]string, args ...string) (string, int) {
 	return runAppWith(t, context.Background(), env, args...)
 }
 
+// serveBound is how long runAppWith lets an in-process `serve` run. The
+// tests run serve in process only with arguments it must refuse; one that
+// starts serving instead would hold the test until the package's timeout.
+const serveBound = 2 * time.Minute
+
+// errServeBound ends the context of a serve that outlived serveBound.
+var errServeBound = errors.New("serve outlived the test's bound")
+
+// runAppWith is runApp with ctx. A serve still running after serveBound
+// (see runAppWithin) fails the test.
 func runAppWith(t testing.TB, ctx context.Context, env map[string]string, args ...string) (string, int) {
 	t.Helper()
+	return runAppWithin(t, ctx, serveBound, env, args...)
+}
+
+// runAppWithin is runAppWith with bound in place of serveBound: a serve
+// command runs on a context that ends after bound, and if that ending is
+// what stopped it (not ctx's own), the test fails saying serve did not
+// refuse.
+func runAppWithin(t testing.TB, ctx context.Context, bound time.Duration, env map[string]string, args ...string) (string, int) {
+	t.Helper()
+	serving := len(args) > 0 && args[0] == "serve"
+	if serving {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, bound, errServeBound)
+		defer cancel()
+	}
 	// Each call sees only the environment it names.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BLOBGW_") {
@@ -48,6 +75,10 @@ func runAppWith(t testing.TB, ctx context.Context, env map[string]string, args .
 			code = ec.ExitCode()
 		}
 		out.WriteString(err.Error())
+	}
+	if serving && errors.Is(context.Cause(ctx), errServeBound) {
+		t.Fatalf("blobgw %s: serve did not refuse: it was still serving after %s and stopped only when the test ended it (exit %d); output:\n%s",
+			strings.Join(args, " "), bound, code, out.String())
 	}
 	return out.String(), code
 }
@@ -195,5 +226,58 @@ func TestServeDefaults(t *testing.T) {
 	})
 	if !found {
 		t.Fatalf("no %d-byte object under ./data/blobs", big)
+	}
+}
+
+// TestRunAppBoundsServe: an in-process serve that does not refuse (its
+// arguments are valid here) returns when runAppWithin's bound ends it, and
+// the test fails with a message that says serve did not refuse; a serve
+// the caller's own context ends first is left to the caller to judge.
+func TestRunAppBoundsServe(t *testing.T) {
+	// serve sets the collector from its settings; the tests after this
+	// one run with what they had.
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+	env := map[string]string{"BLOBGW_CONFIG": ""}
+	serveArgs := func() []string {
+		return []string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--log-level", "warn", "--drain-delay", "0s"}
+	}
+	// run calls runAppWithin with a recorder in place of t (whose Fatal
+	// ends only that goroutine) and waits at most a minute for it.
+	run := func(ctx context.Context, bound time.Duration, args []string) (msg string, code int, took time.Duration) {
+		rec := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		start := time.Now()
+		code = -1
+		go func() {
+			defer close(done)
+			_, code = runAppWithin(rec, ctx, bound, env, args...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("blobgw %s did not return a minute after its %s bound", strings.Join(args, " "), bound)
+		}
+		return rec.msg, code, time.Since(start)
+	}
+
+	const bound = 2 * time.Second
+	args := serveArgs()
+	msg, _, took := run(context.Background(), bound, args)
+	if took < bound {
+		t.Errorf("serve returned after %s, before its %s bound: it did not serve (%q)", took, bound, msg)
+	}
+	for _, want := range []string{"blobgw " + strings.Join(args, " ") + ": ", "serve did not refuse", "after 2s"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("failure message lacks %q: %q", want, msg)
+		}
+	}
+
+	// The caller's context ends first: no failure of runAppWithin's, and
+	// serve's own exit (a clean shutdown) is what the caller sees.
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if msg, code, _ := run(ctx, time.Minute, serveArgs()); msg != "" || code != 0 {
+		t.Errorf("serve ended by the caller's context: exit %d, failure %q; want exit 0 and no failure", code, msg)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,11 @@ import (
 // share of the gateway's backends running, waiting on a lock or on the WAL
 // flush, or idle (waiting for the gateway); and after the phases pgbench
 // runs on the same server with the same sampling, for the ratio.
+//
+// As BenchmarkGatewayCPU, the database's and the gateway's CPU per
+// operation are printed round by round with their median and, for a
+// before/after pair, the per-round ratio's median and range
+// (<workload>-db-cpu-after/before-x), before the summed report.
 //
 // Knobs as BenchmarkGatewayCPU: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8), BLOBGW_BENCH_ROUNDS (default 2).
@@ -122,6 +128,8 @@ func BenchmarkPostgresCPU(b *testing.B) {
 	}
 
 	details := map[string]*pgPhase{}
+	// The figures of every round apart, beside the report's sums.
+	gwRounds, dbRounds := newRoundFigures("gw-cpu-us/op"), newRoundFigures("db-cpu-us/op")
 	hook := func(set, workload string) func(*bench.Result) {
 		g := gws[set]
 		if _, err := admin.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
@@ -171,6 +179,8 @@ func BenchmarkPostgresCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			if r.Ops == 0 {
+				gwRounds.add(workload, set, math.NaN())
+				dbRounds.add(workload, set, math.NaN())
 				return
 			}
 			ops := float64(r.Ops)
@@ -187,6 +197,8 @@ func BenchmarkPostgresCPU(b *testing.B) {
 				"db-cpu-us/op":     total.Seconds() * 1e6 / ops,
 				"wal-bytes/op":     float64(wal1.bytes-wal0.bytes) / ops,
 			}
+			gwRounds.add(workload, set, r.Extra["gw-cpu-us/op"])
+			dbRounds.add(workload, set, r.Extra["db-cpu-us/op"])
 			key := set + " " + workload
 			d := details[key]
 			if d == nil {
@@ -239,7 +251,16 @@ func BenchmarkPostgresCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Printf("\n== Postgres CPU per small Put Blob, %d clients, %s per phase, %d rounds, args %q\n", clients, duration, rounds, os.Getenv("BLOBGW_BENCH_PG_ARGS"))
+	pairs := []roundPair{{"", "before", "after"}}
+	dbRounds.write(os.Stdout, pairs)
+	gwRounds.write(os.Stdout, pairs)
+	fmt.Println("\nsums of the rounds:")
 	rep.WriteTable(os.Stdout)
+	for _, w := range dbRounds.workloads {
+		if m := median(dbRounds.ratios(w, pairs[0])); !math.IsNaN(m) {
+			b.ReportMetric(m, w+"-db-cpu-after/before-x")
+		}
+	}
 	keys := make([]string, 0, len(details))
 	for k := range details {
 		keys = append(keys, k)

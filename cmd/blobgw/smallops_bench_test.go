@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -260,14 +259,8 @@ func BenchmarkSmallOps(b *testing.B) {
 
 // medianSpread is the median of xs and their least and greatest.
 func medianSpread(xs []float64) (med, lo, hi float64) {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		med = s[n/2]
-	} else {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[len(s)-1]
+	lo, hi = valueRange(xs)
+	return median(xs), lo, hi
 }
 
 // benchServe is the command of a `blobgw serve` (bin) that a benchmark
