@@ -122,6 +122,14 @@ func intLen(v int64) int {
 // for any other text, which the caller hands to json.Unmarshal, so what
 // decodes here decodes there to the same extents.
 func decodeExtentsFast(s string) (x []Extent, ok bool) {
+	return decodeExtentsForm(s, true)
+}
+
+// decodeExtentsForm is decodeExtentsFast, with data false
+// DecodeExtentsNoData's: an inline extent's base64 is skipped (neither
+// decoded nor checked; Data stays nil), and every key and block id is a
+// copy, sharing no memory with s.
+func decodeExtentsForm(s string, data bool) (x []Extent, ok bool) {
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return nil, false
 	}
@@ -146,7 +154,11 @@ func decodeExtentsFast(s string) (x []Extent, ok bool) {
 			return nil, false
 		}
 		if q, ok := member(s, p, `,"d":`); ok {
-			if e.Data, p, ok = plainBase64(s, q); !ok {
+			if !data {
+				if p, ok = skipBase64(s, q); !ok {
+					return nil, false
+				}
+			} else if e.Data, p, ok = plainBase64(s, q); !ok {
 				return nil, false
 			}
 		}
@@ -167,6 +179,9 @@ func decodeExtentsFast(s string) (x []Extent, ok bool) {
 		}
 		if p >= len(s) || s[p] != '}' {
 			return nil, false
+		}
+		if !data {
+			e.Key, e.BlockID = strings.Clone(e.Key), strings.Clone(e.BlockID)
 		}
 		x = append(x, e)
 		p++
@@ -228,6 +243,19 @@ func plainBase64(s string, p int) ([]byte, int, bool) {
 		return nil, p, false
 	}
 	return buf[:n:n], p + 2 + end, true
+}
+
+// skipBase64 is plainBase64 without decoding: where after the string at
+// p, which must be a non-empty JSON string without escapes.
+func skipBase64(s string, p int) (int, bool) {
+	if p >= len(s) || s[p] != '"' {
+		return p, false
+	}
+	end := strings.IndexByte(s[p+1:], '"')
+	if end <= 0 || strings.IndexByte(s[p+1:p+1+end], '\\') >= 0 {
+		return p, false
+	}
+	return p + 2 + end, true
 }
 
 // plainInt reads a JSON integer at p: 0, or an optional '-' and at most 18

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestEncodeExtentsSameAsJSON: EncodeExtents writes byte for byte what
@@ -133,6 +135,13 @@ func BenchmarkEncodeExtents(b *testing.B) {
 // texts the shortcut must hand on: escapes, non-ASCII, numbers JSON or
 // int64 refuses, whitespace, other member orders and spellings, garbage.
 func TestDecodeExtentsSameAsJSON(t *testing.T) {
+	for _, s := range extentTexts(t) {
+		decodeLikeJSON(t, s)
+	}
+}
+
+// extentTexts are TestDecodeExtentsSameAsJSON's texts.
+func extentTexts(t *testing.T) []string {
 	texts := []string{
 		`[]`, `[{"k":"b/aa/bb/x","n":4096}]`, `[{"k":"","n":0}]`, `[{"k":"k","n":-5,"id":"QQ==","a":7,"o":9}]`,
 		`[{"k":"a","n":1},{"k":"b","n":2,"id":"x"},{"k":"c","n":3,"o":4}]`,
@@ -164,8 +173,45 @@ func TestDecodeExtentsSameAsJSON(t *testing.T) {
 		}
 		texts = append(texts, s)
 	}
+	return texts
+}
+
+// TestDecodeExtentsNoData: DecodeExtentsNoData gives what DecodeExtents
+// gives less every Data, for TestDecodeExtentsSameAsJSON's texts and
+// inline ones (whose base64 it skips, so it may accept bad base64 that
+// DecodeExtents refuses, never anything else); its strings survive the
+// reuse of the buffer the text was a view of; a 4 KiB inline extent
+// costs the extents' one allocation, none of its bytes.
+func TestDecodeExtentsNoData(t *testing.T) {
+	texts := append(extentTexts(t), `[{"k":"","n":4,"d":"YWJjZA=="}]`, `[{"k":"a","n":1},{"k":"","n":2,"d":"YWI=","id":"QQ=="}]`,
+		`[{"k":"","n":2,"d":"Y\u0057I="}]`, `[{"k":"","n":2,"d":"!!!!"}]`, `[{"k":"","n":2,"d":""}]`, `[{"k":"","n":2,"d":"YWI=}]`)
 	for _, s := range texts {
-		decodeLikeJSON(t, s)
+		want, werr := DecodeExtents(s)
+		got, err := DecodeExtentsNoData(s)
+		for i := range want {
+			want[i].Data = nil
+		}
+		switch {
+		case werr == nil && (err != nil || !reflect.DeepEqual(got, want)):
+			t.Errorf("DecodeExtentsNoData(%s) = %+v, %v; want %+v", s, got, err, want)
+		case werr != nil && err == nil && !strings.Contains(s, `"d":`):
+			t.Errorf("DecodeExtentsNoData(%s) = %+v; DecodeExtents refuses it: %v", s, got, werr)
+		}
+	}
+	buf := []byte(`[{"k":"b/aa/key","n":3,"id":"QkxP"},{"k":"","n":2,"d":"YWI="}]`)
+	x, err := DecodeExtentsNoData(unsafe.String(&buf[0], len(buf)))
+	for i := range buf {
+		buf[i] = 'z'
+	}
+	if err != nil || len(x) != 2 || x[0].Key != "b/aa/key" || x[0].BlockID != "QkxP" || x[1].Size != 2 || x[1].Data != nil {
+		t.Fatalf("DecodeExtentsNoData of a reused buffer: %+v, %v", x, err)
+	}
+	s, _ := EncodeExtents([]Extent{{Size: 4096, Data: bytes.Repeat([]byte("x"), 4096)}})
+	if per := heapBytesPerOp(100, func() { DecodeExtentsNoData(s) }); per > 256 {
+		t.Errorf("DecodeExtentsNoData of a 4 KiB inline extent: %d heap bytes, want at most 256", per)
+	}
+	if a := testing.AllocsPerRun(50, func() { DecodeExtentsNoData(s) }); a > 1 {
+		t.Errorf("DecodeExtentsNoData of a 4 KiB inline extent: %.0f allocations, want 1", a)
 	}
 }
 

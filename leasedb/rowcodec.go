@@ -74,6 +74,29 @@ func DecodeExtents(s string) ([]Extent, error) {
 	return x, nil
 }
 
+// DecodeExtentsNoData is DecodeExtents without the inline bytes: every
+// extent as DecodeExtents gives it, but for Data, nil (an inline extent
+// reads as a hole: Key "", its Size). The bytes' base64 is not decoded
+// (nor checked), and the strings returned share no memory with s, which
+// may be a view of a buffer the caller reuses. It is for a row whose
+// keys and sizes matter and whose bytes are never read (the row a plain
+// Put Blob replaces: LockForReplace with ReadKeysIfPlain).
+func DecodeExtentsNoData(s string) ([]Extent, error) {
+	if s == "[]" {
+		return nil, nil
+	}
+	if x, ok := decodeExtentsForm(s, false); ok {
+		return x, nil
+	}
+	// Text the fast form refuses here it refuses with the bytes too:
+	// encoding/json reads it (into strings of its own).
+	x, err := DecodeExtents(s)
+	for i := range x {
+		x[i].Data = nil
+	}
+	return x, err
+}
+
 // DecodeTags reads a tags column ("" or NULL: no tags → nil).
 func DecodeTags(s string) (map[string]string, error) {
 	if s == "" {
