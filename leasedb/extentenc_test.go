@@ -21,7 +21,7 @@ func TestEncodeExtentsSameAsJSON(t *testing.T) {
 		{{Size: 4096, Data: bytes.Repeat([]byte{'x'}, 4096)}},
 		{{Size: 1, Data: []byte{0}}},
 		{{Size: 2, Data: []byte{0xfb, 0xff}}},
-		{{Size: 769, Data: bytes.Repeat([]byte{0xfe}, 769)}}, // one past a chunk of writeBase64
+		{{Size: 769, Data: bytes.Repeat([]byte{0xfe}, 769)}}, // one past 256 groups of three bytes
 		{{Size: 768, Data: bytes.Repeat([]byte{0x01}, 768)}},
 		{{Size: 1536, Data: bytes.Repeat([]byte{0x80}, 1536)}},
 		{{Key: "b/aa/bb/0123456789abcdef", Size: 4 << 20}},
@@ -78,6 +78,12 @@ func TestEncodeExtentsSameAsJSON(t *testing.T) {
 		if got != string(want) {
 			t.Fatalf("EncodeExtents(%+.200v)\n= %.300s\nwant %.300s", x, got, want)
 		}
+		if b, err := AppendExtents([]byte("pre"), x); err != nil || string(b) != "pre"+string(want) {
+			t.Fatalf("AppendExtents(pre, %+.200v) = %.300s, %v\nwant pre%.300s", x, b, err, want)
+		}
+	}
+	if b, err := AppendExtents([]byte("pre"), nil); err != nil || string(b) != "pre[]" {
+		t.Fatalf("AppendExtents(pre, nil) = %s, %v", b, err)
 	}
 }
 
@@ -100,6 +106,11 @@ func TestEncodeExtentsHeapBytes(t *testing.T) {
 	staged := []Extent{{Key: "b/aa/bb/0123456789abcdef0123456789abcdef", Size: 4 << 20, BlockID: "QkxPQ0sx"}}
 	if a := testing.AllocsPerRun(50, func() { EncodeExtents(staged) }); a != 1 {
 		t.Errorf("EncodeExtents of a staged extent: %.0f allocations, want 1", a)
+	}
+	// Into a buffer with room: nothing.
+	buf := make([]byte, 0, 8<<10)
+	if a := testing.AllocsPerRun(50, func() { buf, _ = AppendExtents(buf[:0], x) }); a != 0 {
+		t.Errorf("AppendExtents of a 4 KiB inline extent into a buffer with room: %.0f allocations, want 0", a)
 	}
 }
 

@@ -3,6 +3,7 @@ package leasedb
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -48,6 +49,22 @@ func EncodeExtents(x []Extent) (string, error) {
 		return "", fmt.Errorf("leasedb: encode extents: %w", err)
 	}
 	return string(b), nil
+}
+
+// AppendExtents appends EncodeExtents's text of x to dst, for a driver
+// that writes it straight into its own buffer (no string of it).
+func AppendExtents(dst []byte, x []Extent) ([]byte, error) {
+	if len(x) == 0 {
+		return append(dst, "[]"...), nil
+	}
+	if n, ok := extentsLen(x); ok {
+		return appendExtentsFast(slices.Grow(dst, n), x), nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return dst, fmt.Errorf("leasedb: encode extents: %w", err)
+	}
+	return append(dst, b...), nil
 }
 
 // DecodeExtents reads EncodeExtents's form: the form it writes itself
