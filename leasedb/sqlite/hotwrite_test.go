@@ -159,7 +159,7 @@ func TestHotGetAllocs(t *testing.T) {
 }
 
 const (
-	hotPutMaxAllocs = 182      // 183 before LockForReplace read the replaced row without its inline bytes, 312 before fastput.go (463 before the trimmed reads and writetx.go)
+	hotPutMaxAllocs = 177      // 180 before PutBlob's state was one allocation, 183 before LockForReplace read the replaced row without its inline bytes, 312 before fastput.go (463 before the trimmed reads and writetx.go)
 	hotPutMaxBytes  = 24 << 10 // 27.6 KB before LockForReplace read the replaced row without its inline bytes
 	hotGetMaxAllocs = 106      // 109 before ReadBlob ran detached on a connection of its own
 )
