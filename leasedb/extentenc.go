@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // encodeExtentsFast writes extents in exactly the form json.Marshal gives
@@ -18,11 +19,22 @@ import (
 // UTF-8): the caller then encodes with json.Marshal, so the two forms
 // never differ.
 func encodeExtentsFast(x []Extent) (s string, ok bool) {
-	n := 1 // [ and ], less the first comma
+	n, ok := extentsLen(x)
+	if !ok {
+		return "", false
+	}
+	b := appendExtentsFast(make([]byte, 0, n), x)
+	return unsafe.String(unsafe.SliceData(b), len(b)), true
+}
+
+// extentsLen is the length of encodeExtentsFast's text of x; ok is false
+// where encodeExtentsFast refuses x.
+func extentsLen(x []Extent) (n int, ok bool) {
+	n = 1 // [ and ], less the first comma
 	for i := range x {
 		e := &x[i]
 		if !plainJSON(e.Key) || !plainJSON(e.BlockID) {
-			return "", false
+			return 0, false
 		}
 		n += len(`,{"k":"","n":}`) + len(e.Key) + intLen(e.Size)
 		if len(e.Data) > 0 {
@@ -38,55 +50,43 @@ func encodeExtentsFast(x []Extent) (s string, ok bool) {
 			n += len(`,"o":`) + intLen(e.Off)
 		}
 	}
-	var b strings.Builder
-	b.Grow(n)
-	var num [20]byte
-	b.WriteByte('[')
+	return n, true
+}
+
+// appendExtentsFast appends encodeExtentsFast's text of x to b, whose
+// keys and block ids extentsLen accepted.
+func appendExtentsFast(b []byte, x []Extent) []byte {
+	b = append(b, '[')
 	for i := range x {
 		e := &x[i]
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`{"k":"`)
-		b.WriteString(e.Key)
-		b.WriteString(`","n":`)
-		b.Write(strconv.AppendInt(num[:0], e.Size, 10))
+		b = append(b, `{"k":"`...)
+		b = append(b, e.Key...)
+		b = append(b, `","n":`...)
+		b = strconv.AppendInt(b, e.Size, 10)
 		if len(e.Data) > 0 {
-			b.WriteString(`,"d":"`)
-			writeBase64(&b, e.Data)
-			b.WriteByte('"')
+			b = append(b, `,"d":"`...)
+			b = base64.StdEncoding.AppendEncode(b, e.Data)
+			b = append(b, '"')
 		}
 		if e.BlockID != "" {
-			b.WriteString(`,"id":"`)
-			b.WriteString(e.BlockID)
-			b.WriteByte('"')
+			b = append(b, `,"id":"`...)
+			b = append(b, e.BlockID...)
+			b = append(b, '"')
 		}
 		if e.At != 0 {
-			b.WriteString(`,"a":`)
-			b.Write(strconv.AppendInt(num[:0], e.At, 10))
+			b = append(b, `,"a":`...)
+			b = strconv.AppendInt(b, e.At, 10)
 		}
 		if e.Off != 0 {
-			b.WriteString(`,"o":`)
-			b.Write(strconv.AppendInt(num[:0], e.Off, 10))
+			b = append(b, `,"o":`...)
+			b = strconv.AppendInt(b, e.Off, 10)
 		}
-		b.WriteByte('}')
+		b = append(b, '}')
 	}
-	b.WriteByte(']')
-	return b.String(), true
-}
-
-// writeBase64 appends the standard base64 of p to b through a buffer on
-// the stack, in whole groups of three bytes so the pieces join without
-// padding between them.
-func writeBase64(b *strings.Builder, p []byte) {
-	var buf [1024]byte
-	const chunk = len(buf) / 4 * 3 // 768 bytes in, 1,024 out
-	for len(p) > 0 {
-		m := min(len(p), chunk)
-		base64.StdEncoding.Encode(buf[:], p[:m])
-		b.Write(buf[:base64.StdEncoding.EncodedLen(m)])
-		p = p[m:]
-	}
+	return append(b, ']')
 }
 
 // plainJSON reports whether encoding/json writes s inside its quotes
@@ -122,6 +122,14 @@ func intLen(v int64) int {
 // for any other text, which the caller hands to json.Unmarshal, so what
 // decodes here decodes there to the same extents.
 func decodeExtentsFast(s string) (x []Extent, ok bool) {
+	return decodeExtentsForm(s, true)
+}
+
+// decodeExtentsForm is decodeExtentsFast, with data false
+// DecodeExtentsNoData's: an inline extent's base64 is skipped (neither
+// decoded nor checked; Data stays nil), and every key and block id is a
+// copy, sharing no memory with s.
+func decodeExtentsForm(s string, data bool) (x []Extent, ok bool) {
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return nil, false
 	}
@@ -146,7 +154,11 @@ func decodeExtentsFast(s string) (x []Extent, ok bool) {
 			return nil, false
 		}
 		if q, ok := member(s, p, `,"d":`); ok {
-			if e.Data, p, ok = plainBase64(s, q); !ok {
+			if !data {
+				if p, ok = skipBase64(s, q); !ok {
+					return nil, false
+				}
+			} else if e.Data, p, ok = plainBase64(s, q); !ok {
 				return nil, false
 			}
 		}
@@ -167,6 +179,9 @@ func decodeExtentsFast(s string) (x []Extent, ok bool) {
 		}
 		if p >= len(s) || s[p] != '}' {
 			return nil, false
+		}
+		if !data {
+			e.Key, e.BlockID = strings.Clone(e.Key), strings.Clone(e.BlockID)
 		}
 		x = append(x, e)
 		p++
@@ -228,6 +243,19 @@ func plainBase64(s string, p int) ([]byte, int, bool) {
 		return nil, p, false
 	}
 	return buf[:n:n], p + 2 + end, true
+}
+
+// skipBase64 is plainBase64 without decoding: where after the string at
+// p, which must be a non-empty JSON string without escapes.
+func skipBase64(s string, p int) (int, bool) {
+	if p >= len(s) || s[p] != '"' {
+		return p, false
+	}
+	end := strings.IndexByte(s[p+1:], '"')
+	if end <= 0 || strings.IndexByte(s[p+1:p+1+end], '\\') >= 0 {
+		return p, false
+	}
+	return p + 2 + end, true
 }
 
 // plainInt reads a JSON integer at p: 0, or an optional '-' and at most 18

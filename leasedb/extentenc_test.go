@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestEncodeExtentsSameAsJSON: EncodeExtents writes byte for byte what
@@ -19,7 +21,7 @@ func TestEncodeExtentsSameAsJSON(t *testing.T) {
 		{{Size: 4096, Data: bytes.Repeat([]byte{'x'}, 4096)}},
 		{{Size: 1, Data: []byte{0}}},
 		{{Size: 2, Data: []byte{0xfb, 0xff}}},
-		{{Size: 769, Data: bytes.Repeat([]byte{0xfe}, 769)}}, // one past a chunk of writeBase64
+		{{Size: 769, Data: bytes.Repeat([]byte{0xfe}, 769)}}, // one past 256 groups of three bytes
 		{{Size: 768, Data: bytes.Repeat([]byte{0x01}, 768)}},
 		{{Size: 1536, Data: bytes.Repeat([]byte{0x80}, 1536)}},
 		{{Key: "b/aa/bb/0123456789abcdef", Size: 4 << 20}},
@@ -76,6 +78,12 @@ func TestEncodeExtentsSameAsJSON(t *testing.T) {
 		if got != string(want) {
 			t.Fatalf("EncodeExtents(%+.200v)\n= %.300s\nwant %.300s", x, got, want)
 		}
+		if b, err := AppendExtents([]byte("pre"), x); err != nil || string(b) != "pre"+string(want) {
+			t.Fatalf("AppendExtents(pre, %+.200v) = %.300s, %v\nwant pre%.300s", x, b, err, want)
+		}
+	}
+	if b, err := AppendExtents([]byte("pre"), nil); err != nil || string(b) != "pre[]" {
+		t.Fatalf("AppendExtents(pre, nil) = %s, %v", b, err)
 	}
 }
 
@@ -98,6 +106,11 @@ func TestEncodeExtentsHeapBytes(t *testing.T) {
 	staged := []Extent{{Key: "b/aa/bb/0123456789abcdef0123456789abcdef", Size: 4 << 20, BlockID: "QkxPQ0sx"}}
 	if a := testing.AllocsPerRun(50, func() { EncodeExtents(staged) }); a != 1 {
 		t.Errorf("EncodeExtents of a staged extent: %.0f allocations, want 1", a)
+	}
+	// Into a buffer with room: nothing.
+	buf := make([]byte, 0, 8<<10)
+	if a := testing.AllocsPerRun(50, func() { buf, _ = AppendExtents(buf[:0], x) }); a != 0 {
+		t.Errorf("AppendExtents of a 4 KiB inline extent into a buffer with room: %.0f allocations, want 0", a)
 	}
 }
 
@@ -133,6 +146,13 @@ func BenchmarkEncodeExtents(b *testing.B) {
 // texts the shortcut must hand on: escapes, non-ASCII, numbers JSON or
 // int64 refuses, whitespace, other member orders and spellings, garbage.
 func TestDecodeExtentsSameAsJSON(t *testing.T) {
+	for _, s := range extentTexts(t) {
+		decodeLikeJSON(t, s)
+	}
+}
+
+// extentTexts are TestDecodeExtentsSameAsJSON's texts.
+func extentTexts(t *testing.T) []string {
 	texts := []string{
 		`[]`, `[{"k":"b/aa/bb/x","n":4096}]`, `[{"k":"","n":0}]`, `[{"k":"k","n":-5,"id":"QQ==","a":7,"o":9}]`,
 		`[{"k":"a","n":1},{"k":"b","n":2,"id":"x"},{"k":"c","n":3,"o":4}]`,
@@ -164,8 +184,45 @@ func TestDecodeExtentsSameAsJSON(t *testing.T) {
 		}
 		texts = append(texts, s)
 	}
+	return texts
+}
+
+// TestDecodeExtentsNoData: DecodeExtentsNoData gives what DecodeExtents
+// gives less every Data, for TestDecodeExtentsSameAsJSON's texts and
+// inline ones (whose base64 it skips, so it may accept bad base64 that
+// DecodeExtents refuses, never anything else); its strings survive the
+// reuse of the buffer the text was a view of; a 4 KiB inline extent
+// costs the extents' one allocation, none of its bytes.
+func TestDecodeExtentsNoData(t *testing.T) {
+	texts := append(extentTexts(t), `[{"k":"","n":4,"d":"YWJjZA=="}]`, `[{"k":"a","n":1},{"k":"","n":2,"d":"YWI=","id":"QQ=="}]`,
+		`[{"k":"","n":2,"d":"Y\u0057I="}]`, `[{"k":"","n":2,"d":"!!!!"}]`, `[{"k":"","n":2,"d":""}]`, `[{"k":"","n":2,"d":"YWI=}]`)
 	for _, s := range texts {
-		decodeLikeJSON(t, s)
+		want, werr := DecodeExtents(s)
+		got, err := DecodeExtentsNoData(s)
+		for i := range want {
+			want[i].Data = nil
+		}
+		switch {
+		case werr == nil && (err != nil || !reflect.DeepEqual(got, want)):
+			t.Errorf("DecodeExtentsNoData(%s) = %+v, %v; want %+v", s, got, err, want)
+		case werr != nil && err == nil && !strings.Contains(s, `"d":`):
+			t.Errorf("DecodeExtentsNoData(%s) = %+v; DecodeExtents refuses it: %v", s, got, werr)
+		}
+	}
+	buf := []byte(`[{"k":"b/aa/key","n":3,"id":"QkxP"},{"k":"","n":2,"d":"YWI="}]`)
+	x, err := DecodeExtentsNoData(unsafe.String(&buf[0], len(buf)))
+	for i := range buf {
+		buf[i] = 'z'
+	}
+	if err != nil || len(x) != 2 || x[0].Key != "b/aa/key" || x[0].BlockID != "QkxP" || x[1].Size != 2 || x[1].Data != nil {
+		t.Fatalf("DecodeExtentsNoData of a reused buffer: %+v, %v", x, err)
+	}
+	s, _ := EncodeExtents([]Extent{{Size: 4096, Data: bytes.Repeat([]byte("x"), 4096)}})
+	if per := heapBytesPerOp(100, func() { DecodeExtentsNoData(s) }); per > 256 {
+		t.Errorf("DecodeExtentsNoData of a 4 KiB inline extent: %d heap bytes, want at most 256", per)
+	}
+	if a := testing.AllocsPerRun(50, func() { DecodeExtentsNoData(s) }); a > 1 {
+		t.Errorf("DecodeExtentsNoData of a 4 KiB inline extent: %.0f allocations, want 1", a)
 	}
 }
 

@@ -3,6 +3,7 @@ package leasedb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/blobgw/blobgw/svcerr"
@@ -34,7 +35,12 @@ type BlobWriteLocker interface {
 	// taken before a wait on them), CommitReplace checks under the locks
 	// that none of it changed, and has Update run the transaction again
 	// when something did.
-	LockForReplace(ctx context.Context, ref BlobRef) (ReplaceState, error)
+	//
+	// read says whether the row's inline bytes are read: with
+	// ReadKeysIfPlain, and when read.Data says so for the settings and
+	// the row's version id, Blob's extents come without them
+	// (DecodeExtentsNoData) and ReplaceState.NoData is true.
+	LockForReplace(ctx context.Context, ref BlobRef, read ReplaceRead) (ReplaceState, error)
 	// CommitReplace writes w in one statement and commits the
 	// transaction with it: the caller must make no other call on the
 	// transaction and return nil from the Update function at once. When
@@ -42,6 +48,29 @@ type BlobWriteLocker interface {
 	// the error matches ErrIntentLost. A failure whose outcome is unknown
 	// carries ErrCommitUnknown, as a failed COMMIT of Update does.
 	CommitReplace(ctx context.Context, w ReplaceWrite) error
+}
+
+// ReplaceRead says what LockForReplace reads of the inline bytes of the
+// row it locks (Extent.Data).
+type ReplaceRead uint8
+
+const (
+	// ReadWhole: the row whole (Set Blob Metadata and Set Blob
+	// Properties store it again, Put Block List may keep its extents).
+	ReadWhole ReplaceRead = iota
+	// ReadKeysIfPlain: Put Blob's. Where the write is plain (Data false)
+	// it replaces the row and keeps nothing of it, reading only its keys
+	// and sizes (the keys to free), conditions, lease and creation time;
+	// where it is not, the generic sequence keeps the row (a version, a
+	// soft-deleted snapshot), so it is read whole.
+	ReadKeysIfPlain
+)
+
+// Data reports whether LockForReplace reads the row's inline bytes, given
+// the account's settings and the row's version id it read: the
+// condition under which lockForReplace runs the generic sequence.
+func (r ReplaceRead) Data(s AccountSettings, versionID string) bool {
+	return r == ReadWhole || !s.PlainWrites() || versionID != ""
 }
 
 // ErrIntentLost is CommitReplace's error when an intent of the new
@@ -62,6 +91,10 @@ type ReplaceState struct {
 	// SharedKeys: some key of Blob is referenced by another name too
 	// (Tx.ShareKeys), so releasing it needs Tx.ReleaseKeys.
 	SharedKeys bool
+	// NoData: Blob's extents were read without their inline bytes
+	// (ReadKeysIfPlain on a plain write): Blob must not be stored or
+	// kept anywhere.
+	NoData bool
 }
 
 // ReplaceWrite is what CommitReplace writes, all or nothing: the intents
@@ -91,8 +124,11 @@ func (s AccountSettings) PlainWrites() bool {
 // lockExisting takes the few-statement path's locks and reads its state:
 // ContainerNotFound when the container is absent (a blob row never
 // outlives its container: foreign key).
-func lockExisting(ctx context.Context, l BlobWriteLocker, ref BlobRef) (ReplaceState, error) {
-	st, err := l.LockForReplace(ctx, ref)
+func lockExisting(ctx context.Context, l BlobWriteLocker, ref BlobRef, read ReplaceRead) (ReplaceState, error) {
+	st, err := l.LockForReplace(ctx, ref, read)
+	if err == nil && st.NoData && (st.Blob == nil || read.Data(st.Settings, st.Blob.VersionID)) {
+		err = fmt.Errorf("leasedb: lock for replace %s: the row's inline bytes were not read", ref)
+	}
 	if err == nil && !st.ContainerExists {
 		err = svcerr.New(svcerr.ContainerNotFound)
 	}
@@ -122,9 +158,9 @@ func freedKeys(ctx context.Context, tx Tx, st ReplaceState, ref BlobRef, gone *B
 // done is true when the write is decided there: the container is missing,
 // or a write in the account is not plain or the blob is a version, for
 // which generic ran instead in the same transaction (err is its outcome).
-func lockForReplace(ctx context.Context, l BlobWriteLocker, tx Tx, ref BlobRef,
+func lockForReplace(ctx context.Context, l BlobWriteLocker, tx Tx, ref BlobRef, read ReplaceRead,
 	generic func(tx Tx, now time.Time, old *Blob) error) (st ReplaceState, done bool, err error) {
-	if st, err = lockExisting(ctx, l, ref); err != nil {
+	if st, err = lockExisting(ctx, l, ref, read); err != nil {
 		return st, true, err
 	}
 	// keepVersion and blob soft delete have nothing to do only when writes
@@ -146,7 +182,9 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 	if !ok || req.Copy.SharedExtents {
 		return false, nil, LeaseResult{}, nil
 	}
-	st, done, err := lockForReplace(ctx, l, tx, req.Ref, generic)
+	// A plain Put Blob keeps nothing of the row it replaces: its inline
+	// bytes are not read.
+	st, done, err := lockForReplace(ctx, l, tx, req.Ref, ReadKeysIfPlain, generic)
 	if done {
 		return true, nil, LeaseResult{}, err
 	}
@@ -194,7 +232,7 @@ func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID
 	if !ok {
 		return false, nil, nil
 	}
-	st, err := lockExisting(ctx, l, ref)
+	st, err := lockExisting(ctx, l, ref, ReadWhole)
 	if err != nil {
 		return true, nil, err
 	}
@@ -226,7 +264,7 @@ func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBloc
 	if !ok {
 		return false, nil, LeaseResult{}, nil
 	}
-	st, done, err := lockForReplace(ctx, l, tx, req.Ref, generic)
+	st, done, err := lockForReplace(ctx, l, tx, req.Ref, ReadWhole, generic)
 	if done {
 		return true, nil, LeaseResult{}, err
 	}

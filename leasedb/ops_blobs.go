@@ -147,55 +147,72 @@ func (d *DB) PutBlob(ctx context.Context, req PutBlobRequest) (*Blob, LeaseResul
 	if err := d.checkWrite(req.Cond); err != nil {
 		return nil, LeaseResult{}, err
 	}
-	rule := func(old *Blob, now time.Time) (Lease, error) { return checkPutBlob(old, req, now) }
-	fast := func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (bool, *Blob, LeaseResult, error) {
-		return putBlobFewStatements(ctx, tx, d, req, generic)
+	// One allocation for the request and replaceBlob's state: closures
+	// over them took one each.
+	op := &putBlobOp{req: req}
+	op.replaceRun = replaceRun{d: d, ctx: ctx, ref: req.Ref, pl: req.PutLease, kind: op}
+	return op.run()
+}
+
+// putBlobOp is PutBlob's write kind (replaceKind) and its run.
+type putBlobOp struct {
+	replaceRun
+	req PutBlobRequest
+}
+
+func (op *putBlobOp) rule(old *Blob, now time.Time) (Lease, error) {
+	return checkPutBlob(old, op.req, now)
+}
+
+func (op *putBlobOp) fast(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (bool, *Blob, LeaseResult, error) {
+	return putBlobFewStatements(op.ctx, tx, op.d, op.req, generic)
+}
+
+func (op *putBlobOp) commit(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
+	ctx, d, req := op.ctx, op.d, &op.req
+	var snaps []*Blob
+	var err error
+	if old != nil || req.Copy.SharedExtents {
+		if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
+			return nil, err
+		}
 	}
-	return d.replaceBlob(ctx, req.Ref, rule, req.PutLease, fast, func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
-		var snaps []*Blob
-		var err error
-		if old != nil || req.Copy.SharedExtents {
-			if snaps, err = nameRows(ctx, tx, req.Ref); err != nil {
-				return nil, err
-			}
-		}
-		if req.Copy.SharedExtents {
-			if err := shareExtents(ctx, tx, req, old, snaps); err != nil {
-				return nil, err
-			}
-		} else {
-			for _, e := range req.Extents {
-				if e.Key == "" {
-					continue // inline: no object, no intent
-				}
-				if err := takeIntent(ctx, tx, e.Key); err != nil {
-					return nil, err
-				}
-			}
-		}
-		etag, err := tx.NextETag(ctx)
-		if err != nil {
+	if req.Copy.SharedExtents {
+		if err := shareExtents(ctx, tx, *req, old, snaps); err != nil {
 			return nil, err
 		}
-		b := putBlobRow(req, lease, etag, now, old)
-		if req.Copy.Incremental {
-			if err := snapshotIncremental(ctx, tx, req.Ref, now, b); err != nil {
+	} else {
+		for _, e := range req.Extents {
+			if e.Key == "" {
+				continue // inline: no object, no intent
+			}
+			if err := takeIntent(ctx, tx, e.Key); err != nil {
 				return nil, err
 			}
 		}
-		if old != nil {
-			// The new row may share extents with the old one (a restore
-			// from a snapshot that shares them too): those stay.
-			if err := release(ctx, tx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
-				return nil, err
-			}
-		}
-		// Put Blob discards every uncommitted block of the name.
-		if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
+	}
+	etag, err := tx.NextETag(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := putBlobRow(*req, lease, etag, now, old)
+	if req.Copy.Incremental {
+		if err := snapshotIncremental(ctx, tx, req.Ref, now, b); err != nil {
 			return nil, err
 		}
-		return b, nil
-	})
+	}
+	if old != nil {
+		// The new row may share extents with the old one (a restore
+		// from a snapshot that shares them too): those stay.
+		if err := release(ctx, tx, unreferenced([]*Blob{old}, append(snaps, b)), now.Add(d.Grace)); err != nil {
+			return nil, err
+		}
+	}
+	// Put Blob discards every uncommitted block of the name.
+	if err := dropStaged(ctx, tx, req.Ref, now); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // putBlobRow is the row PutBlob commits (newRow with what a copy and a
@@ -221,6 +238,35 @@ func putBlobRow(req PutBlobRequest, lease Lease, etag string, now time.Time, old
 // the generic sequence, in the same transaction.
 type fastReplace func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, b *Blob, res LeaseResult, err error)
 
+// replaceKind is a write kind's part of replaceBlob: its rule, its
+// few-statement commit (fastReplace) and its generic commit (replaceBlob's
+// commit).
+type replaceKind interface {
+	rule(old *Blob, now time.Time) (Lease, error)
+	fast(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (handled bool, b *Blob, res LeaseResult, err error)
+	commit(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)
+}
+
+// funcKind is a replaceKind made of functions (fast nil: none).
+type funcKind struct {
+	ruleFn   func(old *Blob, now time.Time) (Lease, error)
+	fastFn   fastReplace
+	commitFn func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)
+}
+
+func (k *funcKind) rule(old *Blob, now time.Time) (Lease, error) { return k.ruleFn(old, now) }
+
+func (k *funcKind) fast(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error) (bool, *Blob, LeaseResult, error) {
+	if k.fastFn == nil {
+		return false, nil, LeaseResult{}, nil
+	}
+	return k.fastFn(tx, generic)
+}
+
+func (k *funcKind) commit(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error) {
+	return k.commitFn(tx, now, old, lease)
+}
+
 // replaceBlob is the shared shape of the writes that replace the whole
 // blob (PutBlob, CommitBlocks), in one transaction under the blob lock:
 // the write kind's rule, then the put-and-release action on the lease the
@@ -229,52 +275,74 @@ type fastReplace func(tx Tx, generic func(tx Tx, now time.Time, old *Blob) error
 // (nil: none) is tried first.
 func (d *DB) replaceBlob(ctx context.Context, ref BlobRef, rule func(old *Blob, now time.Time) (Lease, error), pl PutLease,
 	fast fastReplace, commit func(tx Tx, now time.Time, old *Blob, lease Lease) (*Blob, error)) (*Blob, LeaseResult, error) {
-	var out *Blob
-	var leaseRes LeaseResult
-	generic := func(tx Tx, now time.Time, old *Blob) error {
-		lease, err := rule(old, now)
-		if err != nil {
-			return err
+	r := &replaceRun{d: d, ctx: ctx, ref: ref, pl: pl, kind: &funcKind{ruleFn: rule, fastFn: fast, commitFn: commit}}
+	return r.run()
+}
+
+// replaceRun is one run of replaceBlob for a write kind: its transaction
+// (update, which Update may run more than once) and what it answers.
+type replaceRun struct {
+	d        *DB
+	ctx      context.Context
+	ref      BlobRef
+	pl       PutLease
+	kind     replaceKind
+	gen      func(tx Tx, now time.Time, old *Blob) error // generic, made once
+	out      *Blob
+	leaseRes LeaseResult
+}
+
+func (r *replaceRun) run() (*Blob, LeaseResult, error) {
+	r.gen = r.generic
+	err := r.d.Store.Update(r.ctx, r.update)
+	return r.out, r.leaseRes, err
+}
+
+// update is the transaction: the kind's few-statement commit when the
+// store offers it, else the generic sequence under the blob lock.
+func (r *replaceRun) update(tx Tx) error {
+	handled, b, res, err := r.kind.fast(tx, r.gen)
+	if handled {
+		if err == nil && b != nil {
+			r.out, r.leaseRes = b, res
 		}
-		lease, res, err := applyPutLease(lease, pl, now)
-		if err != nil {
-			return err
-		}
-		// Versioning first: the version row of old then counts as a
-		// reference to old's extents in commit's bookkeeping.
-		vid, err := keepVersion(ctx, tx, ref, now, old)
-		if err != nil {
-			return err
-		}
-		// Then soft delete: without versioning, the replaced blob is
-		// kept as a soft-deleted snapshot.
-		if err := d.keepOverwritten(ctx, tx, ref, now, old); err != nil {
-			return err
-		}
-		b, err := commit(tx, now, old, lease)
-		if err != nil {
-			return err
-		}
-		b.VersionID = vid
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		out, leaseRes = b, res
-		return nil
+		return err
 	}
-	err := d.Store.Update(ctx, func(tx Tx) error {
-		if fast != nil {
-			handled, b, res, err := fast(tx, generic)
-			if handled {
-				if err == nil && b != nil {
-					out, leaseRes = b, res
-				}
-				return err
-			}
-		}
-		return withBlob(ctx, tx, ref, LockShare, LockExclusive, generic)
-	})
-	return out, leaseRes, err
+	return withBlob(r.ctx, tx, r.ref, LockShare, LockExclusive, r.gen)
+}
+
+// generic is the locked part of the generic sequence.
+func (r *replaceRun) generic(tx Tx, now time.Time, old *Blob) error {
+	ctx := r.ctx
+	lease, err := r.kind.rule(old, now)
+	if err != nil {
+		return err
+	}
+	lease, res, err := applyPutLease(lease, r.pl, now)
+	if err != nil {
+		return err
+	}
+	// Versioning first: the version row of old then counts as a
+	// reference to old's extents in commit's bookkeeping.
+	vid, err := keepVersion(ctx, tx, r.ref, now, old)
+	if err != nil {
+		return err
+	}
+	// Then soft delete: without versioning, the replaced blob is
+	// kept as a soft-deleted snapshot.
+	if err := r.d.keepOverwritten(ctx, tx, r.ref, now, old); err != nil {
+		return err
+	}
+	b, err := r.kind.commit(tx, now, old, lease)
+	if err != nil {
+		return err
+	}
+	b.VersionID = vid
+	if err := tx.PutBlob(ctx, b); err != nil {
+		return err
+	}
+	r.out, r.leaseRes = b, res
+	return nil
 }
 
 // updateBlob is the shared shape of Set Blob Properties / Set Blob Metadata:

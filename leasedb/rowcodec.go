@@ -3,6 +3,7 @@ package leasedb
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -50,6 +51,22 @@ func EncodeExtents(x []Extent) (string, error) {
 	return string(b), nil
 }
 
+// AppendExtents appends EncodeExtents's text of x to dst, for a driver
+// that writes it straight into its own buffer (no string of it).
+func AppendExtents(dst []byte, x []Extent) ([]byte, error) {
+	if len(x) == 0 {
+		return append(dst, "[]"...), nil
+	}
+	if n, ok := extentsLen(x); ok {
+		return appendExtentsFast(slices.Grow(dst, n), x), nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return dst, fmt.Errorf("leasedb: encode extents: %w", err)
+	}
+	return append(dst, b...), nil
+}
+
 // DecodeExtents reads EncodeExtents's form: the form it writes itself
 // through decodeExtentsFast, any other text through encoding/json.
 func DecodeExtents(s string) ([]Extent, error) {
@@ -72,6 +89,29 @@ func DecodeExtents(s string) ([]Extent, error) {
 		x[i].Data = x[i].Data[:len(x[i].Data):len(x[i].Data)]
 	}
 	return x, nil
+}
+
+// DecodeExtentsNoData is DecodeExtents without the inline bytes: every
+// extent as DecodeExtents gives it, but for Data, nil (an inline extent
+// reads as a hole: Key "", its Size). The bytes' base64 is not decoded
+// (nor checked), and the strings returned share no memory with s, which
+// may be a view of a buffer the caller reuses. It is for a row whose
+// keys and sizes matter and whose bytes are never read (the row a plain
+// Put Blob replaces: LockForReplace with ReadKeysIfPlain).
+func DecodeExtentsNoData(s string) ([]Extent, error) {
+	if s == "[]" {
+		return nil, nil
+	}
+	if x, ok := decodeExtentsForm(s, false); ok {
+		return x, nil
+	}
+	// Text the fast form refuses here it refuses with the bytes too:
+	// encoding/json reads it (into strings of its own).
+	x, err := DecodeExtents(s)
+	for i := range x {
+		x[i].Data = nil
+	}
+	return x, err
 }
 
 // DecodeTags reads a tags column ("" or NULL: no tags → nil).

@@ -33,7 +33,18 @@ type (
 	flagArg struct{ p *bool }
 	// bytesArg is a bytea, nil as NULL.
 	bytesArg struct{ p *[]byte }
+	// extentsArg is a row's extents as their text (EncodeExtents's),
+	// which pairConn.encode appends straight into its parameter buffer
+	// (leasedb.AppendExtents): a 4 KiB inline extent's 5.5 KB text is
+	// then never a string of its own. pgx (a batch in another query
+	// mode) takes it as a text valuer.
+	extentsArg struct{ p *[]leasedb.Extent }
 )
+
+func (a extentsArg) TextValue() (pgtype.Text, error) {
+	s, err := leasedb.EncodeExtents(*a.p)
+	return pgtype.Text{String: s, Valid: err == nil}, err
+}
 
 func (a textArg) TextValue() (pgtype.Text, error) { return pgtype.Text{String: *a.p, Valid: true}, nil }
 
@@ -74,9 +85,9 @@ func (a bytesArg) BytesValue() ([]byte, error) { return *a.p, nil }
 // them. The values the arguments point to that are not the row's are kept
 // in it, so that one allocation holds them all.
 type commitArgs struct {
-	meta, ext, tags, copyInfo string
-	freeDue, stagedDue        time.Time
-	vals                      [commitReplaceArgs]any
+	meta, tags, copyInfo string
+	freeDue, stagedDue   time.Time
+	vals                 [commitReplaceArgs]any
 }
 
 // commitReplaceArgs is the number of commitReplaceSQL's parameters.
@@ -87,9 +98,6 @@ const commitReplaceArgs = blobColCount + 8
 func (a *commitArgs) setRow(b *leasedb.Blob) error {
 	var err error
 	if a.meta, err = leasedb.EncodeMetadata(b.Metadata); err != nil {
-		return err
-	}
-	if a.ext, err = leasedb.EncodeExtents(b.Extents); err != nil {
 		return err
 	}
 	// The tags as sqlq stores them (NULL for none: never "").
@@ -106,7 +114,7 @@ func (a *commitArgs) setRow(b *leasedb.Blob) error {
 	v[5], v[6], v[7] = timeArg{&b.Created}, timeArg{&b.LastModified}, int64Arg{&b.Size}
 	p := &b.Props
 	v[8], v[9], v[10], v[11], v[12] = textArg{&p.ContentType}, textArg{&p.ContentEncoding}, textArg{&p.ContentLanguage}, textArg{&p.ContentDisposition}, textArg{&p.CacheControl}
-	v[13], v[14], v[15], v[16] = bytesArg{&p.ContentMD5}, textArg{&a.meta}, textArg{&a.ext}, intArg{&b.BlockCount}
+	v[13], v[14], v[15], v[16] = bytesArg{&p.ContentMD5}, textArg{&a.meta}, extentsArg{&b.Extents}, intArg{&b.BlockCount}
 	l := &b.Lease
 	v[17], v[18], v[19] = textArg{&l.ID}, textArg{&l.State}, intArg{&l.Duration}
 	v[20], v[21], v[22] = timeArg{&l.Expires}, timeArg{&l.BreakAt}, timeArg{&l.Since}
@@ -133,6 +141,7 @@ func nonNil(keys []string) []string {
 // finds none for these structs, so it encodes what Value gives, the same
 // values the typed methods give.
 func (a textArg) Value() (sqldriver.Value, error)     { return *a.p, nil }
+func (a extentsArg) Value() (sqldriver.Value, error)  { v, err := a.TextValue(); return v.String, err }
 func (a nullTextArg) Value() (sqldriver.Value, error) { v, _ := a.TextValue(); return v.Value() }
 func (a timeArg) Value() (sqldriver.Value, error)     { v, _ := a.TimestamptzValue(); return v.Value() }
 func (a dueArg) Value() (sqldriver.Value, error)      { v, _ := a.TimestamptzValue(); return v.Value() }

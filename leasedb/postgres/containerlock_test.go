@@ -43,8 +43,8 @@ type replacePausingTx struct {
 	p *replacePausingStore
 }
 
-func (t replacePausingTx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.ReplaceState, error) {
-	st, err := t.l.LockForReplace(ctx, ref)
+func (t replacePausingTx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read leasedb.ReplaceRead) (leasedb.ReplaceState, error) {
+	st, err := t.l.LockForReplace(ctx, ref, read)
 	t.p.mu.Lock()
 	locked, proceed := t.p.locked, t.p.proceed
 	t.p.locked = nil

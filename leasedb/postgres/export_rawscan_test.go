@@ -108,3 +108,36 @@ func EncodeCommitArgsBothWays(ctx context.Context, s *Store, b *leasedb.Blob) (t
 	boxed, boxedFormats, err = build(append(vals, tail...))
 	return typed, boxed, typedFormats, boxedFormats, err
 }
+
+// EncodeCommitArgsPaired is EncodeCommitArgsBothWays's typed arguments as
+// the pair sender encodes them (pairConn.encode, extents appended in
+// place).
+func EncodeCommitArgsPaired(ctx context.Context, s *Store, b *leasedb.Blob) (params [][]byte, formats []int16, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "", commitReplaceSQL)
+	if err != nil {
+		return nil, nil, err
+	}
+	due := time.Date(2026, 12, 1, 1, 2, 3, 4000, time.UTC)
+	etag := `"0x1"`
+	a := &commitArgs{freeDue: due, stagedDue: due}
+	if err := a.setRow(b); err != nil {
+		return nil, nil, err
+	}
+	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}})
+	p := &pairConn{conn: conn.Conn()}
+	if err := p.encode(&pairStmt{sd: sd}, a.vals[:]); err != nil {
+		return nil, nil, err
+	}
+	for _, v := range p.params {
+		if v != nil {
+			v = append([]byte{}, v...)
+		}
+		params = append(params, v)
+	}
+	return params, append([]int16{}, p.formats...), nil
+}

@@ -104,7 +104,7 @@ LEFT JOIN LATERAL (SELECT versioning, delete_retention_days FROM account_setting
 const extentsHaveKeySQL = `strpos(replace(b.extents, '"k":""', ''), '"k":"') > 0`
 
 // LockForReplace implements leasedb.BlobWriteLocker.
-func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.ReplaceState, error) {
+func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read leasedb.ReplaceRead) (leasedb.ReplaceState, error) {
 	var st leasedb.ReplaceState
 	if err := checkText(ref.Account, ref.Container, ref.Name); err != nil {
 		return st, err
@@ -123,13 +123,15 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 		versioning, days int
 		etag             int64
 		keys             int // the last column: 1 keys read, 2 other rows, 4 shared, 8 staged blocks
+		read             replaceRead
 	}{ref: ref, nameKey: nameLockKey(ref.Account, ref.Container, ref.Name), contKey: containerLockKey(ref.Account, ref.Container)}
+	x.read = replaceRead{read: read, versioning: &x.versioning, days: &x.days}
 	x.args = [5]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey}}
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		st.Blob, st.ContainerExists, err = scanOneBlob(rows, ref, &x.now, &x.versioning, &x.days, &x.etag, &x.keys)
+		st.Blob, st.ContainerExists, st.NoData, err = scanOneBlobRead(rows, ref, &x.read, &x.now, &x.versioning, &x.days, &x.etag, &x.keys)
 		if err != nil {
 			return err
 		}

@@ -172,7 +172,7 @@ func TestLockForReplaceKeyState(t *testing.T) {
 			errDone := errors.New("done")
 			err := s.Update(ctx, func(tx leasedb.Tx) error {
 				var err error
-				if st, err = tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref); err != nil {
+				if st, err = tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref, leasedb.ReadWhole); err != nil {
 					return err
 				}
 				return errDone

@@ -42,7 +42,7 @@ func TestRefusedBeginWithFirstStatement(t *testing.T) {
 		"an Update that swallows the error": func() error {
 			return s.Update(ctx, func(tx leasedb.Tx) error {
 				if l, ok := tx.(leasedb.BlobWriteLocker); ok {
-					_, _ = l.LockForReplace(ctx, ref)
+					_, _ = l.LockForReplace(ctx, ref, leasedb.ReadWhole)
 				}
 				return nil
 			})

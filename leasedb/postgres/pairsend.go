@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // The pair sender: a write's two statements (BEGIN and its first
@@ -142,7 +144,14 @@ func (p *pairConn) encode(st *pairStmt, args []any) error {
 			format = pgtype.TextFormatCode
 		}
 		start := len(p.vbuf)
-		buf, err := tm.Encode(oid, format, arg, p.vbuf)
+		var buf []byte
+		var err error
+		if x, ok := arg.(extentsArg); ok && oid == pgtype.TextOID {
+			// The text, in either format, appended in place.
+			buf, err = leasedb.AppendExtents(p.vbuf, *x.p)
+		} else {
+			buf, err = tm.Encode(oid, format, arg, p.vbuf)
+		}
 		if err != nil {
 			other := int16(pgtype.TextFormatCode)
 			if format == pgtype.TextFormatCode {

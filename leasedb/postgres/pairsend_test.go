@@ -118,7 +118,7 @@ func TestPairCanceledWhileWaiting(t *testing.T) {
 	held, release, holderDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		holderDone <- s.Update(ctx, func(tx leasedb.Tx) error {
-			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref)
+			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref, leasedb.ReadWhole)
 			close(held)
 			<-release
 			return err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,12 +32,35 @@ import (
 // where the blob row has none, an infinite timestamp) sends the row
 // through sqlq.ScanOneBlob, with the same result and errors as before.
 func scanOneBlob(rows pgx.Rows, ref leasedb.BlobRef, extra ...any) (*leasedb.Blob, bool, error) {
+	b, found, _, err := scanOneBlobRead(rows, ref, nil, extra...)
+	return b, found, err
+}
+
+// replaceRead is LockForReplace's leasedb.ReplaceRead and where its scan
+// puts the account's settings (extra columns, read before the blob's).
+type replaceRead struct {
+	read             leasedb.ReplaceRead
+	versioning, days *int
+}
+
+// data is read.Data for the settings scanned (nil: the row whole).
+func (r *replaceRead) data(versionID string) bool {
+	return r == nil || r.read.Data(leasedb.AccountSettings{Versioning: *r.versioning != 0, DeleteRetentionDays: *r.days}, versionID)
+}
+
+// scanOneBlobRead is scanOneBlob where rd (when not nil) may have the
+// row's extents read without their inline bytes: then they are decoded
+// from the column bytes as received (leasedb.DecodeExtentsNoData), with
+// no copy of the text and no base64 decoded, and noData is true.
+func scanOneBlobRead(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra ...any) (b *leasedb.Blob, found, noData bool, err error) {
 	if !rows.Next() {
-		return sqlq.ScanOneBlob(rows, fromTS, skipColumn, extra...)
+		b, found, err = sqlq.ScanOneBlob(rows, fromTS, skipColumn, extra...)
+		return b, found, false, err
 	}
 	r := rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
 	if len(r.fds) != len(r.raw) || len(r.raw) != blobColCount+2+len(extra) {
-		return scanOneBlobGeneric(rows, extra)
+		b, found, err = scanOneBlobGeneric(rows, extra)
+		return b, found, false, err
 	}
 	found, containerExists := r.bool(blobColCount), r.bool(blobColCount+1)
 	for i, d := range extra {
@@ -55,12 +79,13 @@ func scanOneBlob(rows pgx.Rows, ref leasedb.BlobRef, extra ...any) (*leasedb.Blo
 		}
 	}
 	if !r.ok {
-		return scanOneBlobGeneric(rows, extra)
+		b, found, err = scanOneBlobGeneric(rows, extra)
+		return b, found, false, err
 	}
 	if !found {
-		return nil, containerExists, nil
+		return nil, containerExists, false, nil
 	}
-	b := &leasedb.Blob{
+	b = &leasedb.Blob{
 		Account: r.textLike(0, ref.Account), Container: r.textLike(1, ref.Container), Name: r.textLike(2, ref.Name),
 		Type: r.text(3), ETag: r.text(4), Created: r.time(5), LastModified: r.time(6), Size: r.int(7),
 		Props: leasedb.Props{ContentType: r.text(8), ContentEncoding: r.text(9), ContentLanguage: r.text(10),
@@ -70,25 +95,41 @@ func scanOneBlob(rows pgx.Rows, ref leasedb.BlobRef, extra ...any) (*leasedb.Blo
 			Expires: r.time(20), BreakAt: r.time(21), Since: r.time(22)},
 		AccessTier: r.nullText(23).String, Sealed: r.int(26) != 0, VersionID: r.text(27), SequenceNumber: r.int(28),
 	}
-	meta, ext, tags, copyInfo := r.text(14), r.text(15), r.nullText(24), r.text(25)
+	noData = !rd.data(b.VersionID)
+	var ext string
+	if noData {
+		// A view of pgx's buffer: DecodeExtentsNoData copies what it
+		// keeps.
+		if r.is(15, true, pgtype.TextOID, pgtype.VarcharOID) && len(r.raw[15]) > 0 {
+			ext = unsafe.String(&r.raw[15][0], len(r.raw[15]))
+		}
+	} else {
+		ext = r.text(15)
+	}
+	meta, tags, copyInfo := r.text(14), r.nullText(24), r.text(25)
 	if !r.ok {
-		return scanOneBlobGeneric(rows, extra)
+		b, found, err = scanOneBlobGeneric(rows, extra)
+		return b, found, false, err
 	}
 	// As sqlq's blob row decoder.
-	var err error
 	if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if b.Metadata, err = leasedb.DecodeMetadata(meta); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
-		return nil, false, err
+	if noData {
+		b.Extents, err = leasedb.DecodeExtentsNoData(ext)
+	} else {
+		b.Extents, err = leasedb.DecodeExtents(ext)
+	}
+	if err != nil {
+		return nil, false, false, err
 	}
 	if b.Copy, err = leasedb.DecodeCopy(copyInfo); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	return b, containerExists, nil
+	return b, containerExists, noData, nil
 }
 
 // blobColCount is the number of columns of sqlq.BlobCols.

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"slices"
@@ -118,7 +119,9 @@ func TestScanOneBlobRaw(t *testing.T) {
 // CommitReplace passes the row's columns to pgx as pointers to the row's
 // fields (commitArgs) rather than as the values sqlq.BlobValues boxes;
 // pgx must send the very same parameters: bytes, NULLs and formats, for a
-// row with every column set and one with every nullable column NULL.
+// row with every column set and one with every nullable column NULL; so
+// must the pair sender (the extents appended in place), for those and a
+// 4 KiB inline extent.
 func TestCommitArgsEncoding(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.Start(t))
@@ -127,17 +130,29 @@ func TestCommitArgsEncoding(t *testing.T) {
 		fullBlob(now),
 		{Account: "a", Container: "c", Name: "bare", Type: "BlockBlob", ETag: `"0x2"`},
 		{Account: "a", Container: "c", Name: "empty-md5", Type: "BlockBlob", ETag: `"0x2"`, Props: leasedb.Props{ContentMD5: []byte{}}, Metadata: map[string]string{}, Tags: map[string]string{}},
+		{Account: "a", Container: "c", Name: "inline", Type: "BlockBlob", ETag: `"0x3"`, Size: 4096,
+			Extents: []leasedb.Extent{{Size: 4096, Data: bytes.Repeat([]byte{0xfe}, 4096)}}},
 	} {
 		typed, boxed, tf, bf, err := postgres.EncodeCommitArgsBothWays(ctx, s, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(typed) != len(boxed) || !slices.Equal(tf, bf) {
-			t.Fatalf("%s: %d parameters in formats %v, want %d in %v", b.Name, len(typed), tf, len(boxed), bf)
+		paired, pf, err := postgres.EncodeCommitArgsPaired(ctx, s, b)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i := range typed {
-			if (typed[i] == nil) != (boxed[i] == nil) || !slices.Equal(typed[i], boxed[i]) {
-				t.Errorf("%s: parameter $%d: %q (NULL %v), want %q (NULL %v)", b.Name, i+1, typed[i], typed[i] == nil, boxed[i], boxed[i] == nil)
+		for _, got := range []struct {
+			how     string
+			params  [][]byte
+			formats []int16
+		}{{"typed", typed, tf}, {"paired", paired, pf}} {
+			if len(got.params) != len(boxed) || !slices.Equal(got.formats, bf) {
+				t.Fatalf("%s, %s: %d parameters in formats %v, want %d in %v", b.Name, got.how, len(got.params), got.formats, len(boxed), bf)
+			}
+			for i, p := range got.params {
+				if (p == nil) != (boxed[i] == nil) || !slices.Equal(p, boxed[i]) {
+					t.Errorf("%s, %s: parameter $%d: %.100q (NULL %v), want %.100q (NULL %v)", b.Name, got.how, i+1, p, p == nil, boxed[i], boxed[i] == nil)
+				}
 			}
 		}
 	}

@@ -56,7 +56,7 @@ type replacing struct {
 // the staged blocks' presence; for a row with keys, one statement more
 // reads the name's other rows and shared keys. The write lock is held
 // already: these reads are locked reads.
-func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.ReplaceState, error) {
+func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read leasedb.ReplaceRead) (leasedb.ReplaceState, error) {
 	var st leasedb.ReplaceState
 	if err := checkText(ref.Account, ref.Container, ref.Name); err != nil {
 		return st, err
@@ -64,7 +64,7 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	if t.readOnly {
 		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: read-only transaction", ref)
 	}
-	b, exists, err := queryOneBlob(ctx, t.tx, ref.Account, ref.Container, ref.Name)
+	b, ext, exists, err := queryOneBlobText(ctx, t.tx, ref.Account, ref.Container, ref.Name)
 	if err != nil {
 		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
@@ -88,6 +88,15 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef) (leasedb.R
 	// A row without keys frees nothing: NameRows and SharedKeys stay
 	// false, not read.
 	if b != nil {
+		// The row's inline bytes only where the write may keep them.
+		if st.NoData = !read.Data(st.Settings, b.VersionID); st.NoData {
+			b.Extents, err = leasedb.DecodeExtentsNoData(ext)
+		} else {
+			b.Extents, err = leasedb.DecodeExtents(ext)
+		}
+		if err != nil {
+			return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: %w", ref, err)
+		}
 		if keys := b.Keys(); len(keys) > 0 {
 			j, err := json.Marshal(keys)
 			if err != nil {

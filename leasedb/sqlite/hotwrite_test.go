@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -109,22 +110,34 @@ func TestHotPutStatements(t *testing.T) {
 	}
 }
 
-// TestHotPutAllocs: allocations of the same Put Blob (store and leasedb
-// included; the request's own are the caller's).
+// TestHotPutAllocs: allocations and heap bytes of the same Put Blob
+// (store and leasedb included; the request's own are the caller's).
 func TestHotPutAllocs(t *testing.T) {
 	_, db, etag := hotStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	allocs := testing.AllocsPerRun(50, func() {
+	put := func() {
 		b, _, err := db.PutBlob(ctx, hotPut(etag))
 		if err != nil {
 			t.Fatal(err)
 		}
 		etag = b.ETag
-	})
-	t.Logf("If-Match Put Blob: %.0f allocations", allocs)
+	}
+	allocs := testing.AllocsPerRun(50, put)
+	const n = 50
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range n {
+		put()
+	}
+	runtime.ReadMemStats(&m1)
+	heap := (m1.TotalAlloc - m0.TotalAlloc) / n
+	t.Logf("If-Match Put Blob: %.0f allocations, %d heap bytes", allocs, heap)
 	if allocs > hotPutMaxAllocs {
 		t.Errorf("If-Match Put Blob: %.0f allocations, want at most %d", allocs, hotPutMaxAllocs)
+	}
+	if heap > hotPutMaxBytes {
+		t.Errorf("If-Match Put Blob: %d heap bytes, want at most %d", heap, hotPutMaxBytes)
 	}
 }
 
@@ -146,8 +159,9 @@ func TestHotGetAllocs(t *testing.T) {
 }
 
 const (
-	hotPutMaxAllocs = 200 // 312 before fastput.go (463 before the trimmed reads and writetx.go)
-	hotGetMaxAllocs = 106 // 109 before ReadBlob ran detached on a connection of its own
+	hotPutMaxAllocs = 177      // 180 before PutBlob's state was one allocation, 183 before LockForReplace read the replaced row without its inline bytes, 312 before fastput.go (463 before the trimmed reads and writetx.go)
+	hotPutMaxBytes  = 24 << 10 // 27.6 KB before LockForReplace read the replaced row without its inline bytes
+	hotGetMaxAllocs = 106      // 109 before ReadBlob ran detached on a connection of its own
 )
 
 // TestUpdateContextEnds: statements of a write transaction run detached

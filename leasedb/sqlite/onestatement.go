@@ -86,24 +86,34 @@ type queryer interface {
 }
 
 func queryOneBlob(ctx context.Context, q queryer, account, container, name string) (*leasedb.Blob, bool, error) {
+	b, ext, exists, err := queryOneBlobText(ctx, q, account, container, name)
+	if b != nil {
+		if b.Extents, err = leasedb.DecodeExtents(ext); err != nil {
+			return nil, false, err
+		}
+	}
+	return b, exists, err
+}
+
+// queryOneBlobText is queryOneBlob with the row's extents left undecoded:
+// ext is their text.
+func queryOneBlobText(ctx context.Context, q queryer, account, container, name string) (b *leasedb.Blob, ext string, exists bool, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
 		account, container, name)
 	if err != nil {
-		return nil, false, err
+		return nil, "", false, err
 	}
-	bs, err := scanBlobs(rows, false)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(bs) > 0 {
-		return bs[0], true, nil
+	b, ext, err = sqlq.ScanBlobText(rows, fromMicros)
+	rows.Close()
+	if err != nil || b != nil {
+		return b, ext, b != nil, err
 	}
 	var one int
 	switch err := q.QueryRowContext(ctx, containerExistsSQL, account, container).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil, false, nil
+		return nil, "", false, nil
 	case err != nil:
-		return nil, false, err
+		return nil, "", false, err
 	}
-	return nil, true, nil
+	return nil, "", true, nil
 }

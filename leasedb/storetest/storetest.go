@@ -9,7 +9,8 @@
 // newStore for an empty store).
 //
 // One file per concern, each holding its tests and the helpers only they
-// use: containers.go, blobs.go (rows and round trips), inline.go (inline extents), listing.go,
+// use: containers.go, blobs.go (rows and round trips), inline.go (inline extents), inlineold.go (the rows
+// an overwrite keeps of an inline blob), listing.go,
 // listentries.go, listdelimited.go, findtagged.go, blocks.go,
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
 // and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), deleted.go (soft-deleted
@@ -46,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"PutBlobPaths", testPutBlobPaths},
 		{"InlineExtents", testInlineExtents},
 		{"InlineAppend", testInlineAppend},
+		{"InlineOldBytes", testInlineOldBytes},
 		{"BlobDelete", testBlobDelete},
 		{"BlobNeedsContainer", testBlobNeedsContainer},
 		{"BlobListPrefixPaging", testBlobList},

@@ -46,6 +46,18 @@ func (r *blobRow[T]) dest() []any {
 
 // decode turns the scanned columns into the blob.
 func (r *blobRow[T]) decode(fromTime func(T) time.Time) (*leasedb.Blob, error) {
+	b, err := r.decodeBut(fromTime)
+	if err != nil {
+		return nil, err
+	}
+	if b.Extents, err = leasedb.DecodeExtents(r.ext); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeBut is decode but for the extents, left to the caller (r.ext).
+func (r *blobRow[T]) decodeBut(fromTime func(T) time.Time) (*leasedb.Blob, error) {
 	b := &r.b
 	var err error
 	b.Sealed = r.sealed != 0
@@ -54,9 +66,6 @@ func (r *blobRow[T]) decode(fromTime func(T) time.Time) (*leasedb.Blob, error) {
 		return nil, err
 	}
 	if b.Metadata, err = leasedb.DecodeMetadata(r.meta); err != nil {
-		return nil, err
-	}
-	if b.Extents, err = leasedb.DecodeExtents(r.ext); err != nil {
 		return nil, err
 	}
 	if b.Copy, err = leasedb.DecodeCopy(r.copyInfo); err != nil {
@@ -87,6 +96,24 @@ func ScanBlobs[T any](rows Rows, fromTime func(T) time.Time, extra func(b *lease
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// ScanBlobText reads the first row of BlobCols (nil when there is none)
+// with its extents left undecoded: ext is the column's text, for the
+// caller to decode (DecodeExtents, or DecodeExtentsNoData where the row's
+// inline bytes are never read).
+func ScanBlobText[T any](rows Rows, fromTime func(T) time.Time) (b *leasedb.Blob, ext string, err error) {
+	if !rows.Next() {
+		return nil, "", rows.Err()
+	}
+	r := &blobRow[T]{}
+	if err := rows.Scan(r.dest()...); err != nil {
+		return nil, "", err
+	}
+	if b, err = r.decodeBut(fromTime); err != nil {
+		return nil, "", err
+	}
+	return b, r.ext, nil
 }
 
 // ScanVersions reads rows of VersionCols: previous versions.
