@@ -14,10 +14,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-var (
-	_ leasedb.BlobWriteLocker = (*tx)(nil)
-	_ leasedb.BlobLeaseWriter = (*tx)(nil)
-)
+var _ leasedb.BlobWriteLocker = (*tx)(nil)
 
 // lockForReplaceSQL is LockForReplace's statement. Each LATERAL subquery
 // refers to the one before it, which makes Postgres run them in order, one

@@ -9,10 +9,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-var (
-	_ leasedb.BlobWriteLocker = (*tx)(nil)
-	_ leasedb.BlobLeaseWriter = (*tx)(nil)
-)
+var _ leasedb.BlobWriteLocker = (*tx)(nil)
 
 // The few-statement writes (leasedb/fastput.go: Put Blob, Put Block List,
 // Set Blob Metadata, Set Blob Properties) on SQLite.

@@ -173,6 +173,9 @@ func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leas
 	return out, nil
 }
 
+// Both drivers' transactions embed Tx, and so offer BlobLeaseWriter.
+var _ leasedb.BlobLeaseWriter = Tx[time.Time]{}
+
 // SetBlobLease implements leasedb.BlobLeaseWriter.
 func (t Tx[T]) SetBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.Lease) error {
 	return t.exec(ctx, leasedb.ErrNotFound, fmt.Sprintf("set lease of %s", ref), SetBlobLease(t.D.Placeholder),
