@@ -160,7 +160,7 @@ func TestServeAllocsPostgres(t *testing.T) {
 		}
 	})
 	t.Logf("lease cycle: %.1f allocations", 3*la)
-	if 3*la > 172 {
-		t.Errorf("lease cycle: %.1f allocations, want at most 172", 3*la)
+	if 3*la > 146 {
+		t.Errorf("lease cycle: %.1f allocations, want at most 146", 3*la)
 	}
 }

@@ -3,6 +3,7 @@ package sqlq
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -31,6 +32,10 @@ type Driver[T any] struct {
 	// ForeignKey reports whether err is a foreign key violation (a row
 	// written for a container that does not exist).
 	ForeignKey func(err error) bool
+
+	// SetBlobLease's statement, built on first use.
+	setLeaseOnce sync.Once
+	setLeaseSQL  string
 }
 
 // Tx holds the leasedb.Tx methods whose Go is the same in both drivers
@@ -176,11 +181,23 @@ func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leas
 // Both drivers' transactions embed Tx, and so offer BlobLeaseWriter.
 var _ leasedb.BlobLeaseWriter = Tx[time.Time]{}
 
-// SetBlobLease implements leasedb.BlobLeaseWriter.
+// SetBlobLease implements leasedb.BlobLeaseWriter. Lease Blob is a small
+// operation on the hot path: its statement text is built once per driver,
+// and an error's text only when there is one.
 func (t Tx[T]) SetBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.Lease) error {
-	return t.exec(ctx, leasedb.ErrNotFound, fmt.Sprintf("set lease of %s", ref), SetBlobLease(t.D.Placeholder),
-		ref.Account, ref.Container, ref.Name,
+	if err := CheckText(t.D.Name, ref.Account, ref.Container, ref.Name, l.ID); err != nil {
+		return err
+	}
+	t.D.setLeaseOnce.Do(func() { t.D.setLeaseSQL = SetBlobLease(t.D.Placeholder) })
+	n, err := t.Q.Exec(ctx, t.D.setLeaseSQL, ref.Account, ref.Container, ref.Name,
 		l.ID, l.State, l.Duration, t.D.ToTime(l.Expires), t.D.ToTime(l.BreakAt), t.D.ToTime(l.Since))
+	if err != nil {
+		return t.errorf(ctx, err, "set lease of %s", ref)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: set lease of %s: %w", t.D.Name, ref, leasedb.ErrNotFound)
+	}
+	return nil
 }
 
 // PutVersion implements leasedb.Tx. A missing container is ErrNotFound
