@@ -15,8 +15,6 @@ const (
 	idB = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
 )
 
-// checkLeaseCode fails unless err carries want ("" = no error).
-
 func TestNormalizeLeaseID(t *testing.T) {
 	const want = "ca761232-ed42-11ce-bacd-00aa0057b223"
 	tests := []struct {

@@ -54,8 +54,6 @@ func sameLease(a, b Lease) bool {
 		a.Expires.Equal(b.Expires) && a.BreakAt.Equal(b.BreakAt)
 }
 
-// checkCode fails unless err carries want ("" = no error).
-
 func TestLeaseEffective(t *testing.T) {
 	tests := []struct {
 		name     string
