@@ -235,7 +235,11 @@ func containerProps(c *leasedb.Container, now time.Time) []containerProp {
 		containerProp{"X-Ms-Default-Encryption-Scope", "DefaultEncryptionScope", "$account-encryption-key"},
 		containerProp{"X-Ms-Deny-Encryption-Scope-Override", "DenyEncryptionScopeOverride", "false"},
 		containerProp{"X-Ms-Has-Immutability-Policy", "HasImmutabilityPolicy", "false"},
-		containerProp{"X-Ms-Has-Legal-Hold", "HasLegalHold", "false"})
+		containerProp{"X-Ms-Has-Legal-Hold", "HasLegalHold", "false"},
+		// The service reports it for every container (x-ms-version
+		// 2020-10-02 on); blobgw has no version-level immutability, and
+		// Create Container refuses to enable it.
+		containerProp{"X-Ms-Immutable-Storage-With-Versioning-Enabled", "ImmutableStorageWithVersioningEnabled", "false"})
 }
 
 func parsePublicAccess(h http.Header) (string, error) {

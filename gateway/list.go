@@ -157,10 +157,6 @@ func (s *Server) listContainers(w http.ResponseWriter, r *http.Request, req *req
 		for _, p := range containerProps(c.Container, now) {
 			x.elem(p.elem, p.value)
 		}
-		// The service lists it for every container (x-ms-version
-		// 2020-10-02 on), after HasLegalHold and before the soft delete
-		// times; blobgw has no version-level immutability.
-		x.elem("ImmutableStorageWithVersioningEnabled", "false")
 		if c.Deleted != nil {
 			x.elem("DeletedTime", httpTime(c.Deleted.DeletedAt))
 			x.elem("RemainingRetentionDays", strconv.Itoa(c.Deleted.RemainingDays(now)))

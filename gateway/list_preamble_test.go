@@ -79,10 +79,11 @@ func TestContainerPropsHeadersAndList(t *testing.T) {
 		"x-ms-lease-action": "acquire", "x-ms-lease-duration": "30"})
 	wantStatus(t, resp, 201, "", "Lease Container")
 	common := map[string]string{
-		"X-Ms-Default-Encryption-Scope":       "$account-encryption-key",
-		"X-Ms-Deny-Encryption-Scope-Override": "false",
-		"X-Ms-Has-Immutability-Policy":        "false",
-		"X-Ms-Has-Legal-Hold":                 "false",
+		"X-Ms-Default-Encryption-Scope":                  "$account-encryption-key",
+		"X-Ms-Deny-Encryption-Scope-Override":            "false",
+		"X-Ms-Has-Immutability-Policy":                   "false",
+		"X-Ms-Has-Legal-Hold":                            "false",
+		"X-Ms-Immutable-Storage-With-Versioning-Enabled": "false",
 	}
 	tests := []struct {
 		name    string
