@@ -258,8 +258,13 @@ func writeAfterName(x *xmlWriter, b *leasedb.Blob, include map[string]bool, now 
 	}
 	if b.VersionID != "" && b.Snapshot == "" && (!deleted || b.NonCurrent) {
 		// A version, live or soft-deleted (include=versions,deleted).
+		// The service marks the current version alone: a previous
+		// version is listed without IsCurrentVersion (its recorded
+		// answers), which clients read as false.
 		x.elem("VersionId", b.VersionID)
-		x.elem("IsCurrentVersion", strconv.FormatBool(!b.NonCurrent))
+		if !b.NonCurrent {
+			x.elem("IsCurrentVersion", "true")
+		}
 	}
 	if deleted {
 		x.elem("Deleted", "true")
