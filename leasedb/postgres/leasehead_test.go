@@ -24,23 +24,9 @@ import (
 // whole.
 func TestLeaseBlobReadsHead(t *testing.T) {
 	ctx := context.Background()
-	s := postgrestest.OpenCounting(t, pgtest.Start(t))
-	addContainer(t, s)
-	db := &leasedb.DB{Store: s}
-	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
-	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
-		Extents:     []leasedb.Extent{{Size: int64(len(data)), Data: data}},
-		BlobContent: leasedb.BlobContent{Tags: map[string]string{"t": "v"}}}); err != nil {
-		t.Fatal(err)
-	}
-	const id = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+	s, db, ref, data := inlineLeaseBlob(t, map[string]string{"t": "v"})
 	var c postgres.Counter
-	for _, req := range []leasedb.LeaseRequest{
-		{Action: leasedb.LeaseAcquire, ProposedID: id, Duration: 15, BreakPeriod: -1},
-		{Action: leasedb.LeaseRenew, ID: id, BreakPeriod: -1},
-		{Action: leasedb.LeaseRelease, ID: id, BreakPeriod: -1},
-	} {
+	for _, req := range leaseCycle {
 		c.Reset()
 		h, _, err := db.LeaseBlob(postgres.CountInto(ctx, &c), ref, req, leasedb.Conditions{}, "")
 		if err != nil {
@@ -62,6 +48,50 @@ func TestLeaseBlobReadsHead(t *testing.T) {
 	b := readBlob(t, s, "b")
 	if b.Lease.State != "available" || len(b.Extents) != 1 || !bytes.Equal(b.Extents[0].Data, data) {
 		t.Fatalf("after the lease cycle: lease %+v, extents %d", b.Lease, len(b.Extents))
+	}
+}
+
+// inlineLeaseBlob is a counting store with container a/c and in it blob
+// b of 4 KiB inline (its extents TOASTed once encoded), with tags.
+func inlineLeaseBlob(t *testing.T, tags map[string]string) (*postgres.Store, *leasedb.DB, leasedb.BlobRef, []byte) {
+	t.Helper()
+	s := postgrestest.OpenCounting(t, pgtest.Start(t))
+	addContainer(t, s)
+	db := &leasedb.DB{Store: s}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
+	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
+	if _, _, err := db.PutBlob(context.Background(), leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
+		Extents:     []leasedb.Extent{{Size: int64(len(data)), Data: data}},
+		BlobContent: leasedb.BlobContent{Tags: tags}}); err != nil {
+		t.Fatal(err)
+	}
+	return s, db, ref, data
+}
+
+// leaseCycle is lease-cycle's actions: acquire, renew, release.
+var leaseCycle = []leasedb.LeaseRequest{
+	{Action: leasedb.LeaseAcquire, ProposedID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", Duration: 15, BreakPeriod: -1},
+	{Action: leasedb.LeaseRenew, ID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", BreakPeriod: -1},
+	{Action: leasedb.LeaseRelease, ID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", BreakPeriod: -1},
+}
+
+// lockBlobThen is a transaction of the Lease Blob shape on s's blob
+// a/c/b: LockBlob, then then on the head it read.
+func lockBlobThen(t *testing.T, s *postgres.Store, then func(tx leasedb.Tx, h *leasedb.BlobHead) error) func() {
+	return func() {
+		ctx := context.Background()
+		if err := s.Update(ctx, func(tx leasedb.Tx) error {
+			h, _, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
+			if err != nil {
+				return err
+			}
+			if h == nil {
+				t.Fatal("blob not found")
+			}
+			return then(tx, h)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -134,21 +164,8 @@ func TestLeaseBlobUpdateRefused(t *testing.T) {
 // CommitBlobLease (the UPDATE with COMMIT), two pairs: 15 measured.
 func TestLockBlobCommitLeaseAllocs(t *testing.T) {
 	ctx := context.Background()
-	s := smallBlobStore(t)
-	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	cycle := func() {
-		if err := s.Update(ctx, func(tx leasedb.Tx) error {
-			h, _, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, ref.Account, ref.Container, ref.Name)
-			if err != nil {
-				return err
-			}
-			if h == nil {
-				t.Fatal("blob not found")
-			}
-			return tx.(leasedb.BlobLeaseCommitter).CommitBlobLease(ctx, ref, h.Lease)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cycle := lockBlobThen(t, smallBlobStore(t), func(tx leasedb.Tx, h *leasedb.BlobHead) error {
+		return tx.(leasedb.BlobLeaseCommitter).CommitBlobLease(ctx, h.Ref, h.Lease)
+	})
 	wantAllocs(t, "LockBlob and CommitBlobLease", 100, 20, cycle)
 }

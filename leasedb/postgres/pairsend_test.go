@@ -82,19 +82,7 @@ func TestPairRefusedKeepsConnection(t *testing.T) {
 // its deadline on the connection) 14; with LockBlob reading the row's
 // head (BlobHead) alone 10.
 func TestLockBlobCommitAllocs(t *testing.T) {
-	ctx := context.Background()
-	s := smallBlobStore(t)
-	lock := func() {
-		if err := s.Update(ctx, func(tx leasedb.Tx) error {
-			_, ok, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
-			if err == nil && !ok {
-				t.Fatal("blob not found")
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lock := lockBlobThen(t, smallBlobStore(t), func(leasedb.Tx, *leasedb.BlobHead) error { return nil })
 	wantAllocs(t, "LockBlob and COMMIT", 100, 14, lock)
 }
 

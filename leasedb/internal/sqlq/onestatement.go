@@ -59,24 +59,9 @@ func oneRow(placeholder func(n int) string, blobCols, with, from, extra string) 
 // destination that accepts and drops any value, NULL included (pgx: nil;
 // database/sql: a new *any).
 func ScanOneBlob[T any](rows Rows, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.Blob, bool, error) {
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, false, err
-		}
-		return nil, false, errNoRow
-	}
-	var found, containerExists bool
-	dest := make([]any, 0, blobColCount+2+len(extra))
-	for range blobColCount {
-		dest = append(dest, skip())
-	}
-	dest = append(dest, &found, &containerExists)
-	dest = append(dest, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return nil, false, err
-	}
-	if !found {
-		return nil, containerExists, rows.Err()
+	found, containerExists, err := scanOneRow(rows, blobColCount, skip, extra)
+	if err != nil || !found {
+		return nil, containerExists, err
 	}
 	// The same row again, through the one blob row decoder, with the
 	// trailing columns dropped (both drivers let a row be scanned twice).
@@ -136,29 +121,14 @@ func ScanBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.T
 // ScanOneBlobHead is ScanOneBlob for the row of OneBlobHead: the head of
 // ref's row (nil when absent).
 func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobHead, bool, error) {
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, false, err
-		}
-		return nil, false, errNoRow
-	}
-	var found, containerExists bool
-	dest := make([]any, 0, blobHeadColCount+2+len(extra))
-	for range blobHeadColCount {
-		dest = append(dest, skip())
-	}
-	dest = append(dest, &found, &containerExists)
-	dest = append(dest, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return nil, false, err
-	}
-	if !found {
-		return nil, containerExists, rows.Err()
+	found, containerExists, err := scanOneRow(rows, blobHeadColCount, skip, extra)
+	if err != nil || !found {
+		return nil, containerExists, err
 	}
 	// The same row again into the head (both drivers let a row be
 	// scanned twice), the trailing columns dropped.
 	r := &blobHeadRow[T]{}
-	dest = r.dest()
+	dest := r.dest()
 	for range 2 + len(extra) {
 		dest = append(dest, skip())
 	}
@@ -167,6 +137,31 @@ func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) tim
 	}
 	h, err := r.decode(ref, fromTime)
 	return h, containerExists, err
+}
+
+// scanOneRow scans the row of a oneRow statement whose blob row has n
+// columns (dropped) for whether the row was found, whether the container
+// exists, and extra.
+func scanOneRow(rows Rows, n int, skip func() any, extra []any) (found, containerExists bool, err error) {
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return false, false, err
+		}
+		return false, false, errNoRow
+	}
+	dest := make([]any, 0, n+2+len(extra))
+	for range n {
+		dest = append(dest, skip())
+	}
+	dest = append(dest, &found, &containerExists)
+	dest = append(dest, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return false, false, err
+	}
+	if !found {
+		return false, containerExists, rows.Err()
+	}
+	return true, containerExists, nil
 }
 
 // sameRow is rows positioned on their current row, offered once more.
