@@ -62,14 +62,7 @@ func TestUncertainCommitKeepsBytes(t *testing.T) {
 				}
 			}
 		}
-		for _, c := range []struct {
-			name      string
-			cut       pgtest.Cut
-			committed bool
-		}{
-			{"after-commit", pgtest.CutAfterReply, true},
-			{"at-commit", pgtest.CutBefore, false},
-		} {
+		for _, c := range commitCuts {
 			t.Run(c.name, func(t *testing.T) {
 				oldData, newData := randBytes(300<<10, 1), randBytes(200<<10, 2)
 				want := func() []byte {

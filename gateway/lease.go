@@ -41,6 +41,16 @@ func writeLeaseResult(w http.ResponseWriter, h *headerVals, a leasedb.LeaseActio
 	w.WriteHeader(leaseStatus(a))
 }
 
+// newLeaseID is the lease id of an acquire without
+// x-ms-proposed-lease-id; "" for every other request, which uses none
+// (no random id drawn for it).
+func newLeaseID(lr leasedb.LeaseRequest) string {
+	if lr.Action == leasedb.LeaseAcquire && lr.ProposedID == "" {
+		return uuid.NewString()
+	}
+	return ""
+}
+
 // Lease Blob: PUT ?comp=lease. The outcome by lease state is decided in
 // leasedb under the row lock.
 func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -55,7 +65,7 @@ func (s *Server) leaseBlob(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		return err
 	}
-	b, res, err := s.db.LeaseBlob(r.Context(), req.ref(), lr, cond, uuid.NewString())
+	b, res, err := s.db.LeaseBlob(r.Context(), req.ref(), lr, cond, newLeaseID(lr))
 	if err != nil {
 		return err
 	}
@@ -76,7 +86,7 @@ func (s *Server) leaseContainer(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return err
 	}
-	c, res, err := s.db.LeaseContainer(r.Context(), req.account, req.container, lr, cond, uuid.NewString())
+	c, res, err := s.db.LeaseContainer(r.Context(), req.account, req.container, lr, cond, newLeaseID(lr))
 	if err != nil {
 		return containerLeaseText(err)
 	}

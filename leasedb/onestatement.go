@@ -14,8 +14,9 @@ import (
 // BEGIN, two or three SELECTs and ROLLBACK. A write that only changes
 // columns of an existing row and never creates one (Lease Blob, the
 // operator lease actions) needs only that row's lock: a store that offers
-// BlobLocker reads the row locked, the container check and the clock in
-// one statement. Stores without them (and wrappers that do not forward
+// BlobLocker reads the row's head locked (BlobHead: no extents), the
+// container check and the clock in one statement, and one that offers
+// BlobLeaseCommitter writes the lease and commits in one more. Stores without them (and wrappers that do not forward
 // them) get the multi-statement View and Update paths, with the same
 // outcomes.
 
@@ -28,27 +29,87 @@ type BlobReader interface {
 	ReadBlob(ctx context.Context, account, container, name string) (b *Blob, containerExists bool, now time.Time, err error)
 }
 
-// BlobLocker is an optional Tx method.
-type BlobLocker interface {
-	// LockBlob reads, in one statement, the blob row with its row lock
-	// held for the rest of the transaction (nil when absent), whether the
-	// container exists, and the database clock read after the lock was
-	// granted (Tx.Now returns it from then on). Unlike Blob with
-	// LockExclusive it takes no lock on an absent name and none on the
-	// container: it serves only operations that change an existing row
-	// and never create one, for which the row lock alone serializes every
-	// writer of the name (each of them locks the row before it changes
-	// it, and a Delete Container deletes it under its lock).
-	LockBlob(ctx context.Context, account, container, name string) (b *Blob, containerExists bool, now time.Time, err error)
+// BlobHead is what a lease action (Lease Blob, the operator lease
+// actions) reads of a blob row and returns: what the lease rules
+// (ApplyLease; EvalWrite's conditions, x-ms-if-tags among them) and Lease
+// Blob's response (ETag, Last-Modified) use. It has no extents and no
+// inline bytes, and is not a Blob, so no caller can take it for a blob
+// without bytes.
+type BlobHead struct {
+	Ref          BlobRef
+	ETag         string // quoted form
+	LastModified time.Time
+	// Tags are the blob index tags (x-ms-if-tags); nil or empty when none.
+	Tags  map[string]string
+	Lease Lease
+	// whole is the row as read where the transaction offers no
+	// BlobLocker (the multi-statement path), for putBlobLease to store it
+	// again where the transaction offers no BlobLeaseWriter either.
+	whole *Blob
 }
 
-// withExistingBlob is withBlob for a write that only changes an existing
-// row (see BlobLocker): fn gets the locked row (nil when absent) and the
-// clock, after ContainerNotFound is decided.
-func withExistingBlob(ctx context.Context, tx Tx, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
+// Head is b's head, as BlobLocker reads it (nil for nil).
+func (b *Blob) Head() *BlobHead {
+	if b == nil {
+		return nil
+	}
+	return &BlobHead{Ref: BlobRef{Account: b.Account, Container: b.Container, Name: b.Name},
+		ETag: b.ETag, LastModified: b.LastModified, Tags: b.Tags, Lease: b.Lease}
+}
+
+// blobHead is b's head with b kept whole in it (nil for nil).
+func blobHead(b *Blob) *BlobHead {
+	h := b.Head()
+	if h != nil {
+		h.whole = b
+	}
+	return h
+}
+
+func (h *BlobHead) resource() Resource {
+	if h == nil {
+		return Resource{}
+	}
+	return Resource{Exists: true, ETag: h.ETag, LastModified: h.LastModified, Tags: h.Tags}
+}
+
+// BlobLocker is an optional Tx method.
+type BlobLocker interface {
+	// LockBlob reads, in one statement, the head of the blob row
+	// (BlobHead: never its extents nor its inline bytes) with the row's
+	// lock held for the rest of the transaction (nil when absent),
+	// whether the container exists, and the database clock read after
+	// the lock was granted (Tx.Now returns it from then on). Unlike Blob
+	// with LockExclusive it takes no lock on an absent name and none on
+	// the container: it serves only the lease actions, which change an
+	// existing row and never create one, for which the row lock alone
+	// serializes every writer of the name (each of them locks the row
+	// before it changes it, and a Delete Container deletes it under its
+	// lock).
+	LockBlob(ctx context.Context, account, container, name string) (b *BlobHead, containerExists bool, now time.Time, err error)
+}
+
+// BlobLeaseCommitter is an optional Tx method, offered beside BlobLocker
+// where a statement costs a round trip (Postgres).
+type BlobLeaseCommitter interface {
+	// CommitBlobLease is BlobLeaseWriter's write and COMMIT in one round
+	// trip, of the row LockBlob locked in this transaction: the caller
+	// must make no other call on the transaction and return nil from the
+	// Update function at once. A refused write rolls the transaction
+	// back; a failure whose outcome is unknown carries ErrCommitUnknown,
+	// as a failed COMMIT of Update does.
+	CommitBlobLease(ctx context.Context, ref BlobRef, l Lease) error
+}
+
+// withExistingBlob is withBlob for a lease action (see BlobLocker): fn
+// gets the head of the locked row (nil when absent) and the clock, after
+// ContainerNotFound is decided.
+func withExistingBlob(ctx context.Context, tx Tx, ref BlobRef, fn func(tx Tx, now time.Time, b *BlobHead) error) error {
 	l, ok := tx.(BlobLocker)
 	if !ok {
-		return withBlob(ctx, tx, ref, LockShare, LockExclusive, fn)
+		return withBlob(ctx, tx, ref, LockShare, LockExclusive, func(tx Tx, now time.Time, b *Blob) error {
+			return fn(tx, now, blobHead(b))
+		})
 	}
 	b, containerExists, now, err := l.LockBlob(ctx, ref.Account, ref.Container, ref.Name)
 	if err != nil {
@@ -92,11 +153,11 @@ func (d *DB) readBlob(ctx context.Context, ref BlobRef) (*Blob, bool, time.Time,
 	return b, containerExists, now, err
 }
 
-// existingBlobTx is blobTx for a write that only changes an existing row
-// (Lease Blob and the operator lease actions): the row lock alone, taken
-// with the container check and the clock in one statement where the
-// store's transaction offers BlobLocker.
-func (d *DB) existingBlobTx(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *Blob) error) error {
+// existingBlobTx is blobTx for a lease action (Lease Blob and the
+// operator lease actions): the row lock alone, taken with the container
+// check and the clock in one statement where the store's transaction
+// offers BlobLocker; fn gets the row's head.
+func (d *DB) existingBlobTx(ctx context.Context, ref BlobRef, fn func(tx Tx, now time.Time, b *BlobHead) error) error {
 	return d.Store.Update(ctx, func(tx Tx) error { return withExistingBlob(ctx, tx, ref, fn) })
 }
 

@@ -18,16 +18,18 @@ import (
 )
 
 // LeaseBlob runs one lease action on a blob under the row lock (Lease Blob:
-// outcomes by lease state). Lease actions never change the ETag or Last-Modified. newID is
-// used when an acquire carries no proposed id.
-func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*Blob, LeaseResult, error) {
-	var out *Blob
+// outcomes by lease state) and returns the blob's head with its new lease:
+// a lease action reads no extents and no inline bytes. Lease actions never
+// change the ETag or Last-Modified. newID is used when an acquire carries
+// no proposed id.
+func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*BlobHead, LeaseResult, error) {
+	var out *BlobHead
 	var res LeaseResult
-	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *BlobHead) error {
 		if b == nil {
 			return cond.missingBlob()
 		}
-		if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+		if err := EvalWrite(cond, b.resource(), UpdateWrite); err != nil {
 			return err
 		}
 		l, r, err := ApplyLease(b.Lease, req, newID, now)
@@ -196,7 +198,7 @@ func (d *DB) operateLease(ctx context.Context, ref BlobRef, fn func(now time.Tim
 		})
 		return out, err
 	}
-	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
+	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *BlobHead) error {
 		if b == nil {
 			return svcerr.New(svcerr.BlobNotFound)
 		}
@@ -215,11 +217,21 @@ func (d *DB) operateLease(ctx context.Context, ref BlobRef, fn func(now time.Tim
 }
 
 // putBlobLease stores b's lease, which is all a lease action changes of
-// the row: with the lease columns alone where tx offers BlobLeaseWriter,
-// else the whole row.
-func putBlobLease(ctx context.Context, tx Tx, b *Blob) error {
-	if w, ok := tx.(BlobLeaseWriter); ok {
-		return w.SetBlobLease(ctx, BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}, b.Lease)
+// the row, as the transaction's last call: with the lease columns and
+// COMMIT in one round trip where tx offers BlobLeaseCommitter, with the
+// lease columns alone where it offers BlobLeaseWriter, else the whole row
+// (read whole where tx offers no BlobLocker).
+func putBlobLease(ctx context.Context, tx Tx, b *BlobHead) error {
+	if c, ok := tx.(BlobLeaseCommitter); ok {
+		return c.CommitBlobLease(ctx, b.Ref, b.Lease)
 	}
-	return tx.PutBlob(ctx, b)
+	if w, ok := tx.(BlobLeaseWriter); ok {
+		return w.SetBlobLease(ctx, b.Ref, b.Lease)
+	}
+	if b.whole == nil {
+		return fmt.Errorf("leasedb: lease of %s: the transaction writes no lease alone and the row was not read whole", b.Ref)
+	}
+	whole := *b.whole
+	whole.Lease = b.Lease
+	return tx.PutBlob(ctx, &whole)
 }

@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/blobgw/blobgw/leasedb"
-	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
-	"github.com/blobgw/blobgw/leasedb/postgres/postgrestest"
 )
 
 // TestLeaseBlobWritesLeaseColumns: a Lease Blob action on a 4 KiB inline
@@ -19,21 +17,9 @@ import (
 // transaction of at most 4 statements, and the bytes read back whole.
 func TestLeaseBlobWritesLeaseColumns(t *testing.T) {
 	ctx := context.Background()
-	s := postgrestest.OpenCounting(t, pgtest.Start(t))
-	addContainer(t, s)
-	db := &leasedb.DB{Store: s}
-	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
-	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
-		Extents: []leasedb.Extent{{Size: int64(len(data)), Data: data}}}); err != nil {
-		t.Fatal(err)
-	}
+	s, db, ref, data := inlineLeaseBlob(t, nil)
 	var c postgres.Counter
-	for _, req := range []leasedb.LeaseRequest{
-		{Action: leasedb.LeaseAcquire, ProposedID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", Duration: 15, BreakPeriod: -1},
-		{Action: leasedb.LeaseRenew, ID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", BreakPeriod: -1},
-		{Action: leasedb.LeaseRelease, ID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", BreakPeriod: -1},
-	} {
+	for _, req := range leaseCycle {
 		c.Reset()
 		if _, _, err := db.LeaseBlob(postgres.CountInto(ctx, &c), ref, req, leasedb.Conditions{}, ""); err != nil {
 			t.Fatalf("%s: %v", req.Action, err)

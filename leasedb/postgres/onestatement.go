@@ -12,24 +12,11 @@ import (
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-var (
-	_ leasedb.BlobReader = (*Store)(nil)
-	_ leasedb.BlobLocker = (*tx)(nil)
-)
+var _ leasedb.BlobReader = (*Store)(nil)
 
 // readBlobSQL is ReadBlob's statement: the row, the container check and
 // clock_timestamp() in one snapshot.
 var readBlobSQL = sqlq.OneBlob(dialect.Placeholder, "", "blobs", "clock_timestamp()")
-
-// lockBlobSQL is LockBlob's statement. The row is locked in a
-// MATERIALIZED CTE, so the outer SELECT (and clock_timestamp() in it) runs
-// only once the lock is granted: a clock read in the locking SELECT's own
-// output list could be read before a wait on the lock and come out stale.
-// At READ COMMITTED a row changed by the transaction that held the lock is
-// re-read (its newest version, or none when it was deleted or moved).
-var lockBlobSQL = sqlq.OneBlob(dialect.Placeholder,
-	`WITH locked AS MATERIALIZED (SELECT `+blobCols+` FROM blobs WHERE account = $1 AND container = $2 AND name = $3 FOR UPDATE) `,
-	"locked", "clock_timestamp()")
 
 func skipColumn() any { return nil }
 
@@ -100,41 +87,6 @@ func queryOneBlob(ctx context.Context, db interface {
 	}
 	rows.Close()
 	return b, ok, now, rows.Err()
-}
-
-// LockBlob implements leasedb.BlobLocker: the row FOR UPDATE, the
-// container check and the clock in one statement, without the advisory
-// name lock Blob takes with LockExclusive (an absent row is not locked).
-func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
-	if err := checkText(account, container, name); err != nil {
-		return nil, false, time.Time{}, err
-	}
-	if t.readOnly {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: read-only transaction", account, container, name)
-	}
-	// The transaction's first statement: BEGIN goes with it in one
-	// round trip.
-	var (
-		b   *leasedb.Blob
-		ok  bool
-		now time.Time
-	)
-	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
-		var err error
-		if b, ok, err = scanOneBlob(rows, leasedb.BlobRef{Account: account, Container: container, Name: name}, &now); err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	}, lockBlobSQL, account, container, name)
-	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
-	}
-	// The clock of the transaction is read once, after its first lock.
-	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
-	}
-	return b, ok, t.now, nil
 }
 
 var _ leasedb.ContainerReader = (*Store)(nil)

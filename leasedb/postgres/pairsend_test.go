@@ -79,22 +79,11 @@ func TestPairRefusedKeepsConnection(t *testing.T) {
 // COMMIT sent by Store.run. Through pgx (a batch, then COMMIT as an Exec
 // on a context detached with a timeout, watched by pgconn) it cost 50;
 // through the pair sender (LockBlob's pair, then COMMIT alone, unwatched,
-// its deadline on the connection) 14.
+// its deadline on the connection) 14; with LockBlob reading the row's
+// head (BlobHead) alone 10.
 func TestLockBlobCommitAllocs(t *testing.T) {
-	ctx := context.Background()
-	s := smallBlobStore(t)
-	lock := func() {
-		if err := s.Update(ctx, func(tx leasedb.Tx) error {
-			_, ok, _, err := tx.(leasedb.BlobLocker).LockBlob(ctx, "a", "c", "b")
-			if err == nil && !ok {
-				t.Fatal("blob not found")
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wantAllocs(t, "LockBlob and COMMIT", 100, 20, lock)
+	lock := lockBlobThen(t, smallBlobStore(t), func(leasedb.Tx, *leasedb.BlobHead) error { return nil })
+	wantAllocs(t, "LockBlob and COMMIT", 100, 14, lock)
 }
 
 // A pair whose context ends while the server runs it (LockForReplace

@@ -475,6 +475,8 @@ type tx struct {
 	// committed is set once CommitReplace committed the transaction.
 	replacing *replacing
 	committed bool
+	// leasing is the row LockBlob locked, for CommitBlobLease.
+	leasing leasedb.BlobRef
 }
 
 // Now returns clock_timestamp(), read at the first call (normally after

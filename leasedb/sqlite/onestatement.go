@@ -64,18 +64,40 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
 }
 
-// LockBlob implements leasedb.BlobLocker. The write transaction already
-// holds the database's write lock, which serializes every writer.
-func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.Blob, bool, time.Time, error) {
+// LockBlob implements leasedb.BlobLocker: the row's head alone
+// (sqlq.BlobHeadCols), so neither the extents' text nor a small blob's
+// bytes are copied out of the row or decoded. The write transaction
+// already holds the database's write lock (BEGIN IMMEDIATE), which
+// serializes every writer.
+func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.BlobHead, bool, time.Time, error) {
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
 	}
-	b, exists, err := queryOneBlob(ctx, t.tx, account, container, name)
+	ref := leasedb.BlobRef{Account: account, Container: container, Name: name}
+	h, exists, err := queryBlobHead(ctx, t.tx, ref)
 	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: lock blob %s/%s/%s: %w", account, container, name, err)
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: lock blob %s: %w", ref, err)
 	}
 	now, err := t.Now(ctx)
-	return b, exists, now, err
+	return h, exists, now, err
+}
+
+const blobHeadSQL = `SELECT ` + sqlq.BlobHeadCols + ` FROM blobs WHERE account = ? AND container = ? AND name = ?`
+
+// queryBlobHead reads the head of ref's row and, when there is none,
+// whether its container exists.
+func queryBlobHead(ctx context.Context, q queryer, ref leasedb.BlobRef) (*leasedb.BlobHead, bool, error) {
+	rows, err := q.QueryContext(ctx, blobHeadSQL, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	h, err := sqlq.ScanBlobHead(rows, ref, fromMicros)
+	rows.Close()
+	if err != nil || h != nil {
+		return h, h != nil, err
+	}
+	exists, err := containerExists(ctx, q, ref.Account, ref.Container)
+	return nil, exists, err
 }
 
 var containerExistsSQL = sqlq.ContainerExists(dialect.Placeholder)
@@ -108,12 +130,18 @@ func queryOneBlobText(ctx context.Context, q queryer, account, container, name s
 	if err != nil || b != nil {
 		return b, ext, b != nil, err
 	}
+	exists, err = containerExists(ctx, q, account, container)
+	return nil, "", exists, err
+}
+
+// containerExists reports whether the container exists.
+func containerExists(ctx context.Context, q queryer, account, container string) (bool, error) {
 	var one int
 	switch err := q.QueryRowContext(ctx, containerExistsSQL, account, container).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil, "", false, nil
+		return false, nil
 	case err != nil:
-		return nil, "", false, err
+		return false, err
 	}
-	return nil, "", true, nil
+	return true, nil
 }

@@ -1,6 +1,7 @@
 package sqlq
 
 import (
+	"database/sql"
 	"strings"
 	"time"
 
@@ -8,25 +9,45 @@ import (
 )
 
 // OneBlob builds the one-statement read of a blob row with its container
-// check (Store.ReadBlob, Tx.LockBlob): exactly one row of BlobCols (all
-// NULL when the blob is absent), then whether the row was found, whether
-// the container exists, then extra (say the clock) evaluated after the
+// check (Store.ReadBlob): exactly one row of BlobCols (all NULL when the
+// blob is absent), then whether the row was found, whether the container
+// exists (true when the row was found), then extra (say the clock) evaluated after the
 // blob row was read. from is where the blob row comes from: "blobs" for a
 // plain read, or the name of a CTE the caller defines before the query
 // (with says how, "" for none); the query reads it LEFT JOINed to a
 // one-row table, so it always returns one row.
 func OneBlob(placeholder func(n int) string, with, from, extra string) string {
+	return oneRow(placeholder, BlobCols, with, from, extra)
+}
+
+// BlobHeadCols are the columns of a blob row a lease action reads
+// (leasedb.BlobHead): neither the extents nor anything else a lease rule
+// does not use. The extents of a small blob hold its bytes (in base64):
+// on Postgres a TOASTed value every read would detoast and send.
+const BlobHeadCols = `etag, last_modified, tags, lease_id, lease_state, lease_duration, lease_expires, lease_break_at, lease_since`
+
+// OneBlobHead is OneBlob with BlobHeadCols for BlobCols (Tx.LockBlob):
+// from must have the name column too.
+func OneBlobHead(placeholder func(n int) string, with, from, extra string) string {
+	return oneRow(placeholder, BlobHeadCols, with, from, extra)
+}
+
+// oneRow is OneBlob reading cols of the blob row.
+func oneRow(placeholder func(n int) string, blobCols, with, from, extra string) string {
 	p1, p2, p3 := placeholder(1), placeholder(2), placeholder(3)
 	where := ""
 	if from == "blobs" {
 		where = ` AND b.account = ` + p1 + ` AND b.container = ` + p2 + ` AND b.name = ` + p3
 	}
-	cols := strings.Fields(strings.ReplaceAll(BlobCols, ",", " "))
+	cols := strings.Fields(strings.ReplaceAll(blobCols, ",", " "))
 	for i, c := range cols {
 		cols[i] = "b." + c
 	}
+	// A blob row never outlives its container (foreign key): the
+	// container is looked up only when the row is absent (OR evaluates
+	// its operands in order and stops at the first true one).
 	q := with + `SELECT ` + strings.Join(cols, ", ") + `, b.name IS NOT NULL,
-	EXISTS (SELECT 1 FROM containers WHERE account = ` + p1 + ` AND name = ` + p2 + `)`
+	b.name IS NOT NULL OR EXISTS (SELECT 1 FROM containers WHERE account = ` + p1 + ` AND name = ` + p2 + `)`
 	if extra != "" {
 		q += `, ` + extra
 	}
@@ -38,24 +59,9 @@ func OneBlob(placeholder func(n int) string, with, from, extra string) string {
 // destination that accepts and drops any value, NULL included (pgx: nil;
 // database/sql: a new *any).
 func ScanOneBlob[T any](rows Rows, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.Blob, bool, error) {
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, false, err
-		}
-		return nil, false, errNoRow
-	}
-	var found, containerExists bool
-	dest := make([]any, 0, blobColCount+2+len(extra))
-	for range blobColCount {
-		dest = append(dest, skip())
-	}
-	dest = append(dest, &found, &containerExists)
-	dest = append(dest, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return nil, false, err
-	}
-	if !found {
-		return nil, containerExists, rows.Err()
+	found, containerExists, err := scanOneRow(rows, blobColCount, skip, extra)
+	if err != nil || !found {
+		return nil, containerExists, err
 	}
 	// The same row again, through the one blob row decoder, with the
 	// trailing columns dropped (both drivers let a row be scanned twice).
@@ -70,6 +76,92 @@ func ScanOneBlob[T any](rows Rows, fromTime func(T) time.Time, skip func() any, 
 		return nil, false, err
 	}
 	return bs[0], containerExists, nil
+}
+
+// blobHeadRow holds one row of BlobHeadCols as scanned.
+type blobHeadRow[T any] struct {
+	h                   leasedb.BlobHead
+	lm, exp, brk, since T
+	tags                sql.NullString
+}
+
+func (r *blobHeadRow[T]) dest() []any {
+	h := &r.h
+	return []any{&h.ETag, &r.lm, &r.tags, &h.Lease.ID, &h.Lease.State, &h.Lease.Duration, &r.exp, &r.brk, &r.since}
+}
+
+func (r *blobHeadRow[T]) decode(ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobHead, error) {
+	h := &r.h
+	h.Ref = ref
+	var err error
+	if h.Tags, err = DecodeTags(r.tags); err != nil {
+		return nil, err
+	}
+	h.LastModified = fromTime(r.lm)
+	h.Lease.Expires, h.Lease.BreakAt, h.Lease.Since = fromTime(r.exp), fromTime(r.brk), fromTime(r.since)
+	return h, nil
+}
+
+// blobHeadColCount is the number of columns of BlobHeadCols.
+const blobHeadColCount = 9
+
+// ScanBlobHead reads the first row of BlobHeadCols, the head of ref's
+// row (nil when there is none).
+func ScanBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobHead, error) {
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	r := &blobHeadRow[T]{}
+	if err := rows.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.decode(ref, fromTime)
+}
+
+// ScanOneBlobHead is ScanOneBlob for the row of OneBlobHead: the head of
+// ref's row (nil when absent).
+func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobHead, bool, error) {
+	found, containerExists, err := scanOneRow(rows, blobHeadColCount, skip, extra)
+	if err != nil || !found {
+		return nil, containerExists, err
+	}
+	// The same row again into the head (both drivers let a row be
+	// scanned twice), the trailing columns dropped.
+	r := &blobHeadRow[T]{}
+	dest := r.dest()
+	for range 2 + len(extra) {
+		dest = append(dest, skip())
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, false, err
+	}
+	h, err := r.decode(ref, fromTime)
+	return h, containerExists, err
+}
+
+// scanOneRow scans the row of a oneRow statement whose blob row has n
+// columns (dropped) for whether the row was found, whether the container
+// exists, and extra.
+func scanOneRow(rows Rows, n int, skip func() any, extra []any) (found, containerExists bool, err error) {
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return false, false, err
+		}
+		return false, false, errNoRow
+	}
+	dest := make([]any, 0, n+2+len(extra))
+	for range n {
+		dest = append(dest, skip())
+	}
+	dest = append(dest, &found, &containerExists)
+	dest = append(dest, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return false, false, err
+	}
+	if !found {
+		return false, containerExists, rows.Err()
+	}
+	return true, containerExists, nil
 }
 
 // sameRow is rows positioned on their current row, offered once more.

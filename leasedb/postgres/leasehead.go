@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
+)
+
+// A lease action's two round trips: LockBlob (BEGIN with it) reads the
+// row's head locked, CommitBlobLease writes the lease columns with
+// COMMIT.
+
+var (
+	_ leasedb.BlobLocker         = (*tx)(nil)
+	_ leasedb.BlobLeaseCommitter = (*tx)(nil)
+)
+
+// lockBlobSQL is LockBlob's statement: the head of the row
+// (sqlq.BlobHeadCols), never its extents, which a small blob's TOASTed
+// bytes are in. The row is locked in a MATERIALIZED CTE, so the outer
+// SELECT (and clock_timestamp() in it) runs only once the lock is
+// granted: a clock read in the locking SELECT's own output list could be
+// read before a wait on the lock and come out stale. At READ COMMITTED a
+// row changed by the transaction that held the lock is re-read (its
+// newest version, or none when it was deleted or moved).
+var lockBlobSQL = sqlq.OneBlobHead(dialect.Placeholder,
+	`WITH locked AS MATERIALIZED (SELECT name, `+sqlq.BlobHeadCols+` FROM blobs WHERE account = $1 AND container = $2 AND name = $3 FOR UPDATE) `,
+	"locked", "clock_timestamp()")
+
+// commitBlobLeaseSQL is CommitBlobLease's write: one row back when the
+// row was there.
+var commitBlobLeaseSQL = sqlq.SetBlobLease(dialect.Placeholder) + ` RETURNING 1`
+
+// LockBlob implements leasedb.BlobLocker: the row's head FOR UPDATE, the
+// container check and the clock in one statement, without the advisory
+// name lock Blob takes with LockExclusive (an absent row is not locked).
+func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.BlobHead, bool, time.Time, error) {
+	if err := checkText(account, container, name); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	ref := leasedb.BlobRef{Account: account, Container: container, Name: name}
+	if t.readOnly {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: read-only transaction", ref)
+	}
+	// The transaction's first statement: BEGIN goes with it in one
+	// round trip.
+	var (
+		h   *leasedb.BlobHead
+		ok  bool
+		now time.Time
+	)
+	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
+		var err error
+		if h, ok, err = scanOneBlobHead(rows, ref, &now); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}, lockBlobSQL, account, container, name)
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: %w", ref, sqlq.CtxErr(ctx, err))
+	}
+	if h != nil {
+		t.leasing = ref
+	}
+	// The clock of the transaction is read once, after its first lock.
+	if t.now.IsZero() {
+		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+	}
+	return h, ok, t.now, nil
+}
+
+// CommitBlobLease implements leasedb.BlobLeaseCommitter: the UPDATE of
+// the lease columns and COMMIT in one round trip (lazyTx.commitPair,
+// detached from ctx as run's COMMIT is). A refused UPDATE makes the
+// server skip COMMIT, and run rolls the transaction back; a connection
+// lost once the pair was sent leaves the outcome unknown.
+func (t *tx) CommitBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.Lease) error {
+	if t.leasing != ref {
+		return fmt.Errorf("leasedb/postgres: commit lease of %s: LockBlob did not lock it", ref)
+	}
+	if err := checkText(ref.Account, ref.Container, ref.Name, l.ID); err != nil {
+		return err
+	}
+	args := []any{ref.Account, ref.Container, ref.Name,
+		l.ID, l.State, l.Duration, driver.ToTime(l.Expires), driver.ToTime(l.BreakAt), driver.ToTime(l.Since)}
+	werr, cerr, rolledBack := t.tx.commitPair(ctx, commitBlobLeaseSQL, args)
+	if werr == nil && cerr == nil && !rolledBack {
+		t.committed = true // the error's text is built only when there is one
+		return nil
+	}
+	return commitLeaseError(ref, werr, cerr)
+}
+
+// commitLeaseError words CommitBlobLease's failure: the write's (werr),
+// COMMIT's (cerr), or COMMIT answered ROLLBACK (both nil).
+func commitLeaseError(ref leasedb.BlobRef, werr, cerr error) error {
+	what := "leasedb/postgres: commit lease of " + ref.String()
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(werr, pgx.ErrNoRows):
+		// The row LockBlob locked is gone: it cannot be, as no one
+		// else may delete it before this transaction ends.
+		return fmt.Errorf("%s: %w", what, leasedb.ErrNotFound)
+	case werr != nil && (errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr)):
+		// The server refused the write (COMMIT, after it, was
+		// skipped), or nothing reached it.
+		return fmt.Errorf("%s: %w", what, werr)
+	case werr != nil:
+		// The connection failed with the pair (COMMIT in it) sent.
+		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
+	case cerr != nil && commitRefused(cerr):
+		return fmt.Errorf("%s: commit: %w", what, cerr)
+	case cerr != nil:
+		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
+	}
+	return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
+}
+
+// scanOneBlobHead is sqlq.ScanOneBlobHead for the row of lockBlobSQL,
+// decoded from the column bytes as received, as scanOneBlob decodes a
+// whole row (a column in another form sends the row through
+// sqlq.ScanOneBlobHead). extra are *time.Time destinations.
+func scanOneBlobHead(rows pgx.Rows, ref leasedb.BlobRef, extra ...*time.Time) (*leasedb.BlobHead, bool, error) {
+	dest := func() []any {
+		d := make([]any, len(extra))
+		for i, e := range extra {
+			d[i] = e
+		}
+		return d
+	}
+	if !rows.Next() {
+		return sqlq.ScanOneBlobHead(rows, ref, fromTS, skipColumn, dest()...)
+	}
+	const n = blobHeadColCount
+	r := rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
+	if len(r.fds) != len(r.raw) || len(r.raw) != n+2+len(extra) {
+		return sqlq.ScanOneBlobHead(&positioned{Rows: rows}, ref, fromTS, skipColumn, dest()...)
+	}
+	found, containerExists := r.bool(n), r.bool(n+1)
+	for i, e := range extra {
+		*e = r.time(n + 2 + i)
+	}
+	if r.ok && !found {
+		return nil, containerExists, nil
+	}
+	h := &leasedb.BlobHead{Ref: ref, ETag: r.text(0), LastModified: r.time(1),
+		Lease: leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)),
+			Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}}
+	tags := r.nullText(2)
+	if !r.ok {
+		return sqlq.ScanOneBlobHead(&positioned{Rows: rows}, ref, fromTS, skipColumn, dest()...)
+	}
+	var err error
+	if h.Tags, err = sqlq.DecodeTags(tags); err != nil {
+		return nil, false, err
+	}
+	return h, containerExists, nil
+}
+
+// blobHeadColCount is the number of columns of sqlq.BlobHeadCols.
+const blobHeadColCount = 9
