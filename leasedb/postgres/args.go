@@ -91,7 +91,7 @@ type commitArgs struct {
 }
 
 // commitReplaceArgs is the number of commitReplaceSQL's parameters.
-const commitReplaceArgs = blobColCount + 8
+const commitReplaceArgs = blobColCount + 9
 
 // setRow encodes b's columns in a.vals[:blobColCount]. a.vals point into
 // b, which must not change until the statement was sent.

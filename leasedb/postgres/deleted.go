@@ -9,7 +9,8 @@ import (
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
 )
 
-var moveContainerSQL = sqlq.MoveContainer(dialect.Placeholder)
+// moveContainerSQL copies a blob row's extents_keys with it (upsertSQL).
+var moveContainerSQL = sqlq.MoveContainer(dialect.Placeholder, "extents_keys")
 
 // MoveContainer implements leasedb.Tx. The container row's copy goes
 // first and alone: when it copies nothing (no row, or a taken name)

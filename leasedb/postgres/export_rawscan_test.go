@@ -34,7 +34,8 @@ func ReadOneBlobBothWays(ctx context.Context, s *Store, ref leasedb.BlobRef, for
 	extra := func() []any { return []any{new(time.Time)} }
 	if forReplace {
 		q = lockForReplaceSQL
-		args = append(args, nameLockKey(ref.Account, ref.Container, ref.Name), containerLockKey(ref.Account, ref.Container))
+		// $6 false: the row whole (ReadWhole), its extents sent.
+		args = append(args, nameLockKey(ref.Account, ref.Container, ref.Name), containerLockKey(ref.Account, ref.Container), false)
 		extra = func() []any { return []any{new(time.Time), new(int), new(int), new(int64), new(int)} }
 	}
 	read := func(scan func(rows pgx.Rows, extra []any) (*leasedb.Blob, bool, error)) (OneBlobRead, error) {
@@ -83,8 +84,8 @@ func EncodeCommitArgsBothWays(ctx context.Context, s *Store, b *leasedb.Blob) (t
 	if err := a.setRow(b); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	tail := []any{[]string{"i"}, []string{}, dueTS(due), dueTS(due), etag, true, false, []string{"k"}}
-	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}})
+	tail := []any{[]string{"i"}, []string{}, dueTS(due), dueTS(due), etag, true, false, []string{"k"}, extentsKeys(b.Extents)}
+	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}, extentsKeys(b.Extents)})
 	vals, err := sqlq.BlobValues(b, ts)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -128,7 +129,7 @@ func EncodeCommitArgsPaired(ctx context.Context, s *Store, b *leasedb.Blob) (par
 	if err := a.setRow(b); err != nil {
 		return nil, nil, err
 	}
-	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}})
+	copy(a.vals[blobColCount:], []any{[]string{"i"}, []string{}, dueArg{&a.freeDue}, dueArg{&a.stagedDue}, nullTextArg{&etag}, true, false, []string{"k"}, extentsKeys(b.Extents)})
 	p := &pairConn{conn: conn.Conn()}
 	if err := p.encode(&pairStmt{sd: sd}, a.vals[:]); err != nil {
 		return nil, nil, err

@@ -18,5 +18,8 @@ func PoolStat(s *Store) *pgxpool.Stat { return s.pool.Stat() }
 var LockForReplaceSQL = lockForReplaceSQL
 
 // ExtentsHaveKeySQL is LockForReplace's test for extents with a key (on
-// the column b.extents).
+// the columns b.extents_keys and b.extents).
 const ExtentsHaveKeySQL = extentsHaveKeySQL
+
+// ExtentsKeys is the extents_keys column every write of a blob row sets.
+var ExtentsKeys = extentsKeys

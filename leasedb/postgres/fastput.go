@@ -70,11 +70,17 @@ var _ leasedb.BlobWriteLocker = (*tx)(nil)
 // whether or not it runs (about a tenth of the database's CPU per small
 // Put Blob), a function's statements only when it is called
 // (TestLockForReplaceKeyState: what it reads). It is STABLE, so they read
-// with this statement's snapshot, as the subqueries did.
+// with this statement's snapshot, as the subqueries did. The row's
+// extents column is extentsUnlessPlainSQL: $6 says the caller reads only
+// keys on a plain write (ReadKeysIfPlain), and a row without keys then
+// has its extents text neither fetched nor sent.
 var lockForReplaceSQL = func() string {
 	cols := strings.Fields(strings.ReplaceAll(blobCols, ",", " "))
 	for i, c := range cols {
 		cols[i] = "b." + c
+		if c == "extents" {
+			cols[i] = extentsUnlessPlainSQL
+		}
 	}
 	return `SELECT ` + strings.Join(cols, ", ") + `, b.name IS NOT NULL, c.ok IS NOT NULL AND (b.name IS NOT NULL OR ins.ok IS NOT NULL),
 	clock_timestamp(),
@@ -86,19 +92,32 @@ FROM (SELECT 1 AS one_) AS one_
 LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck ON TRUE
 LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND ck.l IS NOT NULL OFFSET 0) AS c ON TRUE
 LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock($4)::text AS l WHERE c.ok OFFSET 0) AS lk ON TRUE
-LEFT JOIN LATERAL (SELECT ` + blobCols + ` FROM blobs
+LEFT JOIN LATERAL (SELECT ` + blobCols + `, extents_keys FROM blobs
 	WHERE account = $1 AND container = $2 AND name = $3 AND lk.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE
 LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND c.ok AND b.name IS NULL OFFSET 0 FOR KEY SHARE) AS ins ON TRUE
 LEFT JOIN LATERAL (SELECT versioning, delete_retention_days FROM account_settings WHERE account = $1 AND ck.l IS NOT NULL OFFSET 0) AS st ON TRUE`
 }()
 
-// extentsHaveKeySQL is true when the extents text of row b has an extent
-// with a key (an object in the backend). EncodeExtents writes each extent
-// as {"k":"<key>",...}, compact (its own encoder, or encoding/json's
-// fallback, which escapes a key's quotes), so an extent without a key
-// (inline bytes) is exactly `"k":""` and any other
-// `"k":"` begins a key. It reads the text once, with no JSON parse.
-const extentsHaveKeySQL = `strpos(replace(b.extents, '"k":""', ''), '"k":"') > 0`
+// extentsHaveKeySQL is true when the extents of row b have an extent with
+// a key (an object in the backend): its extents_keys, which every write
+// of the row sets (upsertSQL, migration 0018). A row written before has
+// NULL there, and then its extents text is searched: EncodeExtents writes
+// each extent as {"k":"<key>",...}, compact (its own encoder, or
+// encoding/json's fallback, which escapes a key's quotes), so an extent
+// without a key (inline bytes) is exactly `"k":""` and any other `"k":"`
+// begins a key. A small blob's text is its bytes in base64, stored out of
+// line (TOAST): the search fetched it and copied it once more.
+const extentsHaveKeySQL = `COALESCE(b.extents_keys, strpos(replace(b.extents, '"k":""', ''), '"k":"') > 0)`
+
+// extentsUnlessPlainSQL is the extents column of lockForReplaceSQL: NULL
+// when $6 (ReadKeysIfPlain), the write is plain (the account's settings,
+// the row's version id: leasedb.ReplaceRead.Data is false) and the row's
+// extents have no key: such a Put Blob frees nothing of the row and keeps
+// nothing of it, so the text (a small blob's bytes, stored out of line)
+// is neither fetched nor sent. The column is NOT NULL, so NULL says this
+// and nothing else (scanOneBlobRead).
+const extentsUnlessPlainSQL = `CASE WHEN $6::bool AND b.version_id = '' AND COALESCE(st.versioning, 0) = 0
+		AND COALESCE(st.delete_retention_days, 0) = 0 AND NOT ` + extentsHaveKeySQL + ` THEN NULL ELSE b.extents END`
 
 // LockForReplace implements leasedb.BlobWriteLocker.
 func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read leasedb.ReplaceRead) (leasedb.ReplaceState, error) {
@@ -115,7 +134,7 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read lease
 	x := &struct {
 		ref              leasedb.BlobRef
 		nameKey, contKey int64
-		args             [5]any
+		args             [6]any
 		now              time.Time
 		versioning, days int
 		etag             int64
@@ -123,7 +142,8 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read lease
 		read             replaceRead
 	}{ref: ref, nameKey: nameLockKey(ref.Account, ref.Container, ref.Name), contKey: containerLockKey(ref.Account, ref.Container)}
 	x.read = replaceRead{read: read, versioning: &x.versioning, days: &x.days}
-	x.args = [5]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey}}
+	x.args = [6]any{textArg{&x.ref.Account}, textArg{&x.ref.Container}, textArg{&x.ref.Name}, int64Arg{&x.nameKey}, int64Arg{&x.contKey},
+		read == leasedb.ReadKeysIfPlain} // $6: extentsUnlessPlainSQL
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
@@ -187,7 +207,7 @@ const (
 // staged blocks' due time, $34 the ETag LockForReplace read or NULL, $35
 // whether the name had no snapshots, versions or soft-deleted rows then, $36 whether the
 // staged blocks are dropped, $37 the row's keys: a staged block the row
-// references is not collected). Its data-modifying
+// references is not collected; $38 the row's extents_keys). Its data-modifying
 // CTEs all run on the snapshot taken when it starts (under the locks):
 // chk sees the name as it is before the write, taken the intents it
 // deleted. The final SELECT fails the statement, so nothing of it stays,
@@ -210,7 +230,7 @@ var commitReplaceSQL = `WITH chk AS MATERIALIZED (SELECT
 		OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3)))
 	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[])) AS ok),
 taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent RETURNING claimed_at IS NULL AS free),
-up AS (` + putBlobSQL + ` RETURNING 1),
+up AS (` + upsertSQL(commitReplaceArgs) + ` RETURNING 1),
 staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 	SELECT DISTINCT ON (k) k, due, FALSE FROM (
@@ -239,11 +259,11 @@ FROM chk, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 // drop, their keys queued, are commitReplaceSQL's ($1..$29 the row's
 // values; $30 the staged blocks' due time, $31 the ETag LockForReplace
 // read or NULL, $32 whether the staged blocks are dropped, $33 the row's
-// keys). The error of the CASE names chk.ok, so that the planner cannot
+// keys, $34 its extents_keys). The error of the CASE names chk.ok, so that the planner cannot
 // fold it into a constant (and raise it while planning).
 var commitReplaceLightSQL = `WITH chk AS MATERIALIZED (SELECT
 	(SELECT etag FROM blobs WHERE account = $1 AND container = $2 AND name = $3) IS NOT DISTINCT FROM $31::text AS ok),
-up AS (` + putBlobSQL + ` RETURNING 1),
+up AS (` + upsertSQL(blobColCount+5) + ` RETURNING 1),
 staged AS (DELETE FROM blocks WHERE $32::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
 	SELECT DISTINCT key, $30::timestamptz, FALSE FROM staged WHERE key <> ALL($33::text[])
@@ -268,9 +288,9 @@ SELECT CASE WHEN chk.ok THEN 0 ELSE ('` + markStale + ` ' || chk.ok::text)::int 
 // statement fails stale when the name has any, and the retry sees them
 // and drops them with commitReplaceLightSQL. ($1..$29 the row's values;
 // $30 the ETag LockForReplace read or NULL, $31 whether the staged blocks
-// are dropped.) The error's text names u.n, so that the planner cannot
+// are dropped, $32 the row's extents_keys.) The error's text names u.n, so that the planner cannot
 // fold it into a constant (and raise it while planning).
-var commitReplaceBareSQL = `WITH up AS (` + putBlobSQL + `
+var commitReplaceBareSQL = `WITH up AS (` + upsertSQL(blobColCount+3) + `
 	WHERE blobs.etag IS NOT DISTINCT FROM $30::text RETURNING 1)
 SELECT CASE WHEN u.n = 1 AND NOT ($31::bool AND EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3))
 	THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
@@ -304,21 +324,24 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		return err
 	}
 	sql, args := commitReplaceSQL, a.vals[:]
+	keys := extentsKeys(b.Extents) // each statement's last parameter (upsertSQL)
 	switch {
 	case len(w.Intents) == 0 && len(w.Free) == 0 && (!w.DropStaged || !rp.staged):
 		a.vals[blobColCount], a.vals[blobColCount+1] = nullTextArg{&rp.etag}, w.DropStaged // NULL: the name had no row
-		sql, args = commitReplaceBareSQL, a.vals[:blobColCount+2]
+		a.vals[blobColCount+2] = keys
+		sql, args = commitReplaceBareSQL, a.vals[:blobColCount+3]
 	case len(w.Intents) == 0 && len(w.Free) == 0:
 		// commitReplaceLightSQL's own arguments after the row's.
 		a.vals[blobColCount], a.vals[blobColCount+1] = dueArg{&a.stagedDue}, nullTextArg{&rp.etag} // NULL: the name had no row
-		a.vals[blobColCount+2], a.vals[blobColCount+3] = w.DropStaged, b.Keys()
-		sql, args = commitReplaceLightSQL, a.vals[:blobColCount+4]
+		a.vals[blobColCount+2], a.vals[blobColCount+3], a.vals[blobColCount+4] = w.DropStaged, b.Keys(), keys
+		sql, args = commitReplaceLightSQL, a.vals[:blobColCount+5]
 	default:
 		// The arrays are never NULL (cardinality($30) counts the intents).
 		a.vals[blobColCount], a.vals[blobColCount+1] = nonNil(w.Intents), nonNil(w.Free)
 		a.vals[blobColCount+2], a.vals[blobColCount+3] = dueArg{&a.freeDue}, dueArg{&a.stagedDue}
 		a.vals[blobColCount+4] = nullTextArg{&rp.etag} // NULL: the name had no row
 		a.vals[blobColCount+5], a.vals[blobColCount+6], a.vals[blobColCount+7] = rp.noNameRows, w.DropStaged, b.Keys()
+		a.vals[blobColCount+8] = keys
 	}
 	// Detached from ctx as run's COMMIT is (lazyTx.commitPair).
 	werr, cerr, rolledBack := t.tx.commitPair(ctx, sql, args)

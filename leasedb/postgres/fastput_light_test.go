@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,9 +18,11 @@ import (
 )
 
 // TestExtentsHaveKeySQL: LockForReplace's test for extents that name an
-// object, on the text EncodeExtents writes, agrees with the extents
-// themselves: false only when no extent has a key (inline bytes), true
-// for every key, those that encoding/json's fallback escapes included.
+// object agrees with the extents themselves (false only when no extent
+// has a key: inline bytes; true for every key, those that encoding/json's
+// fallback escapes included), both from the extents_keys column every
+// write sets (ExtentsKeys) and, where that is NULL (a row written before
+// migration 0018), on the text EncodeExtents writes.
 func TestExtentsHaveKeySQL(t *testing.T) {
 	ctx := context.Background()
 	conn := pgtest.Connect(t, pgtest.Start(t))
@@ -42,13 +45,18 @@ func TestExtentsHaveKeySQL(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := slices.ContainsFunc(x, func(e leasedb.Extent) bool { return e.Key != "" })
-		var got bool
-		q := `SELECT ` + strings.ReplaceAll(postgres.ExtentsHaveKeySQL, "b.extents", "$1::text")
-		if err := conn.QueryRow(ctx, q, text).Scan(&got); err != nil {
-			t.Fatal(err)
+		if got := postgres.ExtentsKeys(x); got != want {
+			t.Errorf("extents %s: extents_keys %v, want %v", text, got, want)
 		}
-		if got != want {
-			t.Errorf("extents %s: has a key %v, want %v", text, got, want)
+		for col, args := range map[string][]any{"NULL": {text}, "$2": {text, want}} {
+			var got bool
+			q := `SELECT ` + strings.ReplaceAll(strings.ReplaceAll(postgres.ExtentsHaveKeySQL, "b.extents_keys", col+"::bool"), "b.extents", "$1::text")
+			if err := conn.QueryRow(ctx, q, args...).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("extents %s, extents_keys %s: has a key %v, want %v", text, col, got, want)
+			}
 		}
 	}
 }
@@ -88,7 +96,7 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 		)
 		_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'pl'`)
 		if err == nil {
-			err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.LockForReplaceSQL, "a", "c", name, int64(1), int64(2)).Scan(&plan)
+			err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.LockForReplaceSQL, "a", "c", name, int64(1), int64(2), true).Scan(&plan)
 		}
 		if err == nil {
 			err = tx.QueryRow(ctx, `SELECT COALESCE(pg_stat_get_xact_function_calls('blob_replace_keys(text, text, text, text)'::regprocedure), 0)`).Scan(&calls)
@@ -105,6 +113,96 @@ func TestLockForReplaceSkipsInlineExtents(t *testing.T) {
 				t.Fatal(err)
 			} else if n > 0 {
 				t.Errorf("%s row: the statement's plan has %d scans of %s; want them in blob_replace_keys only\n%s", name, n, what, plan)
+			}
+		}
+	}
+}
+
+// TestLockForReplaceLeavesInlineTextUnread: for a plain Put Blob
+// (ReadKeysIfPlain) over a row whose extents have no key, LockForReplace
+// neither fetches nor sends the extents text (a small blob's bytes in
+// base64, stored out of line: no block of blobs' TOAST table read, the
+// column NULL) and gives the row with no extents (NoData); a row with a
+// key is read with its keys, and ReadWhole reads an inline row's bytes.
+// A row written before migration 0018 (extents_keys NULL) is judged by
+// its text, with the same outcome.
+func TestLockForReplaceLeavesInlineTextUnread(t *testing.T) {
+	ctx := context.Background()
+	dsn, s, db := containerStore(t)
+	if err := db.AddIntent(ctx, "k1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 4096)
+	rand.Read(body) // 5.5 KB of base64 that pglz cannot shrink: stored out of line
+	rows := map[string]leasedb.Extent{"inline": {Size: int64(len(body)), Data: body}, "keyed": {Key: "k1", Size: 1}}
+	for name, x := range rows {
+		if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: name},
+			Type: "BlockBlob", Extents: []leasedb.Extent{x}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := pgtest.Connect(t, dsn)
+	var toast uint32
+	if err := conn.QueryRow(ctx, `SELECT reltoastrelid FROM pg_class WHERE relname = 'blobs'`).Scan(&toast); err != nil {
+		t.Fatal(err)
+	}
+	for _, unknown := range []bool{false, true} {
+		if unknown {
+			if _, err := conn.Exec(ctx, `UPDATE blobs SET extents_keys = NULL`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, x := range rows {
+			for _, read := range []leasedb.ReplaceRead{leasedb.ReadKeysIfPlain, leasedb.ReadWhole} {
+				what := fmt.Sprintf("%s row, extents_keys unknown %v, read %d", name, unknown, read)
+				skip := name == "inline" && read == leasedb.ReadKeysIfPlain
+				// The statement alone: what it reads of the TOAST table
+				// and what it sends.
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ext *string
+				var fetched int64
+				err = tx.QueryRow(ctx, `SELECT extents FROM (`+postgres.LockForReplaceSQL+`) AS l (`+sqlq.BlobCols+`, found, cont, now, versioning, days, etag, keys)`,
+					"a", "c", name, int64(1), int64(2), read == leasedb.ReadKeysIfPlain).Scan(&ext)
+				if err == nil {
+					err = tx.QueryRow(ctx, `SELECT pg_stat_get_xact_blocks_fetched($1)`, toast).Scan(&fetched)
+				}
+				tx.Rollback(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if skip != (ext == nil) {
+					t.Errorf("%s: extents sent %v; want %v", what, ext != nil, !skip)
+				}
+				// A row of unknown extents_keys has its text searched.
+				if name == "inline" && (skip && !unknown) != (fetched == 0) {
+					t.Errorf("%s: %d blocks of the TOAST table read; want them read %v", what, fetched, !skip || unknown)
+				}
+				// Through LockForReplace.
+				var st leasedb.ReplaceState
+				errDone := errors.New("done")
+				err = s.Update(ctx, func(tx leasedb.Tx) error {
+					var err error
+					if st, err = tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, leasedb.BlobRef{Account: "a", Container: "c", Name: name}, read); err != nil {
+						return err
+					}
+					return errDone
+				})
+				if !errors.Is(err, errDone) {
+					t.Fatal(err)
+				}
+				want := []leasedb.Extent{x}
+				switch {
+				case skip:
+					want = nil
+				case read == leasedb.ReadKeysIfPlain:
+					want[0].Data = nil
+				}
+				if st.Blob == nil || st.NoData != (read == leasedb.ReadKeysIfPlain) || fmt.Sprint(st.Blob.Extents) != fmt.Sprint(want) {
+					t.Errorf("%s: blob %v, NoData %v; want extents %v, NoData %v", what, st.Blob, st.NoData, want, read == leasedb.ReadKeysIfPlain)
+				}
 			}
 		}
 	}

@@ -525,9 +525,29 @@ func (t *tx) lockClause(mode leasedb.LockMode) string {
 
 const containerCols = sqlq.ContainerCols
 
-// putBlobSQL is Tx.PutBlob's statement (sqlq.PutBlob), which both
-// dialects share.
-var putBlobSQL = sqlq.PutBlob(dialect.Placeholder)
+// putBlobSQL is Tx.PutBlob's statement: sqlq.PutBlob's upsert, which
+// both dialects share, with this one's extents_keys (migration 0018) from
+// $30 (extentsKeys).
+var putBlobSQL = upsertSQL(blobColCount + 1)
+
+// upsertSQL is sqlq.PutBlob's upsert of a blob row with its extents_keys
+// column from parameter n. Every statement that writes a blob row is one
+// of it (Tx.PutBlob, CommitReplace's), so the column is never stale: what
+// LockForReplace reads instead of searching the extents text.
+func upsertSQL(n int) string {
+	return sqlq.PutBlobWith(dialect.Placeholder, "extents_keys", dialect.Placeholder(n)+"::bool")
+}
+
+// extentsKeys is a row's extents_keys: whether an extent has a key (an
+// object in the backend), as extentsHaveKeySQL finds in its text.
+func extentsKeys(x []leasedb.Extent) bool {
+	for i := range x {
+		if x[i].Key != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // Container implements leasedb.Tx: LockShare is FOR SHARE, LockExclusive
 // the container's advisory lock exclusive and then FOR UPDATE
@@ -725,7 +745,7 @@ func (t *tx) PutBlob(ctx context.Context, b *leasedb.Blob) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(ctx, putBlobSQL, vals...)
+	_, err = t.tx.Exec(ctx, putBlobSQL, append(vals, extentsKeys(b.Extents))...)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation {

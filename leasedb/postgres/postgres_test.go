@@ -26,10 +26,46 @@ func open(t testing.TB, dsn string) *postgres.Store {
 	return postgrestest.Open(t, dsn)
 }
 
+// TestConformance runs the store conformance suite; after each test, every
+// blob row it left has the extents_keys column that agrees with its
+// extents (whatever wrote it: Put Blob, Put Block List, Append Block, a
+// copy, a snapshot's promotion, an undelete, a version's restore...).
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) leasedb.Store {
-		return open(t, pgtest.Start(t))
+		dsn := pgtest.Start(t)
+		s := open(t, dsn)
+		t.Cleanup(func() { checkExtentsKeys(t, dsn) })
+		return s
 	})
+}
+
+// checkExtentsKeys fails t for a blob row whose extents_keys is not
+// whether its extents name an object (ExtentsKeys of its decoded extents).
+func checkExtentsKeys(t *testing.T, dsn string) {
+	ctx := context.Background()
+	conn := pgtest.Connect(t, dsn)
+	rows, err := conn.Query(ctx, `SELECT name, extents, extents_keys FROM blobs`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, text string
+		var keys *bool
+		if err := rows.Scan(&name, &text, &keys); err != nil {
+			t.Fatal(err)
+		}
+		x, err := leasedb.DecodeExtents(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := postgres.ExtentsKeys(x); keys == nil || *keys != want {
+			t.Errorf("blob %s: extents_keys %v; want %v (extents %.200s)", name, keys, want, text)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Two stores on one database are two gateway replicas: separate pools,

@@ -3,6 +3,7 @@ package postgres
 import (
 	"database/sql"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"time"
 	"unsafe"
@@ -59,8 +60,7 @@ func scanOneBlobRead(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra 
 	}
 	r := rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
 	if len(r.fds) != len(r.raw) || len(r.raw) != blobColCount+2+len(extra) {
-		b, found, err = scanOneBlobGeneric(rows, extra)
-		return b, found, false, err
+		return scanOneBlobReadGeneric(rows, ref, rd, extra)
 	}
 	found, containerExists := r.bool(blobColCount), r.bool(blobColCount+1)
 	for i, d := range extra {
@@ -79,8 +79,7 @@ func scanOneBlobRead(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra 
 		}
 	}
 	if !r.ok {
-		b, found, err = scanOneBlobGeneric(rows, extra)
-		return b, found, false, err
+		return scanOneBlobReadGeneric(rows, ref, rd, extra)
 	}
 	if !found {
 		return nil, containerExists, false, nil
@@ -97,19 +96,25 @@ func scanOneBlobRead(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra 
 	}
 	noData = !rd.data(b.VersionID)
 	var ext string
-	if noData {
+	switch {
+	case r.raw[15] == nil && noData:
+		// Not sent (lockForReplaceSQL's extentsUnlessPlainSQL): the
+		// extents have no key, and a plain write keeps nothing of them.
+		ext = "[]"
+	case r.raw[15] == nil:
+		return nil, false, false, errExtentsUnsent(ref)
+	case noData:
 		// A view of pgx's buffer: DecodeExtentsNoData copies what it
 		// keeps.
 		if r.is(15, true, pgtype.TextOID, pgtype.VarcharOID) && len(r.raw[15]) > 0 {
 			ext = unsafe.String(&r.raw[15][0], len(r.raw[15]))
 		}
-	} else {
+	default:
 		ext = r.text(15)
 	}
 	meta, tags, copyInfo := r.text(14), r.nullText(24), r.text(25)
 	if !r.ok {
-		b, found, err = scanOneBlobGeneric(rows, extra)
-		return b, found, false, err
+		return scanOneBlobReadGeneric(rows, ref, rd, extra)
 	}
 	// As sqlq's blob row decoder.
 	if b.Tags, err = sqlq.DecodeTags(tags); err != nil {
@@ -140,10 +145,47 @@ func scanOneBlobGeneric(rows pgx.Rows, extra []any) (*leasedb.Blob, bool, error)
 	return sqlq.ScanOneBlob(&positioned{Rows: rows}, fromTS, skipColumn, extra...)
 }
 
+// scanOneBlobReadGeneric is scanOneBlobRead's row through
+// scanOneBlobGeneric (a row in another form: the simple protocol's text),
+// the extents lockForReplaceSQL did not send read as none (noData).
+func scanOneBlobReadGeneric(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra []any) (*leasedb.Blob, bool, bool, error) {
+	raw := rows.RawValues()
+	unsent := len(raw) > 15 && raw[15] == nil
+	b, found, err := sqlq.ScanOneBlob(&positioned{Rows: rows, unsentExtents: unsent}, fromTS, skipColumn, extra...)
+	if err != nil || b == nil || !unsent {
+		return b, found, false, err
+	}
+	if rd.data(b.VersionID) {
+		return nil, false, false, errExtentsUnsent(ref)
+	}
+	return b, found, true, nil
+}
+
+// errExtentsUnsent is scanOneBlobRead's error when lockForReplaceSQL
+// judged the write plain (extentsUnlessPlainSQL) and the read does not:
+// the row is not to be kept without its extents.
+func errExtentsUnsent(ref leasedb.BlobRef) error {
+	return fmt.Errorf("leasedb/postgres: lock for replace %s: the row's extents were not read", ref)
+}
+
 // positioned is rows positioned on their current row, offered once more.
+// With unsentExtents the row's extents are NULL (not sent: see
+// scanOneBlobReadGeneric), and a string scanned from them is "[]" (none).
 type positioned struct {
 	pgx.Rows
-	done bool
+	done          bool
+	unsentExtents bool
+}
+
+func (p *positioned) Scan(dest ...any) error {
+	if !p.unsentExtents || len(dest) <= 15 {
+		return p.Rows.Scan(dest...)
+	}
+	if s, ok := dest[15].(*string); ok {
+		*s = "[]"
+		dest = append(dest[:15:15], append([]any{skipColumn()}, dest[16:]...)...)
+	}
+	return p.Rows.Scan(dest...)
 }
 
 func (p *positioned) Next() bool {

@@ -33,8 +33,9 @@ func (m MoveStmt) Args(from, name, to string) []any {
 // may run), then each table under it is copied and deleted (the tag index
 // follows its blob rows through the triggers of 0009_blob_tags), the
 // adopted keys' holders follow, and the old container row goes last, so
-// no row is ever without its container.
-func MoveContainer(placeholder func(n int) string) []MoveStmt {
+// no row is ever without its container. blobCols are columns of a
+// dialect's own that blob rows have beyond BlobCols, copied with them.
+func MoveContainer(placeholder func(n int) string, blobCols ...string) []MoveStmt {
 	copyRows := func(table, cols, nameCol string) MoveStmt {
 		return MoveStmt{To: true, SQL: `INSERT INTO ` + table + ` (` + cols + `) SELECT ` + placeholder(1) + `, ` + withoutAccount(cols) +
 			` FROM ` + table + ` WHERE account = ` + placeholder(2) + ` AND ` + nameCol + ` = ` + placeholder(3)}
@@ -46,7 +47,7 @@ func MoveContainer(placeholder func(n int) string) []MoveStmt {
 	first.SQL += ` ON CONFLICT (account, name) DO NOTHING`
 	return []MoveStmt{
 		first,
-		copyRows("blobs", BlobCols, "container"), del("blobs", "container"),
+		copyRows("blobs", strings.Join(append([]string{BlobCols}, blobCols...), ", "), "container"), del("blobs", "container"),
 		copyRows("snapshots", SnapshotCols, "container"), del("snapshots", "container"),
 		copyRows("versions", VersionCols, "container"), del("versions", "container"),
 		copyRows("deleted_blobs", DeletedBlobCols, "container"), del("deleted_blobs", "container"),

@@ -46,9 +46,17 @@ func UpdateContainer(placeholder func(n int) string) string {
 
 // PutBlob is Tx.PutBlob's statement: an upsert of the values of
 // BlobValues, every column but the key replaced.
-func PutBlob(placeholder func(n int) string) string {
-	return `INSERT INTO blobs (` + BlobCols + `)
-		VALUES (` + Placeholders(placeholder, blobColCount) + `)
+func PutBlob(placeholder func(n int) string) string { return PutBlobWith(placeholder, "", "") }
+
+// PutBlobWith is PutBlob with one more column of a dialect's own, col,
+// written from the expression val on insert and on update ("": none).
+func PutBlobWith(placeholder func(n int) string, col, val string) string {
+	var cols, vals, set string
+	if col != "" {
+		cols, vals, set = ", "+col, ", "+val, ", "+col+" = excluded."+col
+	}
+	return `INSERT INTO blobs (` + BlobCols + cols + `)
+		VALUES (` + Placeholders(placeholder, blobColCount) + vals + `)
 		ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
@@ -60,7 +68,7 @@ func PutBlob(placeholder func(n int) string) string {
 			lease_duration = excluded.lease_duration, lease_expires = excluded.lease_expires,
 			lease_break_at = excluded.lease_break_at, lease_since = excluded.lease_since,
 			access_tier = excluded.access_tier, tags = excluded.tags, copy_info = excluded.copy_info, sealed = excluded.sealed,
-			version_id = excluded.version_id, sequence_number = excluded.sequence_number`
+			version_id = excluded.version_id, sequence_number = excluded.sequence_number` + set
 }
 
 // SetBlobLease is Tx.SetBlobLease's statement: the lease columns of one

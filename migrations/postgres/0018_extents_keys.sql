@@ -1,0 +1,13 @@
+-- 0018_extents_keys: whether a blob row's extents name an object in the
+-- backend (an extent with a key), written with the row by every upsert
+-- of blobs (leasedb/postgres putBlobSQL: the driver knows it when it
+-- encodes the extents). LockForReplace (leasedb/postgres/fastput.go)
+-- reads it instead of searching the extents text, which for a small
+-- inline blob is its bytes in base64, stored out of line (TOAST): the
+-- search fetched and copied that text on every overwrite, and a plain
+-- Put Blob over a row without keys no longer reads the text at all.
+-- NULL (a row written before this migration) means "not known": the
+-- statement searches the text then, so no backfill is needed and the
+-- column is added without rewriting the table. Postgres only:
+-- sqlite/0018_extents_keys.sql keeps the versions in step.
+ALTER TABLE blobs ADD COLUMN extents_keys BOOLEAN;
