@@ -30,11 +30,15 @@ type idleBody struct {
 	io.ReadCloser
 	ctl  http.ResponseController
 	idle time.Duration
-	// armed is when the deadline was last moved (to armed + idle +
-	// idleSlack(idle)).
-	armed time.Time
+	// armed is when the deadline was last moved (to then + idle +
+	// idleSlack(idle)), as a monotonic offset from clockBase: 8 bytes
+	// of the request's state, not a time.Time's 24.
+	armed time.Duration
 	done  bool // EOF or an error seen: the deadline is no longer ours
 }
+
+// clockBase is the origin of idleBody.armed.
+var clockBase = time.Now()
 
 // idleSlack is how late past idle a stalled body may be cut: a 64th of it
 // (under a second at the default minute).
@@ -56,7 +60,7 @@ func (s *Server) limitBody(b *idleBody, w http.ResponseWriter, r *http.Request) 
 	if err := b.ctl.SetReadDeadline(now.Add(s.opt.BodyIdleTimeout + idleSlack(s.opt.BodyIdleTimeout))); err != nil {
 		return false
 	}
-	b.ReadCloser, b.idle, b.armed = orig, s.opt.BodyIdleTimeout, now
+	b.ReadCloser, b.idle, b.armed = orig, s.opt.BodyIdleTimeout, now.Sub(clockBase)
 	r.Body = b
 	return true
 }
@@ -66,9 +70,9 @@ func (b *idleBody) unwrap(r *http.Request) { r.Body = b.ReadCloser }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	if !b.done {
-		if now := time.Now(); now.Sub(b.armed) >= idleSlack(b.idle) {
+		if now := time.Now(); now.Sub(clockBase)-b.armed >= idleSlack(b.idle) {
 			_ = b.ctl.SetReadDeadline(now.Add(b.idle + idleSlack(b.idle)))
-			b.armed = now
+			b.armed = now.Sub(clockBase)
 		}
 	}
 	n, err := b.ReadCloser.Read(p)
