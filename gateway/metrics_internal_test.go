@@ -29,7 +29,9 @@ func (s runsStore) Update(ctx context.Context, fn func(leasedb.Tx) error) error 
 	return err
 }
 
-func (s runsStore) View(ctx context.Context, fn func(leasedb.Tx) error) error { return s.Update(ctx, fn) }
+func (s runsStore) View(ctx context.Context, fn func(leasedb.Tx) error) error {
+	return s.Update(ctx, fn)
+}
 
 // The transaction metrics count every run of fn after the first as a
 // retry, also for transactions that nest (fn starting another) and for
