@@ -18,11 +18,8 @@ const (
 )
 
 // idleBody is a request body whose every Read must make progress within
-// idle: it keeps the connection's read deadline between idle and
-// idle+idleSlack(idle) ahead of each Read, moving it only when the last
-// move is idleSlack old (a small body's few Reads, microseconds apart, then
-// cost the deadline once, not once per Read: each move is a runtime timer
-// change). A client that announces a body and stops sending would
+// idle: before each Read it moves the connection's read deadline idle into
+// the future. A client that announces a body and stops sending would
 // otherwise hold its socket, a staged temporary object and a goroutine for
 // ever (the server's header and idle timeouts do not cover bodies). A
 // stalled Read fails with 408 RequestTimeout, which the Azure SDKs retry.
@@ -30,19 +27,8 @@ type idleBody struct {
 	io.ReadCloser
 	ctl  http.ResponseController
 	idle time.Duration
-	// armed is when the deadline was last moved (to then + idle +
-	// idleSlack(idle)), as a monotonic offset from clockBase: 8 bytes
-	// of the request's state, not a time.Time's 24.
-	armed time.Duration
-	done  bool // EOF or an error seen: the deadline is no longer ours
+	done bool // EOF or an error seen: the deadline is no longer ours
 }
-
-// clockBase is the origin of idleBody.armed.
-var clockBase = time.Now()
-
-// idleSlack is how late past idle a stalled body may be cut: a 64th of it
-// (under a second at the default minute).
-func idleSlack(idle time.Duration) time.Duration { return idle / 64 }
 
 // limitBody makes b, wrapping r.Body, the body with the idle deadline and
 // reports whether it did; b.unwrap then puts the original body back: call
@@ -56,11 +42,10 @@ func (s *Server) limitBody(b *idleBody, w http.ResponseWriter, r *http.Request) 
 		return false
 	}
 	b.ctl = *http.NewResponseController(w)
-	now := time.Now()
-	if err := b.ctl.SetReadDeadline(now.Add(s.opt.BodyIdleTimeout + idleSlack(s.opt.BodyIdleTimeout))); err != nil {
+	if err := b.ctl.SetReadDeadline(time.Now().Add(s.opt.BodyIdleTimeout)); err != nil {
 		return false
 	}
-	b.ReadCloser, b.idle, b.armed = orig, s.opt.BodyIdleTimeout, now.Sub(clockBase)
+	b.ReadCloser, b.idle = orig, s.opt.BodyIdleTimeout
 	r.Body = b
 	return true
 }
@@ -70,10 +55,7 @@ func (b *idleBody) unwrap(r *http.Request) { r.Body = b.ReadCloser }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	if !b.done {
-		if now := time.Now(); now.Sub(clockBase)-b.armed >= idleSlack(b.idle) {
-			_ = b.ctl.SetReadDeadline(now.Add(b.idle + idleSlack(b.idle)))
-			b.armed = now.Sub(clockBase)
-		}
+		_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
 	}
 	n, err := b.ReadCloser.Read(p)
 	switch {

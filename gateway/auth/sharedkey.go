@@ -595,7 +595,7 @@ func checkDate(r *http.Request, now time.Time) error {
 	if v == "" {
 		return authFailed("Request date header not specified: send x-ms-date (or Date).")
 	}
-	t, err := parseHTTPDate(v)
+	t, err := http.ParseTime(v)
 	if err != nil {
 		return authFailed(fmt.Sprintf("The %s header value '%s' is not a valid HTTP date.", header, v))
 	}

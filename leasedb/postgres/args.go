@@ -2,8 +2,6 @@ package postgres
 
 import (
 	sqldriver "database/sql/driver"
-	"encoding/binary"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -155,82 +153,4 @@ func (a bytesArg) Value() (sqldriver.Value, error) {
 		return nil, nil
 	}
 	return *a.p, nil
-}
-
-// appendArg appends arg to buf as pgx encodes it for a parameter of type
-// oid in format (tm.FormatCodeForOID's), for the arguments of this file
-// in the formats CommitReplace and LockForReplace send them: the bytes of
-// pgx's own plan for the value (encodePlanTextValuerToAnyTextFormat, the
-// binary int8, int4, timestamptz and bytea plans), without its two plan
-// lookups and interface calls per parameter (a small Put Blob's 35
-// parameters cost about 2% of the gateway's CPU that way). null reports a
-// NULL; ok is false for anything else, which pgx encodes as before
-// (TestCommitArgsEncoding compares the two).
-func appendArg(buf []byte, oid uint32, format int16, arg any) (out []byte, null, ok bool) {
-	if format == pgtype.TextFormatCode {
-		if oid != pgtype.TextOID && oid != pgtype.VarcharOID {
-			return buf, false, false
-		}
-		switch a := arg.(type) {
-		case textArg:
-			return append(buf, *a.p...), false, true
-		case nullTextArg:
-			if *a.p == "" {
-				return buf, true, true
-			}
-			return append(buf, *a.p...), false, true
-		}
-		return buf, false, false
-	}
-	if format != pgtype.BinaryFormatCode {
-		return buf, false, false
-	}
-	var n int64
-	switch a := arg.(type) {
-	case int64Arg:
-		n = *a.p
-	case intArg:
-		n = int64(*a.p)
-	case flagArg:
-		if *a.p {
-			n = 1
-		}
-	case timeArg:
-		if oid != pgtype.TimestamptzOID {
-			return buf, false, false
-		}
-		if a.p.IsZero() {
-			return buf, true, true
-		}
-		return binary.BigEndian.AppendUint64(buf, uint64(microsY2K(*a.p))), false, true
-	case dueArg:
-		if oid != pgtype.TimestamptzOID {
-			return buf, false, false
-		}
-		return binary.BigEndian.AppendUint64(buf, uint64(microsY2K(*a.p))), false, true
-	case bytesArg:
-		if oid != pgtype.ByteaOID {
-			return buf, false, false
-		}
-		if *a.p == nil {
-			return buf, true, true
-		}
-		return append(buf, *a.p...), false, true
-	default:
-		return buf, false, false
-	}
-	switch {
-	case oid == pgtype.Int8OID:
-		return binary.BigEndian.AppendUint64(buf, uint64(n)), false, true
-	case oid == pgtype.Int4OID && n >= math.MinInt32 && n <= math.MaxInt32:
-		return binary.BigEndian.AppendUint32(buf, uint32(int32(n))), false, true
-	}
-	return buf, false, false // pgx's own range error
-}
-
-// microsY2K is t as timestamptz's binary form counts it: microseconds
-// since 2000-01-01 UTC (the value dueTS gives, encoded as pgx encodes it).
-func microsY2K(t time.Time) int64 {
-	t = dueTS(t).Time
-	return t.Unix()*1_000_000 + int64(t.Nanosecond())/1000 - 946_684_800*1_000_000
 }

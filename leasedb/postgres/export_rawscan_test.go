@@ -141,30 +141,3 @@ func EncodeCommitArgsPaired(ctx context.Context, s *Store, b *leasedb.Blob) (par
 	}
 	return params, append([]int16{}, p.formats...), nil
 }
-
-// CommitArgsEncoder prepares commitReplaceBareSQL (a plain small Put
-// Blob's write) on a connection of s and returns a function that encodes
-// its arguments for b as the pair sender does, and one that gives the
-// connection back.
-func CommitArgsEncoder(ctx context.Context, s *Store, b *leasedb.Blob) (encode func() error, release func(), err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	sd, err := conn.Conn().Prepare(ctx, "", commitReplaceBareSQL)
-	if err != nil {
-		conn.Release()
-		return nil, nil, err
-	}
-	due := time.Date(2026, 12, 1, 1, 2, 3, 4000, time.UTC)
-	etag := `"0x1"`
-	a := &commitArgs{freeDue: due, stagedDue: due}
-	if err := a.setRow(b); err != nil {
-		conn.Release()
-		return nil, nil, err
-	}
-	a.vals[blobColCount], a.vals[blobColCount+1] = nullTextArg{&etag}, false
-	p := &pairConn{conn: conn.Conn()}
-	st := &pairStmt{sd: sd}
-	return func() error { return p.encode(st, a.vals[:blobColCount+2]) }, conn.Release, nil
-}

@@ -79,9 +79,6 @@ type pairStmt struct {
 	sd            *pgconn.StatementDescription
 	fds           []pgconn.FieldDescription
 	resultFormats []int16
-	// paramFormats: each parameter's preferred format
-	// (tm.FormatCodeForOID of its type, a map lookup each).
-	paramFormats []int16
 	// rowVals is lent to the frontend's DataRow before this statement's
 	// rows arrive (rowsFor): as many values as the statement has
 	// columns.
@@ -128,7 +125,6 @@ func (p *pairConn) prepare(ctx context.Context, sql string) (*pairStmt, error) {
 	}
 	st := &pairStmt{sql: sql, sd: sd, fds: make([]pgconn.FieldDescription, len(sd.Fields)), resultFormats: make([]int16, len(sd.Fields))}
 	tm := p.conn.TypeMap()
-	st.paramFormats = paramFormats(tm, sd)
 	for i, f := range sd.Fields {
 		st.resultFormats[i] = tm.FormatCodeForOID(f.DataTypeOID)
 		st.fds[i] = f
@@ -147,27 +143,15 @@ func (p *pairConn) encode(st *pairStmt, args []any) error {
 		return fmt.Errorf("expected %d arguments, got %d", len(st.sd.ParamOIDs), len(args))
 	}
 	tm := p.conn.TypeMap()
-	if len(st.paramFormats) != len(st.sd.ParamOIDs) {
-		st.paramFormats = paramFormats(tm, st.sd)
-	}
 	p.params, p.formats, p.vbuf = p.params[:0], p.formats[:0], p.vbuf[:0]
 	for i, arg := range args {
-		oid, format := st.sd.ParamOIDs[i], st.paramFormats[i]
+		oid := st.sd.ParamOIDs[i]
+		format := tm.FormatCodeForOID(oid)
 		switch arg.(type) {
 		case string, *string:
 			format = pgtype.TextFormatCode
 		}
 		start := len(p.vbuf)
-		if buf, null, ok := appendArg(p.vbuf, oid, format, arg); ok {
-			p.formats = append(p.formats, format)
-			if null {
-				p.params = append(p.params, nil)
-				continue
-			}
-			p.vbuf = buf
-			p.params = append(p.params, p.vbuf[start:len(p.vbuf):len(p.vbuf)])
-			continue
-		}
 		var buf []byte
 		var err error
 		if x, ok := arg.(extentsArg); ok && oid == pgtype.TextOID {
@@ -198,15 +182,6 @@ func (p *pairConn) encode(st *pairStmt, args []any) error {
 		p.params = append(p.params, p.vbuf[start:len(p.vbuf):len(p.vbuf)])
 	}
 	return nil
-}
-
-// paramFormats is the preferred format of each of sd's parameters.
-func paramFormats(tm *pgtype.Map, sd *pgconn.StatementDescription) []int16 {
-	f := make([]int16, len(sd.ParamOIDs))
-	for i, oid := range sd.ParamOIDs {
-		f[i] = tm.FormatCodeForOID(oid)
-	}
-	return f
 }
 
 // appendExec appends the Bind and Execute of st with args to p.wbuf.

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -157,34 +156,4 @@ func TestCommitArgsEncoding(t *testing.T) {
 			}
 		}
 	}
-}
-
-// BenchmarkCommitArgsEncode: the 31 parameters of a plain 4 KiB inline
-// Put Blob's write (commitReplaceBareSQL) encoded as the pair sender
-// encodes them.
-func BenchmarkCommitArgsEncode(b *testing.B) {
-	ctx := context.Background()
-	s := open(b, pgtest.Start(b))
-	now := time.Date(2026, 12, 1, 23, 0, 0, 123456789, time.UTC)
-	row := &leasedb.Blob{Account: "devstoreaccount1", Container: "cnt", Name: "p1", Type: "BlockBlob", ETag: `"0x8D0000000000ABC"`,
-		Created: now, LastModified: now, Size: 4096,
-		Props:   leasedb.Props{ContentType: "application/octet-stream", ContentMD5: bytes.Repeat([]byte{7}, 16)},
-		Extents: []leasedb.Extent{{Size: 4096, Data: bytes.Repeat([]byte("x"), 4096)}}}
-	encode, release, err := postgres.CommitArgsEncoder(ctx, s, row)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer release()
-	b.ReportAllocs()
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	for range b.N {
-		if err := encode(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	// The process's CPU (a shared machine's wall time is not the code's).
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
