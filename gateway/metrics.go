@@ -198,15 +198,16 @@ func (o observedStore) View(ctx context.Context, fn func(leasedb.Tx) error) erro
 
 func (o observedStore) run(ctx context.Context, kind string, fn func(leasedb.Tx) error,
 	tx func(context.Context, func(leasedb.Tx) error) error) error {
-	var runs atomic.Int32
+	c := countedRuns.Get().(*countedRun)
+	c.fn = fn
 	start := time.Now()
-	err := tx(ctx, func(t leasedb.Tx) error {
-		runs.Add(1)
-		return fn(t)
-	})
+	err := tx(ctx, c.call)
+	n := c.runs.Swap(0)
+	c.fn = nil
+	countedRuns.Put(c)
 	t := o.m.forTx(kind)
 	t.duration.Observe(time.Since(start).Seconds())
-	if n := runs.Load(); n > 1 {
+	if n > 1 {
 		t.retry(n - 1)
 	}
 	if errors.Is(err, leasedb.ErrUnavailable) {
@@ -214,6 +215,28 @@ func (o observedStore) run(ctx context.Context, kind string, fn func(leasedb.Tx)
 	}
 	return err
 }
+
+// countedRun is the fn observedStore.run hands the store: it counts fn's
+// runs. Pooled, with the function the store calls (call, c.run) bound
+// once: a closure over fn and a counter cost every transaction two
+// allocations. A store runs fn only while Update or View runs, so the
+// run is over when it is put back.
+type countedRun struct {
+	fn   func(leasedb.Tx) error
+	runs atomic.Int32
+	call func(leasedb.Tx) error
+}
+
+func (c *countedRun) run(t leasedb.Tx) error {
+	c.runs.Add(1)
+	return c.fn(t)
+}
+
+var countedRuns = sync.Pool{New: func() any {
+	c := &countedRun{}
+	c.call = c.run
+	return c
+}}
 
 // stateCollector computes, at each scrape, the gauges read from the
 // store: active leases by state, the collection queue and upload intents.
