@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 // The statements and allocations of a small conditional Put Blob and of a
@@ -21,7 +23,7 @@ import (
 
 // hotStore is a migrated store with container "c" and a 4 KiB inline blob
 // "b"; it returns the blob's ETag.
-func hotStore(t *testing.T) (*Store, *leasedb.DB, string) {
+func hotStore(t testing.TB) (*Store, *leasedb.DB, string) {
 	t.Helper()
 	s, _ := openStmtStore(t)
 	db := &leasedb.DB{Store: s}
@@ -107,6 +109,44 @@ func TestHotPutStatements(t *testing.T) {
 	}
 	if got := s.stmts.prepares.Load() - prepares; got != 0 {
 		t.Errorf("%d warm puts compiled %d statements, want 0", n, got)
+	}
+}
+
+// TestHotPutNewStatements: put-small's Put Blob, every one to a new
+// name, runs 3 statements besides BEGIN and COMMIT too: the container's
+// presence is read with the ETag (lockForReplaceSQL), not by a statement
+// of its own after the row was found absent (4 before).
+func TestHotPutNewStatements(t *testing.T) {
+	s, db, _ := hotStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	put := func(i int) {
+		req := hotPut("")
+		req.Ref.Name = fmt.Sprintf("new/%d", i)
+		if _, _, err := db.PutBlob(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 { // warm the statement caches
+		put(i)
+	}
+	const n = 20
+	other, txEnds := traceStatements(s)
+	for i := range n {
+		put(100 + i)
+	}
+	s.stmts.trace = nil
+	if got := *other / n; got > 3 || *other%n != 0 {
+		t.Errorf("Put Blob of a new name: %d statements in %d puts besides BEGIN and COMMIT, want at most 3 per put", *other, n)
+	}
+	if *txEnds != 2*n {
+		t.Errorf("%d puts asked the statement cache for %d BEGIN and COMMIT, want %d", n, *txEnds, 2*n)
+	}
+	// Into a missing container: ContainerNotFound, nothing written.
+	req := hotPut("")
+	req.Ref.Container = "gone"
+	if _, _, err := db.PutBlob(ctx, req); !svcerr.HasCode(err, svcerr.ContainerNotFound) {
+		t.Fatalf("Put Blob into a missing container: %v, want ContainerNotFound", err)
 	}
 }
 

@@ -98,13 +98,7 @@ func queryOneBlob(ctx context.Context, q queryer, account, container, name strin
 // queryOneBlobText is queryOneBlob with the row's extents left undecoded:
 // ext is their text.
 func queryOneBlobText(ctx context.Context, q queryer, account, container, name string) (b *leasedb.Blob, ext string, exists bool, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
-		account, container, name)
-	if err != nil {
-		return nil, "", false, err
-	}
-	b, ext, err = sqlq.ScanBlobText(rows, fromMicros)
-	rows.Close()
+	b, ext, err = queryBlobText(ctx, q, account, container, name)
 	if err != nil || b != nil {
 		return b, ext, b != nil, err
 	}
@@ -116,4 +110,17 @@ func queryOneBlobText(ctx context.Context, q queryer, account, container, name s
 		return nil, "", false, err
 	}
 	return nil, "", true, nil
+}
+
+// queryBlobText reads the blob row alone (nil when absent), its extents
+// left undecoded: ext is their text.
+func queryBlobText(ctx context.Context, q queryer, account, container, name string) (*leasedb.Blob, string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
+		account, container, name)
+	if err != nil {
+		return nil, "", err
+	}
+	b, ext, err := sqlq.ScanBlobText(rows, fromMicros)
+	rows.Close()
+	return b, ext, err
 }
