@@ -32,18 +32,19 @@ var _ leasedb.BlobWriteLocker = (*tx)(nil)
 // exists (so that a new name, put-small's every put, costs no statement
 // of its own for it). RETURNING may hold scalar subqueries of other
 // tables.
-const lockForReplaceSQL = `UPDATE etag_seq SET n = n + 1 WHERE id = 1 RETURNING n,
-	coalesce((SELECT versioning FROM account_settings WHERE account = ?1), 0),
-	coalesce((SELECT delete_retention_days FROM account_settings WHERE account = ?1), 0),
-	EXISTS (SELECT 1 FROM blocks WHERE account = ?1 AND container = ?2 AND blob = ?3),
-	EXISTS (SELECT 1 FROM containers WHERE account = ?1 AND name = ?2)`
+// Its columns are named quietly (resultcols.go).
+const lockForReplaceSQL = `UPDATE etag_seq SET n = n + 1 WHERE id = 1 RETURNING +n AS a,
+	coalesce((SELECT versioning FROM account_settings WHERE account = ?1), 0) AS b,
+	coalesce((SELECT delete_retention_days FROM account_settings WHERE account = ?1), 0) AS c,
+	EXISTS (SELECT 1 FROM blocks WHERE account = ?1 AND container = ?2 AND blob = ?3) AS d,
+	EXISTS (SELECT 1 FROM containers WHERE account = ?1 AND name = ?2) AS e`
 
 // keyRowsSQL says, for a row whose extents name objects (an overwrite
 // may free them), whether the name has snapshots, versions or
 // soft-deleted rows (nameRowsExistSQL) and whether another name shares
 // one of the keys (?4: the keys as a JSON array).
 var keyRowsSQL = nameRowsExistSQL + `,
-	EXISTS (SELECT 1 FROM extent_shares WHERE key IN (SELECT value FROM json_each(?4)))`
+	EXISTS (SELECT 1 FROM extent_shares WHERE key IN (SELECT value FROM json_each(?4))) AS b`
 
 // replacing is what LockForReplace locked and read, for CommitReplace.
 type replacing struct {

@@ -80,6 +80,10 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 
 var containerExistsSQL = sqlq.ContainerExists(dialect.Placeholder)
 
+// blobRowSQL reads one blob row by name, its columns named quietly
+// (resultcols.go).
+var blobRowSQL = `SELECT ` + quiet(blobCols) + ` FROM blobs WHERE account = ? AND container = ? AND name = ?`
+
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -115,8 +119,7 @@ func queryOneBlobText(ctx context.Context, q queryer, account, container, name s
 // queryBlobText reads the blob row alone (nil when absent), its extents
 // left undecoded: ext is their text.
 func queryBlobText(ctx context.Context, q queryer, account, container, name string) (*leasedb.Blob, string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
-		account, container, name)
+	rows, err := q.QueryContext(ctx, blobRowSQL, account, container, name)
 	if err != nil {
 		return nil, "", err
 	}
