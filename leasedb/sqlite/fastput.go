@@ -25,22 +25,26 @@ var _ leasedb.BlobWriteLocker = (*tx)(nil)
 // overwrite runs 3 statements besides BEGIN and COMMIT instead of 7
 // (TestHotPutStatements).
 
-// lockForReplaceSQL reads, besides the row (queryOneBlob), what a
+// lockForReplaceSQL reads, besides the row (queryBlobText), what a
 // replace needs in the one statement that takes a new ETag: the account's
-// settings and whether the name has staged blocks (so that CommitReplace
-// reads the blocks only when there are some). RETURNING may hold scalar
-// subqueries of other tables.
-const lockForReplaceSQL = `UPDATE etag_seq SET n = n + 1 WHERE id = 1 RETURNING n,
-	coalesce((SELECT versioning FROM account_settings WHERE account = ?1), 0),
-	coalesce((SELECT delete_retention_days FROM account_settings WHERE account = ?1), 0),
-	EXISTS (SELECT 1 FROM blocks WHERE account = ?1 AND container = ?2 AND blob = ?3)`
+// settings, whether the name has staged blocks (so that CommitReplace
+// reads the blocks only when there are some) and whether the container
+// exists (so that a new name, put-small's every put, costs no statement
+// of its own for it). RETURNING may hold scalar subqueries of other
+// tables.
+// Its columns are named quietly (resultcols.go).
+const lockForReplaceSQL = `UPDATE etag_seq SET n = n + 1 WHERE id = 1 RETURNING +n AS a,
+	coalesce((SELECT versioning FROM account_settings WHERE account = ?1), 0) AS b,
+	coalesce((SELECT delete_retention_days FROM account_settings WHERE account = ?1), 0) AS c,
+	EXISTS (SELECT 1 FROM blocks WHERE account = ?1 AND container = ?2 AND blob = ?3) AS d,
+	EXISTS (SELECT 1 FROM containers WHERE account = ?1 AND name = ?2) AS e`
 
 // keyRowsSQL says, for a row whose extents name objects (an overwrite
 // may free them), whether the name has snapshots, versions or
 // soft-deleted rows (nameRowsExistSQL) and whether another name shares
 // one of the keys (?4: the keys as a JSON array).
 var keyRowsSQL = nameRowsExistSQL + `,
-	EXISTS (SELECT 1 FROM extent_shares WHERE key IN (SELECT value FROM json_each(?4)))`
+	EXISTS (SELECT 1 FROM extent_shares WHERE key IN (SELECT value FROM json_each(?4))) AS b`
 
 // replacing is what LockForReplace locked and read, for CommitReplace.
 type replacing struct {
@@ -48,10 +52,10 @@ type replacing struct {
 	staged bool // the name has staged blocks
 }
 
-// LockForReplace implements leasedb.BlobWriteLocker: the row (and the
-// container when the row is absent), then the ETag with the settings and
-// the staged blocks' presence; for a row with keys, one statement more
-// reads the name's other rows and shared keys. The write lock is held
+// LockForReplace implements leasedb.BlobWriteLocker: the ETag with the
+// settings, the staged blocks' and the container's presence, then the
+// row; for a row with keys, one statement more reads the name's other
+// rows and shared keys. The write lock is held
 // already: these reads are locked reads.
 func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read leasedb.ReplaceRead) (leasedb.ReplaceState, error) {
 	var st leasedb.ReplaceState
@@ -61,21 +65,30 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read lease
 	if t.readOnly {
 		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: read-only transaction", ref)
 	}
-	b, ext, exists, err := queryOneBlobText(ctx, t.tx, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
-	}
-	st.Blob, st.ContainerExists = b, exists
-	if st.Now, err = t.Now(ctx); err != nil || !exists {
-		return st, err
-	}
+	// The ETag first, the row after it: the UPDATE leaves a dirty page in
+	// the connection's page cache, and SQLite reads a row's overflow pages
+	// (every inline row of a few KiB has some) directly from the database
+	// file with a pread(2) for each, bypassing the cache, only while no
+	// page is dirty. Read second, the row comes from the cache.
 	var (
 		n                int64
 		versioning, days int
-		staged           bool
+		staged, exists   bool
 	)
-	if err := t.tx.QueryRowContext(ctx, lockForReplaceSQL, ref.Account, ref.Container, ref.Name).Scan(&n, &versioning, &days, &staged); err != nil {
+	if err := t.tx.QueryRowContext(ctx, lockForReplaceSQL, ref.Account, ref.Container, ref.Name).Scan(&n, &versioning, &days, &staged, &exists); err != nil {
 		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
+	}
+	b, ext, err := queryBlobText(ctx, t.tx, ref.Account, ref.Container, ref.Name)
+	if err != nil {
+		return st, fmt.Errorf("leasedb/sqlite: lock for replace %s: %w", ref, sqlq.CtxErr(ctx, err))
+	}
+	// A row never outlives its container (foreign key), and nothing
+	// changed between the two reads (the write lock).
+	st.Blob, st.ContainerExists = b, exists
+	if st.Now, err = t.Now(ctx); err != nil || !exists {
+		// A missing container fails the write (lockExisting), and the
+		// transaction rolls the ETag back.
+		return st, err
 	}
 	st.ETag = formatETag(n)
 	st.Settings = leasedb.AccountSettings{Versioning: versioning != 0, DeleteRetentionDays: days}

@@ -102,6 +102,10 @@ func queryBlobHead(ctx context.Context, q queryer, ref leasedb.BlobRef) (*leased
 
 var containerExistsSQL = sqlq.ContainerExists(dialect.Placeholder)
 
+// blobRowSQL reads one blob row by name, its columns named quietly
+// (resultcols.go).
+var blobRowSQL = `SELECT ` + quiet(blobCols) + ` FROM blobs WHERE account = ? AND container = ? AND name = ?`
+
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -120,13 +124,7 @@ func queryOneBlob(ctx context.Context, q queryer, account, container, name strin
 // queryOneBlobText is queryOneBlob with the row's extents left undecoded:
 // ext is their text.
 func queryOneBlobText(ctx context.Context, q queryer, account, container, name string) (b *leasedb.Blob, ext string, exists bool, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
-		account, container, name)
-	if err != nil {
-		return nil, "", false, err
-	}
-	b, ext, err = sqlq.ScanBlobText(rows, fromMicros)
-	rows.Close()
+	b, ext, err = queryBlobText(ctx, q, account, container, name)
 	if err != nil || b != nil {
 		return b, ext, b != nil, err
 	}
@@ -144,4 +142,16 @@ func containerExists(ctx context.Context, q queryer, account, container string) 
 		return false, err
 	}
 	return true, nil
+}
+
+// queryBlobText reads the blob row alone (nil when absent), its extents
+// left undecoded: ext is their text.
+func queryBlobText(ctx context.Context, q queryer, account, container, name string) (*leasedb.Blob, string, error) {
+	rows, err := q.QueryContext(ctx, blobRowSQL, account, container, name)
+	if err != nil {
+		return nil, "", err
+	}
+	b, ext, err := sqlq.ScanBlobText(rows, fromMicros)
+	rows.Close()
+	return b, ext, err
 }

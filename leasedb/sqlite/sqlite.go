@@ -429,6 +429,10 @@ func formatETag(n int64) string { return fmt.Sprintf(`"0x%X"`, etagBase+n) }
 
 const containerCols = sqlq.ContainerCols
 
+// containerRowSQL reads one container row by name, its columns named
+// quietly (resultcols.go).
+var containerRowSQL = `SELECT ` + quiet(containerCols) + ` FROM containers WHERE account = ? AND name = ?`
+
 // putBlobSQL is Tx.PutBlob's statement (sqlq.PutBlob), which both
 // dialects share; its parameters are bound in order, so SQLite's plain "?"
 // placeholders serve.
@@ -440,7 +444,7 @@ func (t *tx) Container(ctx context.Context, account, name string, lock leasedb.L
 	if err := checkText(account, name); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+containerCols+` FROM containers WHERE account = ? AND name = ?`, account, name)
+	rows, err := t.tx.QueryContext(ctx, containerRowSQL, account, name)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get container %s/%s: %w", account, name, err)
 	}
@@ -524,8 +528,7 @@ func (t *tx) Blob(ctx context.Context, account, container, name string, lock lea
 	if err := checkText(account, container, name); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+blobCols+` FROM blobs WHERE account = ? AND container = ? AND name = ?`,
-		account, container, name)
+	rows, err := t.tx.QueryContext(ctx, blobRowSQL, account, container, name)
 	if err != nil {
 		return nil, fmt.Errorf("leasedb/sqlite: get blob %s/%s/%s: %w", account, container, name, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
-func openStmtStore(t *testing.T) (*Store, string) {
+func openStmtStore(t testing.TB) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	s, err := Open(context.Background(), path)

@@ -52,7 +52,7 @@ var nameRowsExistSQL = func() string {
 	where := ` WHERE account = ?1 AND container = ?2 AND name = ?3)`
 	return `SELECT EXISTS (SELECT 1 FROM snapshots` + where +
 		` OR EXISTS (SELECT 1 FROM versions` + where +
-		` OR EXISTS (SELECT 1 FROM deleted_blobs` + where
+		` OR EXISTS (SELECT 1 FROM deleted_blobs` + where + ` AS a` // named quietly (resultcols.go)
 }()
 
 // NameRows implements leasedb.Tx: the union only when the name has such
