@@ -68,9 +68,10 @@ func TestLeaseBlobStatements(t *testing.T) {
 }
 
 // TestLeaseBlobAllocs: allocations of a lease cycle (acquire, renew,
-// release) on a 4 KiB inline blob, store and leasedb included: 263
+// release) on a 4 KiB inline blob, store and leasedb included: 209
 // measured. Reading the whole row (its extents decoded, the inline bytes
-// among them) it took 440.
+// among them) it took 440; the head with its columns' names and declared
+// types read as Go strings by the driver, 263.
 func TestLeaseBlobAllocs(t *testing.T) {
 	_, db, _ := hotStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -80,7 +81,7 @@ func TestLeaseBlobAllocs(t *testing.T) {
 	cycle()
 	n := testing.AllocsPerRun(50, cycle)
 	t.Logf("lease cycle: %.0f allocations", n)
-	if n > 280 {
-		t.Errorf("lease cycle: %.0f allocations, want at most %d", n, 280)
+	if n > 225 {
+		t.Errorf("lease cycle: %.0f allocations, want at most %d", n, 225)
 	}
 }

@@ -82,7 +82,9 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	return h, exists, now, err
 }
 
-const blobHeadSQL = `SELECT ` + sqlq.BlobHeadCols + ` FROM blobs WHERE account = ? AND container = ? AND name = ?`
+// blobHeadSQL reads the head of one blob row by name, its columns named
+// quietly (resultcols.go).
+var blobHeadSQL = `SELECT ` + quiet(sqlq.BlobHeadCols) + ` FROM blobs WHERE account = ? AND container = ? AND name = ?`
 
 // queryBlobHead reads the head of ref's row and, when there is none,
 // whether its container exists.
