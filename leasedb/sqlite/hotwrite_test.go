@@ -42,11 +42,21 @@ func hotStore(t testing.TB) (*Store, *leasedb.DB, string) {
 
 var hotBody = bytes.Repeat([]byte("x"), 4096)
 
+// hotRef is the name of hotStore's blob.
+var hotRef = leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"}
+
+// hotCtx is a test's context, ended after a minute or with the test.
+func hotCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // hotPut is put-small-ifmatch's request: 4 KiB inline, If-Match etag
 // (none when etag is "").
 func hotPut(etag string) leasedb.PutBlobRequest {
 	req := leasedb.PutBlobRequest{
-		Ref:     leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"},
+		Ref:     hotRef,
 		Type:    "BlockBlob",
 		Extents: []leasedb.Extent{{Size: int64(len(hotBody)), Data: hotBody}},
 	}
@@ -83,8 +93,7 @@ func traceStatements(s *Store) (other, txEnds *int) {
 // (writetx.go), compiled once per connection.
 func TestHotPutStatements(t *testing.T) {
 	s, db, etag := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := hotCtx(t)
 	for range 3 { // warm the statement caches
 		b, _, err := db.PutBlob(ctx, hotPut(etag))
 		if err != nil {
@@ -120,8 +129,7 @@ func TestHotPutStatements(t *testing.T) {
 // of its own after the row was found absent (4 before).
 func TestHotPutNewStatements(t *testing.T) {
 	s, db, _ := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := hotCtx(t)
 	put := func(i int) {
 		req := hotPut("")
 		req.Ref.Name = fmt.Sprintf("new/%d", i)
@@ -156,8 +164,7 @@ func TestHotPutNewStatements(t *testing.T) {
 // (store and leasedb included; the request's own are the caller's).
 func TestHotPutAllocs(t *testing.T) {
 	_, db, etag := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := hotCtx(t)
 	put := func() {
 		b, _, err := db.PutBlob(ctx, hotPut(etag))
 		if err != nil {
@@ -200,9 +207,8 @@ func TestHotPutAllocs(t *testing.T) {
 // TestHotGetAllocs: allocations of a Get Blob's read of the same blob.
 func TestHotGetAllocs(t *testing.T) {
 	_, db, _ := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ref := leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"}
+	ctx := hotCtx(t)
+	ref := hotRef
 	allocs := testing.AllocsPerRun(50, func() {
 		if _, _, err := db.GetBlob(ctx, ref, "", leasedb.Conditions{}); err != nil {
 			t.Fatal(err)

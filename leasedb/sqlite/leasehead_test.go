@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 )
@@ -32,9 +31,8 @@ func leaseCycle(t *testing.T, ctx context.Context, db *leasedb.DB, ref leasedb.B
 // writes the lease columns: 2 statements.
 func TestLeaseBlobStatements(t *testing.T) {
 	s, db, _ := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ref := leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"}
+	ctx := hotCtx(t)
+	ref := hotRef
 	run := func() { leaseCycle(t, ctx, db, ref) }
 	run() // warm the statement caches
 	var begins, commits, other int
@@ -74,9 +72,8 @@ func TestLeaseBlobStatements(t *testing.T) {
 // types read as Go strings by the driver, 263.
 func TestLeaseBlobAllocs(t *testing.T) {
 	_, db, _ := hotStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ref := leasedb.BlobRef{Account: "acct", Container: "c", Name: "b"}
+	ctx := hotCtx(t)
+	ref := hotRef
 	cycle := func() { leaseCycle(t, ctx, db, ref) }
 	cycle()
 	n := testing.AllocsPerRun(50, cycle)
