@@ -140,14 +140,9 @@ func scanOneBlobRead(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra 
 // blobColCount is the number of columns of sqlq.BlobCols.
 const blobColCount = 29
 
-// scanOneBlobGeneric is sqlq.ScanOneBlob on the row rows is positioned on.
-func scanOneBlobGeneric(rows pgx.Rows, extra []any) (*leasedb.Blob, bool, error) {
-	return sqlq.ScanOneBlob(&positioned{Rows: rows}, fromTS, skipColumn, extra...)
-}
-
 // scanOneBlobReadGeneric is scanOneBlobRead's row through
-// scanOneBlobGeneric (a row in another form: the simple protocol's text),
-// the extents lockForReplaceSQL did not send read as none (noData).
+// sqlq.ScanOneBlob on the row rows is positioned on (a row in another
+// form: the simple protocol's text), the extents lockForReplaceSQL did not send read as none (noData).
 func scanOneBlobReadGeneric(rows pgx.Rows, ref leasedb.BlobRef, rd *replaceRead, extra []any) (*leasedb.Blob, bool, bool, error) {
 	raw := rows.RawValues()
 	unsent := len(raw) > 15 && raw[15] == nil
