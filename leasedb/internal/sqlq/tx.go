@@ -36,6 +36,9 @@ type Driver[T any] struct {
 	// SetBlobLease's statement, built on first use.
 	setLeaseOnce sync.Once
 	setLeaseSQL  string
+	// SetBlobAttrs' statement, built on first use.
+	setAttrsOnce sync.Once
+	setAttrsSQL  string
 }
 
 // Tx holds the leasedb.Tx methods whose Go is the same in both drivers
@@ -196,6 +199,30 @@ func (t Tx[T]) SetBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.
 	}
 	if n == 0 {
 		return fmt.Errorf("%s: set lease of %s: %w", t.D.Name, ref, leasedb.ErrNotFound)
+	}
+	return nil
+}
+
+// SetBlobAttrs writes the columns of b that a plain Set Blob Metadata or
+// Set Blob Properties changes (SetBlobAttrs' statement), not its extents:
+// the write of a leasedb.ReplaceWrite with Attrs. A row that is not there
+// is ErrNotFound.
+func (t Tx[T]) SetBlobAttrs(ctx context.Context, b *leasedb.Blob) error {
+	ref := leasedb.BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}
+	if err := CheckText(t.D.Name, ref.Account, ref.Container, ref.Name, b.Lease.ID); err != nil {
+		return err
+	}
+	vals, err := BlobAttrArgs(b, t.D.ToTime)
+	if err != nil {
+		return err
+	}
+	t.D.setAttrsOnce.Do(func() { t.D.setAttrsSQL = SetBlobAttrs(t.D.Placeholder) })
+	n, err := t.Q.Exec(ctx, t.D.setAttrsSQL, vals...)
+	if err != nil {
+		return t.errorf(ctx, err, "set properties of %s", ref)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: set properties of %s: %w", t.D.Name, ref, leasedb.ErrNotFound)
 	}
 	return nil
 }
