@@ -12,7 +12,8 @@ import (
 
 // TestSetBlobAttrsWriteColumns: Set Blob Metadata and Set Blob Properties
 // on a plain account over a 4 KiB inline blob update the columns they
-// change (leasedb.ReplaceWrite.Attrs), not the whole row: no upsert that
+// change (leasedb.ReplaceWrite.Attrs), and Set Blob Tags its tags and
+// lease (leasedb.BlobTagsWriter), not the whole row: no upsert that
 // sends the extents, and with them the blob's bytes, to be written again
 // (TOAST chunks); still one transaction of at most 4 statements, and the
 // bytes, tags and every column neither changes read back as they were.
@@ -52,10 +53,19 @@ func TestSetBlobAttrsWriteColumns(t *testing.T) {
 			t.Errorf("%s: stored ETag %s, answered %s, before %s", op.name, b.ETag, out.ETag, before.ETag)
 		}
 	}
+	// Set Blob Tags: the tags and lease columns alone.
+	c.Reset()
+	if _, err := db.SetBlobTags(postgres.CountInto(ctx, &c), ref, "", leasedb.Conditions{}, map[string]string{"t": "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if sql := strings.Join(c.Counts().SQL, "\n"); strings.Contains(sql, "INSERT INTO blobs") || !strings.Contains(sql, "UPDATE blobs SET tags") {
+		t.Errorf("Set Blob Tags: written with the whole row, not its tags:\n%s", sql)
+	}
+	tags["t"] = "w"
 	b := readBlob(t, s, "b")
-	if len(b.Extents) != 1 || !bytes.Equal(b.Extents[0].Data, data) || b.Size != before.Size || b.Tags["t"] != "v" ||
+	if len(b.Extents) != 1 || !bytes.Equal(b.Extents[0].Data, data) || b.Size != before.Size || b.Tags["t"] != tags["t"] ||
 		b.Created != before.Created || b.Metadata["m"] != "1" || b.Props.ContentType != "text/plain" {
-		t.Fatalf("after Set Blob Metadata and Properties: size %d, tags %v, metadata %v, content type %q, created %v (was %v), bytes kept %t",
+		t.Fatalf("after Set Blob Metadata, Properties and Tags: size %d, tags %v, metadata %v, content type %q, created %v (was %v), bytes kept %t",
 			b.Size, b.Tags, b.Metadata, b.Props.ContentType, b.Created, before.Created, len(b.Extents) == 1 && bytes.Equal(b.Extents[0].Data, data))
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // testBlobAttrsWrite: a plain Set Blob Metadata and Set Blob Properties
 // change what Azure changes (the metadata; the content properties and the
-// copy; the ETag and Last-Modified) and keep every other column of the
+// copy; the ETag and Last-Modified), and Set Blob Tags the tags alone
+// (found by the new tags, not the old), and each keeps every other column of the
 // row (the type, creation time, size, tier, tags, seal, sequence number,
 // lease, a keyed and an inline extent with its 4 KiB of bytes), through
 // the store as it is and through the generic Tx sequence alike. On a
@@ -59,6 +60,31 @@ func testBlobAttrsWrite(t *testing.T, s leasedb.Store) {
 		}
 		want.Props, want.Copy, want.ETag, want.LastModified = p, nil, out.ETag, out.LastModified
 		checkBlob(t, want, getBlob(t, s, ref.Container, ref.Name))
+
+		// Set Blob Tags: the tags alone (the ETag and Last-Modified
+		// stay), the tag index following them.
+		newTags := map[string]string{"project": "tagged-" + path.name}
+		if _, err := path.db.SetBlobTags(ctx, ref, leaseID, leasedb.Conditions{}, newTags); err != nil {
+			t.Fatalf("%s: Set Blob Tags: %v", path.name, err)
+		}
+		want.Tags = newTags
+		checkBlob(t, want, getBlob(t, s, ref.Container, ref.Name))
+		view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+			for _, v := range []string{"blobgw", "tagged-" + path.name} {
+				found, err := tx.FindTagged(ctx, acct, ref.Container, leasedb.TagRange{Key: "project", Lo: v, LoOp: ">=", Hi: v, HiOp: "<="}, "", "", 10)
+				if err != nil {
+					return err
+				}
+				wantFound := 1 // the new value's; the old one's none
+				if v == "blobgw" {
+					wantFound = 0
+				}
+				if len(found) != wantFound {
+					t.Errorf("%s: Set Blob Tags: %d blobs found by project=%s, want %d", path.name, len(found), v, wantFound)
+				}
+			}
+			return nil
+		})
 	}
 
 	var offered bool

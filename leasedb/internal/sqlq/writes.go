@@ -122,6 +122,17 @@ func SetBlobAttrs(placeholder func(n int) string) string {
 	return b.String()
 }
 
+// SetBlobTags is Tx.SetBlobTags' statement: the tags ($4, as
+// EncodeTierTags stores them) and the lease columns ($5..$10 as BlobValues
+// has them) of one blob row ($1..$3 the name). The placeholders must be
+// numbered.
+func SetBlobTags(placeholder func(n int) string) string {
+	p := placeholder
+	return `UPDATE blobs SET tags = ` + p(4) + `, lease_id = ` + p(5) + `, lease_state = ` + p(6) + `, lease_duration = ` + p(7) + `,
+			lease_expires = ` + p(8) + `, lease_break_at = ` + p(9) + `, lease_since = ` + p(10) + `
+		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
+}
+
 // VersionCols are the columns of a version row: BlobCols (version_id,
 // part of the key, among them).
 const VersionCols = BlobCols
