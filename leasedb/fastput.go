@@ -55,14 +55,16 @@ type BlobWriteLocker interface {
 type ReplaceRead uint8
 
 const (
-	// ReadWhole: the row whole (Set Blob Metadata and Set Blob
-	// Properties store it again, Put Block List may keep its extents).
+	// ReadWhole: the row whole (Put Block List may keep its extents).
 	ReadWhole ReplaceRead = iota
-	// ReadKeysIfPlain: Put Blob's. Where the write is plain (Data false)
-	// it replaces the row and keeps nothing of it, reading only its keys
-	// and sizes (the keys to free), conditions, lease and creation time;
-	// where it is not, the generic sequence keeps the row (a version, a
-	// soft-deleted snapshot), so it is read whole.
+	// ReadKeysIfPlain: Put Blob's, Set Blob Metadata's and Set Blob
+	// Properties'. Where the write is plain (Data false) Put Blob
+	// replaces the row and keeps nothing of it, reading only its keys
+	// and sizes (the keys to free), conditions, lease and creation time,
+	// and the two others write only the columns they change
+	// (ReplaceWrite.Attrs); where it is not, the generic sequence keeps
+	// the row (a version, a soft-deleted snapshot) or stores it whole, so
+	// it is read whole.
 	ReadKeysIfPlain
 )
 
@@ -102,6 +104,14 @@ type ReplaceState struct {
 // queued for collection at FreeDue, and with DropStaged every staged
 // block of the name dropped and its object, unless the row references it
 // (Put Block List), queued for collection at StagedDue.
+//
+// With Attrs, Row is the row LockForReplace locked and read, of which only
+// what a plain Set Blob Metadata or Set Blob Properties changes changed
+// (ETag, Last-Modified, content properties, metadata, lease, copy):
+// CommitReplace writes those columns alone, with an UPDATE, so that the
+// extents (a small blob's bytes in them) are neither encoded nor written
+// again, and Row's extents may lack their inline bytes (NoData). Intents,
+// Free and DropStaged are then empty (AttrsErr).
 type ReplaceWrite struct {
 	Row        *Blob
 	Intents    []string
@@ -109,6 +119,17 @@ type ReplaceWrite struct {
 	FreeDue    time.Time
 	DropStaged bool
 	StagedDue  time.Time
+	Attrs      bool
+}
+
+// AttrsErr is CommitReplace's refusal of a write with Attrs that would
+// do more than write the row's columns (nil when w is not such a write).
+func (w ReplaceWrite) AttrsErr() error {
+	if w.Attrs && (len(w.Intents) > 0 || len(w.Free) > 0 || w.DropStaged) {
+		return fmt.Errorf("leasedb: commit replace %s/%s/%s: an attributes write with intents, freed keys or staged blocks",
+			w.Row.Account, w.Row.Container, w.Row.Name)
+	}
+	return nil
 }
 
 // PlainWrites reports whether a write in the account is plain: no setting
@@ -221,18 +242,20 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 
 // writeExistingFewStatements is writeExisting (with a new ETag: Set Blob
 // Properties, Set Blob Metadata) through BlobWriteLocker: the locks, the
-// row, the clock and the ETag in one statement, the row and COMMIT in the
-// other. It returns handled false when the transaction does not offer it.
-// Where fn may write more than the row (keepVersion of Set Blob Metadata
-// when the account's writes are not plain or the blob is a version), the
-// row is stored the Tx way and Update commits.
+// row, the clock and the ETag in one statement, the changed columns and
+// COMMIT in the other (ReplaceWrite.Attrs: the row is read without a
+// small blob's inline bytes and its extents are not written). It returns
+// handled false when the transaction does not offer it. Where fn may
+// write more than the row (keepVersion of Set Blob Metadata when the
+// account's writes are not plain or the blob is a version), the row is
+// read whole and stored the Tx way, and Update commits.
 func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID string, cond Conditions,
 	fn func(tx Tx, now time.Time, b *Blob) error) (handled bool, out *Blob, err error) {
 	l, ok := tx.(BlobWriteLocker)
 	if !ok {
 		return false, nil, nil
 	}
-	st, err := lockExisting(ctx, l, ref, ReadWhole)
+	st, err := lockExisting(ctx, l, ref, ReadKeysIfPlain)
 	if err != nil {
 		return true, nil, err
 	}
@@ -241,8 +264,9 @@ func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID
 	if err != nil {
 		return true, nil, err
 	}
-	// Decided before fn, which may change the row's version id.
-	plain := st.Settings.PlainWrites() && b.VersionID == ""
+	// Decided before fn, which may change the row's version id; the
+	// condition under which the row was read whole.
+	plain := !ReadKeysIfPlain.Data(st.Settings, b.VersionID)
 	if err := fn(tx, now, b); err != nil {
 		return true, nil, err
 	}
@@ -251,7 +275,7 @@ func writeExistingFewStatements(ctx context.Context, tx Tx, ref BlobRef, leaseID
 	if !plain {
 		return true, b, tx.PutBlob(ctx, b)
 	}
-	return true, b, l.CommitReplace(ctx, ReplaceWrite{Row: b})
+	return true, b, l.CommitReplace(ctx, ReplaceWrite{Row: b, Attrs: true})
 }
 
 // commitBlocksFewStatements is CommitBlocks's commit through

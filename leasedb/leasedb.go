@@ -316,6 +316,14 @@ type BlobLeaseWriter interface {
 	SetBlobLease(ctx context.Context, ref BlobRef, l Lease) error
 }
 
+// BlobTagsWriter is an optional Tx method: Set Blob Tags' write, which
+// changes the tags and the lease columns alone (the blob_tags index rows
+// follow the tags), not the content PutBlob would send again. The row
+// must exist (ErrNotFound otherwise) and be locked by the transaction.
+type BlobTagsWriter interface {
+	SetBlobTags(ctx context.Context, ref BlobRef, tags map[string]string, l Lease) error
+}
+
 // Tx is one transaction. Times are the database's: Now is read once per
 // transaction after the first lock is taken (Postgres clock_timestamp()).
 type Tx interface {

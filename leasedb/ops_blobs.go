@@ -365,6 +365,13 @@ func (d *DB) updateBlob(ctx context.Context, ref BlobRef, leaseID string, cond C
 // update-kind conditions, then fn, which may refuse; with newETag the row
 // gets a new ETag and Last-Modified.
 func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool, fn func(tx Tx, now time.Time, b *Blob) error) (*Blob, error) {
+	return d.writeExistingStore(ctx, ref, leaseID, cond, newETag, fn, nil)
+}
+
+// writeExistingStore is writeExisting whose row, once changed, store
+// writes where it is not nil (tx.PutBlob otherwise).
+func (d *DB) writeExistingStore(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, newETag bool,
+	fn func(tx Tx, now time.Time, b *Blob) error, store func(tx Tx, b *Blob) error) (*Blob, error) {
 	var out *Blob
 	generic := func(tx Tx, now time.Time, b *Blob) error {
 		lease, err := checkUpdate(b, leaseID, cond, now)
@@ -381,7 +388,12 @@ func (d *DB) writeExisting(ctx context.Context, ref BlobRef, leaseID string, con
 			}
 			b.LastModified = now
 		}
-		if err := tx.PutBlob(ctx, b); err != nil {
+		if store == nil {
+			err = tx.PutBlob(ctx, b)
+		} else {
+			err = store(tx, b)
+		}
+		if err != nil {
 			return err
 		}
 		out = b

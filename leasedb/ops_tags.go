@@ -15,9 +15,16 @@ import (
 // x-ms-blob-if-* conditions, evaluated under the row lock. tags must already
 // be valid (ValidateTags).
 func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
-	return d.writeExisting(ctx, ref, leaseID, cond, false, func(_ Tx, _ time.Time, b *Blob) error {
+	return d.writeExistingStore(ctx, ref, leaseID, cond, false, func(_ Tx, _ time.Time, b *Blob) error {
 		b.Tags = tags
 		return nil
+	}, func(tx Tx, b *Blob) error {
+		// The tags and the lease (the write's lease check may end an
+		// expired one) are all Set Blob Tags changes of the row.
+		if w, ok := tx.(BlobTagsWriter); ok {
+			return w.SetBlobTags(ctx, BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}, b.Tags, b.Lease)
+		}
+		return tx.PutBlob(ctx, b)
 	})
 }
 

@@ -90,6 +90,27 @@ type commitArgs struct {
 	vals                 [commitReplaceArgs]any
 }
 
+// commitAttrsArgs is the number of commitAttrsSQL's parameters.
+const commitAttrsArgs = 20
+
+// setAttrs puts commitAttrsSQL's arguments in a.vals[:commitAttrsArgs]
+// once setRow put the row's there: the row's columns at
+// sqlq.BlobAttrValues, then etag (the ETag LockForReplace read).
+func (a *commitArgs) setAttrs(etag *string) {
+	var attrs [commitAttrsArgs]any
+	for i, j := range sqlq.BlobAttrValues {
+		attrs[i] = a.vals[j]
+	}
+	attrs[len(sqlq.BlobAttrValues)] = textArg{etag}
+	copy(a.vals[:], attrs[:])
+}
+
+func init() {
+	if len(sqlq.BlobAttrValues)+1 != commitAttrsArgs {
+		panic("leasedb/postgres: commitAttrsArgs is not sqlq.BlobAttrValues and the ETag")
+	}
+}
+
 // commitReplaceArgs is the number of commitReplaceSQL's parameters.
 const commitReplaceArgs = blobColCount + 9
 

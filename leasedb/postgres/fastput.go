@@ -245,7 +245,8 @@ FROM chk, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 
 // commitReplaceLightSQL is CommitReplace's statement for a write with no
 // intents to take and no keys to free (an inline Put Blob over an inline
-// or absent blob, Set Blob Metadata, Set Blob Properties) that drops
+// or absent blob; Set Blob Metadata and Set Blob Properties take
+// commitAttrsSQL) that drops
 // staged blocks LockForReplace saw (else commitReplaceBareSQL): commitReplaceSQL
 // without taken, without the collection entries of free keys and without
 // the checks that guard freeing them (that the name has no other rows
@@ -272,8 +273,9 @@ SELECT CASE WHEN chk.ok THEN 0 ELSE ('` + markStale + ` ' || chk.ok::text)::int 
 
 // commitReplaceBareSQL is CommitReplace's statement for a light write
 // (see commitReplaceLightSQL) where LockForReplace saw no staged block of
-// the name, or that keeps them (Set Blob Metadata, Set Blob Properties):
-// the row's upsert alone, one table written. Executor start-up and finish
+// the name, or that keeps them (DropStaged false; Set Blob Metadata and
+// Set Blob Properties, which keep them, take commitAttrsSQL): the row's
+// upsert alone, one table written. Executor start-up and finish
 // of commitReplaceLightSQL's blocks DELETE and gc_queue INSERT ... ON
 // CONFLICT (their relations and indexes locked and opened, their nodes
 // set up) cost about as much when they touch no row as when they do. The
@@ -294,6 +296,18 @@ var commitReplaceBareSQL = `WITH up AS (` + upsertSQL(blobColCount+3) + `
 	WHERE blobs.etag IS NOT DISTINCT FROM $30::text RETURNING 1)
 SELECT CASE WHEN u.n = 1 AND NOT ($31::bool AND EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3))
 	THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
+FROM (SELECT count(*)::int AS n FROM up) AS u`
+
+// commitAttrsSQL is CommitReplace's statement for a write with Attrs
+// (plain Set Blob Metadata, Set Blob Properties): the UPDATE of the
+// columns they change (sqlq.SetBlobAttrs, $1..$19), the extents, a small
+// blob's bytes stored out of line by TOAST, and extents_keys left as they
+// are, so their TOAST chunks are not written again. The row is locked
+// (LockForReplace), so it can no longer change; its ETag is checked all
+// the same ($20, the one LockForReplace read) and a row that is not the
+// one read fails the statement stale, as commitReplaceBareSQL does.
+var commitAttrsSQL = `WITH up AS (` + sqlq.SetBlobAttrs(dialect.Placeholder) + ` AND etag = $20 RETURNING 1)
+SELECT CASE WHEN u.n = 1 THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
 FROM (SELECT count(*)::int AS n FROM up) AS u`
 
 // errStale is CommitReplace's error when a row of the name appeared that
@@ -326,6 +340,12 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 	sql, args := commitReplaceSQL, a.vals[:]
 	keys := extentsKeys(b.Extents) // each statement's last parameter (upsertSQL)
 	switch {
+	case w.Attrs:
+		if err := w.AttrsErr(); err != nil {
+			return err
+		}
+		a.setAttrs(&rp.etag)
+		sql, args = commitAttrsSQL, a.vals[:commitAttrsArgs]
 	case len(w.Intents) == 0 && len(w.Free) == 0 && (!w.DropStaged || !rp.staged):
 		a.vals[blobColCount], a.vals[blobColCount+1] = nullTextArg{&rp.etag}, w.DropStaged // NULL: the name had no row
 		a.vals[blobColCount+2] = keys

@@ -297,9 +297,10 @@ func TestLockForReplaceKeyState(t *testing.T) {
 // free (an inline Put Blob over an absent or inline blob) commits with
 // CommitReplace's light statement when the name has staged blocks, and
 // that statement still drops them and queues their objects; without
-// staged blocks, and for Set Blob Metadata (which keeps them), with the
-// bare statement (the row's upsert alone); each from its cached generic
-// plan. A write with an intent takes the full one.
+// staged blocks with the bare statement (the row's upsert alone); each
+// from its cached generic plan. Set Blob Metadata (which keeps them)
+// takes none of them, but the UPDATE of its columns. A write with an
+// intent takes the full one.
 func TestPutBlobLightCommit(t *testing.T) {
 	ctx := context.Background()
 	dsn := statementsDB(t)
@@ -330,16 +331,20 @@ func TestPutBlobLightCommit(t *testing.T) {
 		return b
 	}
 	// statements sums the CommitReplace executions since the last call,
-	// bare (the upsert alone), light (no intents taken) and full.
+	// bare (the upsert alone), light (no intents taken) and full; attrs
+	// gets those of the columns' UPDATE (ReplaceWrite.Attrs), which plans
+	// does not count.
+	var attrs int64
 	statements := func() (bare, light, full, plans int64) {
 		t.Helper()
 		if err := conn.QueryRow(ctx, `SELECT
 			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH up AS (INSERT INTO blobs%'), 0)::bigint,
 			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH chk AS MATERIALIZED%' AND query NOT LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
 			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH chk AS MATERIALIZED%' AND query LIKE '%DELETE FROM gc_queue%'), 0)::bigint,
-			coalesce(sum(plans), 0)::bigint
+			coalesce(sum(plans) FILTER (WHERE query NOT LIKE 'WITH up AS (UPDATE blobs%'), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH up AS (UPDATE blobs%'), 0)::bigint
 			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND (query LIKE 'WITH chk AS MATERIALIZED%' OR query LIKE 'WITH up AS (INSERT INTO blobs%')`).Scan(&bare, &light, &full, &plans); err != nil {
+			AND (query LIKE 'WITH chk AS MATERIALIZED%' OR query LIKE 'WITH up AS (INSERT INTO blobs%' OR query LIKE 'WITH up AS (UPDATE blobs%')`).Scan(&bare, &light, &full, &plans, &attrs); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
@@ -414,15 +419,16 @@ func TestPutBlobLightCommit(t *testing.T) {
 		t.Fatalf("the row is %+v, want the last put's (ETag %s)", got, etag)
 	}
 
-	// Set Blob Metadata keeps the staged blocks: the bare statement,
-	// which leaves them as they are.
+	// Set Blob Metadata keeps the staged blocks: the UPDATE of the
+	// columns it changes (ReplaceWrite.Attrs), which leaves them as they
+	// are, and no upsert.
 	stage("n", "YmxrMg==", "kept")
 	if _, err := db.SetBlobMetadata(ctx, leasedb.BlobRef{Account: "a", Container: "c", Name: "n"}, "", leasedb.Conditions{},
 		map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
-	if bare, light, full, _ := statements(); bare != 1 || light != 0 || full != 0 {
-		t.Errorf("Set Blob Metadata: %d bare, %d light and %d full CommitReplace statements, want 1 bare", bare, light, full)
+	if bare, light, full, _ := statements(); attrs != 1 || bare != 0 || light != 0 || full != 0 {
+		t.Errorf("Set Blob Metadata: %d attributes, %d bare, %d light and %d full CommitReplace statements, want 1 attributes", attrs, bare, light, full)
 	}
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM blocks WHERE key = 'kept'`).Scan(&staged); err != nil {
 		t.Fatal(err)

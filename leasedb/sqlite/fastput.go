@@ -123,7 +123,8 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read lease
 
 // CommitReplace implements leasedb.BlobWriteLocker: the intents taken
 // (every one, or nothing is written: ErrIntentLost, and Update rolls back
-// the ones taken), the row stored, the freed keys queued, and the staged
+// the ones taken), the row stored (with Attrs, its changed columns
+// alone: sqlq's SetBlobAttrs), the freed keys queued, and the staged
 // blocks, when LockForReplace saw some, dropped with their objects queued
 // unless the row references them. Update's COMMIT, right after, commits
 // it; no other writer ran since LockForReplace (the write lock).
@@ -135,6 +136,14 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		return fmt.Errorf("leasedb/sqlite: commit replace %s: LockForReplace did not lock it", ref)
 	}
 	t.replacing = nil
+	if w.Attrs {
+		// The columns a plain Set Blob Metadata or Set Blob Properties
+		// changes: the extents (a small blob's bytes) stay as stored.
+		if err := w.AttrsErr(); err != nil {
+			return err
+		}
+		return t.SetBlobAttrs(ctx, b)
+	}
 	for _, k := range w.Intents {
 		ok, err := t.TakeIntent(ctx, k)
 		if err != nil {

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripMetadata", testMetadata},
 		{"RoundTripLeaseSince", testLeaseSince},
 		{"BlobLeaseWrite", testBlobLeaseWrite},
+		{"BlobAttrsWrite", testBlobAttrsWrite},
 		{"RoundTripExtentBlockID", testExtentBlockID},
 		{"RoundTripTierTags", testTierTags},
 		{"FindTagged", testFindTagged},

@@ -202,10 +202,6 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var md5 any // nil []byte must be NULL, not an empty blob
-	if b.Props.ContentMD5 != nil {
-		md5 = b.Props.ContentMD5
-	}
 	tier, tags, err := EncodeTierTags(b)
 	if err != nil {
 		return nil, err
@@ -216,9 +212,36 @@ func BlobValues(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
 	}
 	return []any{b.Account, b.Container, b.Name, b.Type, b.ETag, toTime(b.Created), toTime(b.LastModified), b.Size,
 		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
-		b.Props.CacheControl, md5, meta, ext, b.BlockCount,
+		b.Props.CacheControl, md5Arg(b.Props), meta, ext, b.BlockCount,
 		b.Lease.ID, b.Lease.State, b.Lease.Duration, toTime(b.Lease.Expires), toTime(b.Lease.BreakAt), toTime(b.Lease.Since),
 		tier, tags, copyInfo, BoolInt(b.Sealed), b.VersionID, b.SequenceNumber}, nil
+}
+
+// md5Arg is p's Content-MD5 column: nil []byte must be NULL, not an
+// empty blob.
+func md5Arg(p leasedb.Props) any {
+	if p.ContentMD5 != nil {
+		return p.ContentMD5
+	}
+	return nil
+}
+
+// BlobAttrArgs are SetBlobAttrs' arguments for b: BlobValues at
+// BlobAttrValues, without encoding the extents.
+func BlobAttrArgs(b *leasedb.Blob, toTime func(time.Time) any) ([]any, error) {
+	meta, err := leasedb.EncodeMetadata(b.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	copyInfo, err := leasedb.EncodeCopy(b.Copy)
+	if err != nil {
+		return nil, err
+	}
+	return []any{b.Account, b.Container, b.Name, b.ETag, toTime(b.LastModified),
+		b.Props.ContentType, b.Props.ContentEncoding, b.Props.ContentLanguage, b.Props.ContentDisposition,
+		b.Props.CacheControl, md5Arg(b.Props), meta,
+		b.Lease.ID, b.Lease.State, b.Lease.Duration, toTime(b.Lease.Expires), toTime(b.Lease.BreakAt), toTime(b.Lease.Since),
+		copyInfo}, nil
 }
 
 // containerRow holds one row of ContainerCols as scanned, before decoding.

@@ -36,6 +36,12 @@ type Driver[T any] struct {
 	// SetBlobLease's statement, built on first use.
 	setLeaseOnce sync.Once
 	setLeaseSQL  string
+	// SetBlobAttrs' statement, built on first use.
+	setAttrsOnce sync.Once
+	setAttrsSQL  string
+	// SetBlobTags' statement, built on first use.
+	setTagsOnce sync.Once
+	setTagsSQL  string
 }
 
 // Tx holds the leasedb.Tx methods whose Go is the same in both drivers
@@ -178,8 +184,40 @@ func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leas
 	return out, nil
 }
 
-// Both drivers' transactions embed Tx, and so offer BlobLeaseWriter.
-var _ leasedb.BlobLeaseWriter = Tx[time.Time]{}
+// Both drivers' transactions embed Tx, and so offer BlobLeaseWriter and
+// BlobTagsWriter.
+var (
+	_ leasedb.BlobLeaseWriter = Tx[time.Time]{}
+	_ leasedb.BlobTagsWriter  = Tx[time.Time]{}
+)
+
+// SetBlobTags implements leasedb.BlobTagsWriter.
+func (t Tx[T]) SetBlobTags(ctx context.Context, ref leasedb.BlobRef, tags map[string]string, l leasedb.Lease) error {
+	if err := CheckText(t.D.Name, ref.Account, ref.Container, ref.Name, l.ID); err != nil {
+		return err
+	}
+	_, enc, err := EncodeTierTags(&leasedb.Blob{Tags: tags})
+	if err != nil {
+		return err
+	}
+	t.D.setTagsOnce.Do(func() { t.D.setTagsSQL = SetBlobTags(t.D.Placeholder) })
+	return t.execBlobRow(ctx, "set tags", ref, t.D.setTagsSQL, ref.Account, ref.Container, ref.Name, enc,
+		l.ID, l.State, l.Duration, t.D.ToTime(l.Expires), t.D.ToTime(l.BreakAt), t.D.ToTime(l.Since))
+}
+
+// execBlobRow runs q, a write of ref's row: ErrNotFound when the row is
+// not there. The error's text (what names the write) is built only when
+// there is one.
+func (t Tx[T]) execBlobRow(ctx context.Context, what string, ref leasedb.BlobRef, q string, args ...any) error {
+	n, err := t.Q.Exec(ctx, q, args...)
+	if err != nil {
+		return t.errorf(ctx, err, "%s of %s", what, ref)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %s of %s: %w", t.D.Name, what, ref, leasedb.ErrNotFound)
+	}
+	return nil
+}
 
 // SetBlobLease implements leasedb.BlobLeaseWriter. Lease Blob is a small
 // operation on the hot path: its statement text is built once per driver,
@@ -189,15 +227,25 @@ func (t Tx[T]) SetBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.
 		return err
 	}
 	t.D.setLeaseOnce.Do(func() { t.D.setLeaseSQL = SetBlobLease(t.D.Placeholder) })
-	n, err := t.Q.Exec(ctx, t.D.setLeaseSQL, ref.Account, ref.Container, ref.Name,
+	return t.execBlobRow(ctx, "set lease", ref, t.D.setLeaseSQL, ref.Account, ref.Container, ref.Name,
 		l.ID, l.State, l.Duration, t.D.ToTime(l.Expires), t.D.ToTime(l.BreakAt), t.D.ToTime(l.Since))
+}
+
+// SetBlobAttrs writes the columns of b that a plain Set Blob Metadata or
+// Set Blob Properties changes (SetBlobAttrs' statement), not its extents:
+// the write of a leasedb.ReplaceWrite with Attrs. A row that is not there
+// is ErrNotFound.
+func (t Tx[T]) SetBlobAttrs(ctx context.Context, b *leasedb.Blob) error {
+	ref := leasedb.BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}
+	if err := CheckText(t.D.Name, ref.Account, ref.Container, ref.Name, b.Lease.ID); err != nil {
+		return err
+	}
+	vals, err := BlobAttrArgs(b, t.D.ToTime)
 	if err != nil {
-		return t.errorf(ctx, err, "set lease of %s", ref)
+		return err
 	}
-	if n == 0 {
-		return fmt.Errorf("%s: set lease of %s: %w", t.D.Name, ref, leasedb.ErrNotFound)
-	}
-	return nil
+	t.D.setAttrsOnce.Do(func() { t.D.setAttrsSQL = SetBlobAttrs(t.D.Placeholder) })
+	return t.execBlobRow(ctx, "set properties", ref, t.D.setAttrsSQL, vals...)
 }
 
 // PutVersion implements leasedb.Tx. A missing container is ErrNotFound

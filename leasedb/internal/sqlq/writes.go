@@ -81,6 +81,58 @@ func SetBlobLease(placeholder func(n int) string) string {
 		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
 }
 
+// blobAttrCols are the columns a plain Set Blob Metadata or Set Blob
+// Properties changes (leasedb.ReplaceWrite.Attrs): ETag, Last-Modified,
+// the content properties, the metadata, the lease (the write's lease
+// check may end an expired one) and the copy (Set Blob Properties clears
+// it). The type, creation time, size, extents, block count, tier, tags,
+// seal, version id and sequence number stay.
+var blobAttrCols = []string{"etag", "last_modified", "content_type", "content_encoding", "content_language",
+	"content_disposition", "cache_control", "content_md5", "metadata", "lease_id", "lease_state", "lease_duration",
+	"lease_expires", "lease_break_at", "lease_since", "copy_info"}
+
+// BlobAttrValues are the positions in BlobValues (BlobCols order) of
+// SetBlobAttrs' parameters: account, container and name, then
+// blobAttrCols.
+var BlobAttrValues = func() []int {
+	pos := map[string]int{}
+	for i, c := range strings.Split(BlobCols, ",") {
+		pos[strings.TrimSpace(c)] = i
+	}
+	out := []int{pos["account"], pos["container"], pos["name"]}
+	for _, c := range blobAttrCols {
+		out = append(out, pos[c])
+	}
+	return out
+}()
+
+// SetBlobAttrs is the UPDATE of blobAttrCols of one blob row ($1..$3 the
+// name, $4.. the columns in blobAttrCols order: the values of BlobValues
+// at BlobAttrValues). The placeholders must be numbered.
+func SetBlobAttrs(placeholder func(n int) string) string {
+	var b strings.Builder
+	b.WriteString("UPDATE blobs SET ")
+	for i, c := range blobAttrCols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = " + placeholder(4+i))
+	}
+	b.WriteString(" WHERE account = " + placeholder(1) + " AND container = " + placeholder(2) + " AND name = " + placeholder(3))
+	return b.String()
+}
+
+// SetBlobTags is Tx.SetBlobTags' statement: the tags ($4, as
+// EncodeTierTags stores them) and the lease columns ($5..$10 as BlobValues
+// has them) of one blob row ($1..$3 the name). The placeholders must be
+// numbered.
+func SetBlobTags(placeholder func(n int) string) string {
+	p := placeholder
+	return `UPDATE blobs SET tags = ` + p(4) + `, lease_id = ` + p(5) + `, lease_state = ` + p(6) + `, lease_duration = ` + p(7) + `,
+			lease_expires = ` + p(8) + `, lease_break_at = ` + p(9) + `, lease_since = ` + p(10) + `
+		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
+}
+
 // VersionCols are the columns of a version row: BlobCols (version_id,
 // part of the key, among them).
 const VersionCols = BlobCols
