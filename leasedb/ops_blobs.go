@@ -416,6 +416,9 @@ func (d *DB) writeExistingStore(ctx context.Context, ref BlobRef, leaseID string
 // SetBlobProperties replaces the blob's system properties wholesale (as
 // Azure does: properties not sent are cleared), keeping Content-MD5 unless
 // a new one is given. The blob stops reporting the copy that wrote it.
+// The blob returned is for the answer's headers (ETag, Last-Modified):
+// on a plain account its extents were read without a small blob's inline
+// bytes (ReplaceState.NoData), so they must not be read for its content.
 func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, p Props) (*Blob, error) {
 	return d.updateBlob(ctx, ref, leaseID, cond, func(b *Blob) {
 		// Set Blob Properties: a content property the request does not
@@ -427,7 +430,9 @@ func (d *DB) SetBlobProperties(ctx context.Context, ref BlobRef, leaseID string,
 
 // SetBlobMetadata replaces the blob's metadata. With versioning on it is
 // a new version (Azure versions Set Blob Metadata, not Set Blob
-// Properties): the blob as it was is kept as the previous version.
+// Properties): the blob as it was is kept as the previous version. The
+// blob returned is for the answer's headers (ETag, Last-Modified,
+// x-ms-version-id), as SetBlobProperties's is.
 func (d *DB) SetBlobMetadata(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
