@@ -371,29 +371,35 @@ func (t *tx) CommitReplace(ctx context.Context, w leasedb.ReplaceWrite) error {
 		return nil
 	}
 	what := fmt.Sprintf("leasedb/postgres: commit replace %s/%s/%s", b.Account, b.Container, b.Name)
-	if werr != nil {
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markStale):
-			return fmt.Errorf("%s: %w", what, errStale)
-		case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markIntentLost):
-			return fmt.Errorf("%s: %w", what, leasedb.ErrIntentLost)
-		case errors.As(werr, &pgErr) && pgErr.Code == codeForeignKeyViolation:
-			return fmt.Errorf("%s: container: %w", what, leasedb.ErrNotFound)
-		case errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr):
-			// The server refused the write (COMMIT, after it in the
-			// batch, was skipped), or nothing reached it.
-			return fmt.Errorf("%s: %w", what, werr)
-		}
-		// The connection failed with the batch (COMMIT in it) sent.
-		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markStale):
+		return fmt.Errorf("%s: %w", what, errStale)
+	case errors.As(werr, &pgErr) && strings.Contains(pgErr.Message, markIntentLost):
+		return fmt.Errorf("%s: %w", what, leasedb.ErrIntentLost)
+	case errors.As(werr, &pgErr) && pgErr.Code == codeForeignKeyViolation:
+		return fmt.Errorf("%s: container: %w", what, leasedb.ErrNotFound)
 	}
-	if cerr != nil {
-		if commitRefused(cerr) {
-			return fmt.Errorf("%s: commit: %w", what, cerr)
-		}
+	return commitPairError(what, werr, cerr)
+}
+
+// commitPairError words the failure of a write sent with COMMIT in one
+// round trip (lazyTx.commitPair): the write's (werr), COMMIT's (cerr), or
+// COMMIT answered ROLLBACK (both nil). A write the server refused, or one
+// that never left, failed (COMMIT, after it, was skipped); one sent on a
+// connection that then failed, and a COMMIT not certainly refused, leave
+// the outcome unknown.
+func commitPairError(what string, werr, cerr error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case werr != nil && (errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr)):
+		return fmt.Errorf("%s: %w", what, werr)
+	case werr != nil:
+		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
+	case cerr != nil && commitRefused(cerr):
+		return fmt.Errorf("%s: commit: %w", what, cerr)
+	case cerr != nil:
 		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
 	}
-	// COMMIT answered ROLLBACK.
 	return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
 }

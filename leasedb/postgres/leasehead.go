@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/internal/sqlq"
@@ -99,29 +98,15 @@ func (t *tx) CommitBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb
 	return commitLeaseError(ref, werr, cerr)
 }
 
-// commitLeaseError words CommitBlobLease's failure: the write's (werr),
-// COMMIT's (cerr), or COMMIT answered ROLLBACK (both nil).
+// commitLeaseError words CommitBlobLease's failure (commitPairError).
 func commitLeaseError(ref leasedb.BlobRef, werr, cerr error) error {
 	what := "leasedb/postgres: commit lease of " + ref.String()
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.Is(werr, pgx.ErrNoRows):
+	if errors.Is(werr, pgx.ErrNoRows) {
 		// The row LockBlob locked is gone: it cannot be, as no one
 		// else may delete it before this transaction ends.
 		return fmt.Errorf("%s: %w", what, leasedb.ErrNotFound)
-	case werr != nil && (errors.As(werr, &pgErr) || pgconn.SafeToRetry(werr)):
-		// The server refused the write (COMMIT, after it, was
-		// skipped), or nothing reached it.
-		return fmt.Errorf("%s: %w", what, werr)
-	case werr != nil:
-		// The connection failed with the pair (COMMIT in it) sent.
-		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, werr)
-	case cerr != nil && commitRefused(cerr):
-		return fmt.Errorf("%s: commit: %w", what, cerr)
-	case cerr != nil:
-		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, cerr)
 	}
-	return fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
+	return commitPairError(what, werr, cerr)
 }
 
 // scanOneBlobHead is sqlq.ScanOneBlobHead for the row of lockBlobSQL,

@@ -75,10 +75,25 @@ func PutBlobWith(placeholder func(n int) string, col, val string) string {
 // blob row ($1..$3 the name, $4..$9 the lease as BlobValues has it). The
 // placeholders must be numbered.
 func SetBlobLease(placeholder func(n int) string) string {
-	p := placeholder
-	return `UPDATE blobs SET lease_id = ` + p(4) + `, lease_state = ` + p(5) + `, lease_duration = ` + p(6) + `,
-			lease_expires = ` + p(7) + `, lease_break_at = ` + p(8) + `, lease_since = ` + p(9) + `
-		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
+	return setBlobColumns(placeholder, blobLeaseCols)
+}
+
+// blobLeaseCols are the lease columns, in BlobCols order.
+var blobLeaseCols = []string{"lease_id", "lease_state", "lease_duration", "lease_expires", "lease_break_at", "lease_since"}
+
+// setBlobColumns is the UPDATE of cols of one blob row: $1..$3 the name,
+// $4.. the columns in cols' order. The placeholders must be numbered.
+func setBlobColumns(placeholder func(n int) string, cols []string) string {
+	var b strings.Builder
+	b.WriteString("UPDATE blobs SET ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = " + placeholder(4+i))
+	}
+	b.WriteString(" WHERE account = " + placeholder(1) + " AND container = " + placeholder(2) + " AND name = " + placeholder(3))
+	return b.String()
 }
 
 // blobAttrCols are the columns a plain Set Blob Metadata or Set Blob
@@ -110,16 +125,7 @@ var BlobAttrValues = func() []int {
 // name, $4.. the columns in blobAttrCols order: the values of BlobValues
 // at BlobAttrValues). The placeholders must be numbered.
 func SetBlobAttrs(placeholder func(n int) string) string {
-	var b strings.Builder
-	b.WriteString("UPDATE blobs SET ")
-	for i, c := range blobAttrCols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(c + " = " + placeholder(4+i))
-	}
-	b.WriteString(" WHERE account = " + placeholder(1) + " AND container = " + placeholder(2) + " AND name = " + placeholder(3))
-	return b.String()
+	return setBlobColumns(placeholder, blobAttrCols)
 }
 
 // SetBlobTags is Tx.SetBlobTags' statement: the tags ($4, as
@@ -127,10 +133,7 @@ func SetBlobAttrs(placeholder func(n int) string) string {
 // has them) of one blob row ($1..$3 the name). The placeholders must be
 // numbered.
 func SetBlobTags(placeholder func(n int) string) string {
-	p := placeholder
-	return `UPDATE blobs SET tags = ` + p(4) + `, lease_id = ` + p(5) + `, lease_state = ` + p(6) + `, lease_duration = ` + p(7) + `,
-			lease_expires = ` + p(8) + `, lease_break_at = ` + p(9) + `, lease_since = ` + p(10) + `
-		WHERE account = ` + p(1) + ` AND container = ` + p(2) + ` AND name = ` + p(3)
+	return setBlobColumns(placeholder, append([]string{"tags"}, blobLeaseCols...))
 }
 
 // VersionCols are the columns of a version row: BlobCols (version_id,
