@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/internal/md5lanes"
 )
 
 // TestCreateOnlyRace: 32 goroutines released together doing Put Blob with
@@ -208,6 +209,7 @@ func TestCollection(t *testing.T) {
 		}
 
 		// Interrupted upload: announce 1 MiB, send 100 KiB, hang up.
+		large0 := md5lanes.Stats().Large
 		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"gcc/cut", nil)
 		req.ContentLength = 1 << 20
 		req.Header.Set("x-ms-blob-type", "BlockBlob")
@@ -243,6 +245,8 @@ func TestCollection(t *testing.T) {
 		}
 		_, err = b.client.ServiceClient().NewContainerClient("gcc").NewBlobClient("cut").GetProperties(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
+		// The body's MD5 (a large body: md5lanes) was given back.
+		wantLargeBodies(t, large0, "after the interrupted upload")
 
 		// Deleting the container queues its blobs' bytes.
 		if _, err := b.client.DeleteContainer(ctx, "gcc", nil); err != nil {

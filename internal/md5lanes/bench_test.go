@@ -27,7 +27,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkStreams(b *testing.B) {
 	const size, chunk = 16 << 20, 64 << 10
 	data := body(9, size)
-	for _, streams := range []int{1, 2, 3, 8, 16} {
+	for _, streams := range []int{1, 2, 3, 4, 6, 8, 16} {
 		for _, kind := range []string{"crypto", "lanes"} {
 			b.Run(fmt.Sprintf("%s/streams=%d", kind, streams), func(b *testing.B) {
 				b.SetBytes(int64(size * streams))
