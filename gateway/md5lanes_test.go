@@ -1,13 +1,10 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
 	"fmt"
-	"net"
-	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
@@ -154,21 +151,7 @@ func TestLaneMD5ClientGone(t *testing.T) {
 	for i := range 3 {
 		// Announce 4 MiB, send 1.5 MiB, hang up.
 		name := "cut" + strconv.Itoa(i)
-		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"gone/"+name, nil)
-		req.ContentLength = 4 << 20
-		req.Header.Set("x-ms-blob-type", "BlockBlob")
-		req.Header.Set("Content-Length", strconv.Itoa(4<<20))
-		b.sign(t, req)
-		conn, err := net.Dial("tcp", b.servers[0].Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := bufio.NewWriter(conn)
-		fmt.Fprintf(w, "PUT %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.URL.Host)
-		req.Header.Write(w)
-		fmt.Fprintf(w, "\r\n")
-		w.Write(randBytes(3<<19, int64(i)))
-		w.Flush()
+		conn := b.startPut(t, "gone/"+name, 4<<20, randBytes(3<<19, int64(i)))
 		// The body is being hashed: the handler holds a large body.
 		deadline := time.Now().Add(10 * time.Second)
 		for md5lanes.Stats().Large <= held && time.Now().Before(deadline) {
@@ -179,7 +162,7 @@ func TestLaneMD5ClientGone(t *testing.T) {
 		}
 		conn.Close()
 		wantLargeBodies(t, held, "after the client hung up")
-		_, err = blockClient(b.client, "gone", name).GetProperties(ctx, nil)
+		_, err := blockClient(b.client, "gone", name).GetProperties(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
 	}
 	if got := md5lanes.Stats().Lanes - c0.Lanes; md5lanes.Lanes && got < 3 {
