@@ -167,10 +167,13 @@ func (l *lane) Sum(b []byte) []byte {
 	return l.h.Sum(b)
 }
 
+// Reset starts the digest over; on a closed lane it does nothing.
 func (l *lane) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.h.Reset()
+	if l.sv != nil {
+		l.h.Reset()
+	}
 }
 
 func (l *lane) Size() int      { return md5.Size }
