@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -210,22 +209,7 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 			}
 			return nil
 		})
-		mine := func(keys []string) []string {
-			var out []string
-			for _, key := range keys {
-				if strings.HasPrefix(key, account+"/") {
-					out = append(out, strings.TrimPrefix(key, account+"/"))
-				}
-			}
-			sort.Strings(out)
-			return out
-		}
-		res.queued = mine(keysOf(t, s))
-		due, err := s.ClaimDue(ctx, 1000, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.due = mine(due)
+		res.queued, res.due = accountQueue(t, s, account)
 		return res
 	}
 	fast := run(&leasedb.DB{Store: s, Grace: time.Hour}, "fastpath")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,4 +300,27 @@ func fillNeighbour(ctx context.Context, tx leasedb.Tx, names []string, suffix st
 		}
 	}
 	return nil
+}
+
+// accountQueue is what the collection queue holds of account's keys
+// (those under "account/", the prefix cut), and of those what ClaimDue
+// claims at once: each sorted.
+func accountQueue(t *testing.T, s leasedb.Store, account string) (queued, due []string) {
+	t.Helper()
+	mine := func(keys []string) []string {
+		var out []string
+		for _, key := range keys {
+			if strings.HasPrefix(key, account+"/") {
+				out = append(out, strings.TrimPrefix(key, account+"/"))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	queued = mine(keysOf(t, s))
+	claimed, err := s.ClaimDue(ctxT(t), 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queued, mine(claimed)
 }

@@ -93,16 +93,6 @@ func testStageBlockPaths(t *testing.T, s leasedb.Store) {
 		stage("inline, any length", "c", "inline", id("abcdefgh"), "inline-1", true, "")
 		stage("unleased blob, lease id", "c", "plain", id("abcdefgj"), "plain-2", true, leaseID)
 
-		mine := func(keys []string) []string {
-			var out []string
-			for _, key := range keys {
-				if strings.HasPrefix(key, account+"/") {
-					out = append(out, strings.TrimPrefix(key, account+"/"))
-				}
-			}
-			slices.Sort(out)
-			return out
-		}
 		view(t, s, func(ctx context.Context, tx leasedb.Tx) error {
 			for _, name := range []string{"b", "b2", "absent", "leased", "append", "committed", "plain", "inline"} {
 				blocks, err := tx.Blocks(ctx, account, "c", name)
@@ -118,12 +108,7 @@ func testStageBlockPaths(t *testing.T, s leasedb.Store) {
 			}
 			return nil
 		})
-		res.queued = mine(keysOf(t, s))
-		due, err := s.ClaimDue(ctx, 1000, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.due = mine(due)
+		res.queued, res.due = accountQueue(t, s, account)
 		return res
 	}
 	fast := run(&leasedb.DB{Store: s, StagedBlockLimit: 3}, "fastpath")
