@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -94,16 +93,7 @@ func TestPutBlockRefusals(t *testing.T) {
 				if f.expect {
 					req.Header.Set("Expect", "100-continue")
 				}
-				for k, v := range c.hdr {
-					req.Header.Set(k, v)
-				}
-				b.sign(t, req)
-				resp, err := client.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				resp := b.sendVia(t, client, req, c.hdr)
 				wantStatus(t, resp, c.status, string(c.code), f.name+": "+c.name)
 				// The pre-check decides on the row's type and lease; the
 				// staged and committed blocks' id length, and the body's

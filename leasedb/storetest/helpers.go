@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -323,4 +324,25 @@ func accountQueue(t *testing.T, s leasedb.Store, account string) (queued, due []
 		t.Fatal(err)
 	}
 	return queued, mine(claimed)
+}
+
+// stepOutcome is a step's outcome as the paths tests compare them: "step:
+// ok", or "step: " and the Azure error code; any other error fails t.
+func stepOutcome(t *testing.T, account, step string, err error) string {
+	t.Helper()
+	code := "ok"
+	if e, ok := svcerr.As(err); ok {
+		code = string(e.Code)
+	} else if err != nil {
+		t.Fatalf("%s %s: %v", account, step, err)
+	}
+	return step + ": " + code
+}
+
+// insertAccountContainer inserts container c of account.
+func insertAccountContainer(t *testing.T, s leasedb.Store, account string) {
+	t.Helper()
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: account, Name: "c", ETag: `"0x8D0000000000001"`, LastModified: base})
+	})
 }

@@ -40,9 +40,7 @@ func testStageBlockPaths(t *testing.T, s leasedb.Store) {
 		var res result
 		k := func(n string) string { return account + "/" + n }
 		now := dbNow(t, s)
-		update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-			return tx.InsertContainer(ctx, &leasedb.Container{Account: account, Name: "c", ETag: `"0x8D0000000000001"`, LastModified: base})
-		})
+		insertAccountContainer(t, s, account)
 		// The committed rows the blocks are staged beside.
 		row := func(name, typ string, lease leasedb.Lease, extents ...leasedb.Extent) {
 			b := fullBlob("c", name)
@@ -62,13 +60,7 @@ func testStageBlockPaths(t *testing.T, s leasedb.Store) {
 			}
 			err := db.StageBlock(ctx, leasedb.StageBlockRequest{Ref: leasedb.BlobRef{Account: account, Container: container, Name: name},
 				Block: leasedb.Block{ID: blockID, Key: k(key), Size: int64(len(key))}, LeaseID: lease})
-			code := "ok"
-			if e, ok := svcerr.As(err); ok {
-				code = string(e.Code)
-			} else if err != nil {
-				t.Fatalf("%s %s: %v", account, step, err)
-			}
-			res.outcomes = append(res.outcomes, step+": "+code)
+			res.outcomes = append(res.outcomes, stepOutcome(t, account, step, err))
 		}
 		stage("new", "c", "b", id("aaa"), "b-a1", true, "")
 		stage("same id again", "c", "b", id("aaa"), "b-a2", true, "")
