@@ -87,7 +87,7 @@ const (
 // block id, $5 its key, $6 its size, $7 its staged time, which is also
 // the due time of the replaced key's collection; $8 whether LockForStage
 // found no row; $9 the staged block limit). It runs under the locks
-// LockForStage took, on a snapshot taken after them, so chk sees every
+// LockForStage took, on a snapshot taken after them, so state sees every
 // block staged and the row as committed before the lock was granted, and
 // all its CTEs see the name as it is before the write: old is the key of
 // the block staged under the same id, which nothing references (it is
@@ -99,7 +99,7 @@ const (
 // it only unclaimed, as commitReplaceSQL's does: a claimed one (the
 // collector is about to delete the object) fails the statement, which
 // undoes its delete.
-var commitStageSQL = `WITH chk AS MATERIALIZED (SELECT
+var commitStageSQL = `WITH state AS MATERIALIZED (SELECT
 	NOT ($8::bool AND EXISTS (SELECT 1 FROM blobs WHERE account = $1 AND container = $2 AND name = $3)) AS fresh,
 	count(*)::int AS n, COALESCE(max(length(block_id)), 0)::int AS len
 	FROM blocks WHERE account = $1 AND container = $2 AND blob = $3),
@@ -116,7 +116,7 @@ SELECT CASE WHEN NOT c.fresh THEN ('` + markStale + ` ' || c.n)::int
 	WHEN c.n >= $9::int THEN ('` + markStagedLimit + ` ' || c.n)::int
 	WHEN t.n <> 1 THEN ('` + markIntentLost + ` ' || t.n)::int
 	ELSE t.n END
-FROM chk AS c, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
+FROM state AS c, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 
 // staging is what LockForStage locked, for CommitStage.
 type staging struct {
