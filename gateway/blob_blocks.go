@@ -81,7 +81,7 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	// The pre-check (a read transaction of its own) runs first only where
+	// The pre-check (a read of its own) runs first only where
 	// it pays, as Put Blob's does (precheckFirst): a small body is read
 	// and staged first and the commit decides, with the pre-check's
 	// rules and codes. A request whose body fails runs it late, so its
