@@ -81,14 +81,32 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
-	if err := s.db.PrecheckBlock(r.Context(), req.ref(), leaseID); err != nil {
-		return err
+	// The pre-check (a read of its own) runs first only where
+	// it pays, as Put Blob's does (precheckFirst): a small body is read
+	// and staged first and the commit decides, with the pre-check's
+	// rules and codes. A request whose body fails runs it late, so its
+	// refusals still come before the body's.
+	ctx := r.Context()
+	early := precheckFirst(r, size)
+	if early {
+		if err := s.db.PrecheckBlock(ctx, req.ref(), leaseID); err != nil {
+			return err
+		}
 	}
 	ext, sum, err := s.readBody(r, size, false)
 	if err != nil {
+		if !early {
+			// Only a refusal of the request counts: a failure of the
+			// pre-check itself leaves the body's error to answer.
+			if perr := s.db.PrecheckBlock(ctx, req.ref(), leaseID); perr != nil {
+				if _, ok := svcerr.As(perr); ok {
+					return perr
+				}
+			}
+		}
 		return err
 	}
-	return s.stageBlock(r.Context(), w, req, leaseID, id, ext, sum)
+	return s.stageBlock(ctx, w, req, leaseID, id, ext, sum)
 }
 
 // stageBlock commits ext, written to the backend, as the staged block id

@@ -175,13 +175,13 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, req *request) e
 	return nil
 }
 
-// precheckBodyMin is the body size above which Put Blob runs its
-// pre-check before it reads the body: reading and staging up to 1 MiB that
-// a refusal would discard costs about what the pre-check's own
+// precheckBodyMin is the body size above which Put Blob and Put Block run
+// their pre-check before they read the body: reading and staging up to
+// 1 MiB that a refusal would discard costs about what the pre-check's own
 // transaction costs every request, so below it the commit alone decides.
 const precheckBodyMin = 1 << 20
 
-// precheckFirst reports whether a Put Blob of size bytes runs its
+// precheckFirst reports whether a Put Blob (or Put Block) of size bytes runs its
 // pre-check before reading the body: a body over precheckBodyMin, or a
 // client that sent Expect: 100-continue (it waits for our word before it
 // sends the body, and a refusal then spares it sending the body at all).

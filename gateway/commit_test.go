@@ -32,11 +32,13 @@ func setupProxied(t *testing.T, kind string) (*bundle, *pgtest.Proxy) {
 
 // commitOfStagedBytes matches the COMMIT of a transaction that takes an
 // upload intent: the commit of a Put Blob (its one write statement takes
-// the intents of an array), Put Block or Append Block (never the key
-// pool's intent batches or a read).
+// the intents of an array), Put Block (its one write statement takes the
+// block's intent) or Append Block (never the key pool's intent batches or
+// a read).
 func commitOfStagedBytes(q pgtest.Query) bool {
 	return q.IsCommit() && (q.InTx("DELETE FROM gc_queue WHERE key = $1 AND is_intent") ||
-		q.InTx("DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent"))
+		q.InTx("DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent") ||
+		q.InTx("DELETE FROM gc_queue WHERE key = $5::text AND is_intent"))
 }
 
 // TestUncertainCommitKeepsBytes: the gateway's connection to Postgres is

@@ -90,17 +90,7 @@ func TestPutBlobExpectContinue(t *testing.T) {
 			req.ContentLength = 4 << 10
 			req.Header.Set("Expect", "100-continue")
 			req.Header.Set("x-ms-blob-type", "BlockBlob")
-			for k, v := range hdr {
-				req.Header.Set(k, v)
-			}
-			b.sign(t, req)
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp, body
+			return b.sendVia(t, client, req, hdr), body
 		}
 		resp, body := put(map[string]string{"If-Match": `"0x1"`})
 		wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Expect: 100-continue, If-Match wrong")
@@ -113,4 +103,21 @@ func TestPutBlobExpectContinue(t *testing.T) {
 			t.Fatal("the body of an accepted Put Blob was never read")
 		}
 	})
+}
+
+// sendVia sets hdr on req, signs it and sends it with client (one that
+// waits for 100 Continue, say); the response's body is read and closed.
+func (b *bundle) sendVia(t *testing.T, client *http.Client, req *http.Request, hdr map[string]string) *http.Response {
+	t.Helper()
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	b.sign(t, req)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }

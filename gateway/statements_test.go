@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -39,6 +40,8 @@ var statementCeilings = map[string]struct{ statements, roundTrips, transactions 
 	"Put Blob If-Match inline": {4, 2, 1},
 	"Lease Blob acquire":       {4, 2, 1},
 	"Put Block List":           {5, 3, 1},
+	"Put Block small":          {4, 2, 1},
+	"Put Block large":          {5, 3, 1},
 	"Set Blob Metadata":        {4, 2, 1},
 	"Set Blob Properties":      {4, 2, 1},
 	"Get Blob":                 {1, 1, 0},
@@ -50,7 +53,8 @@ var statementCeilings = map[string]struct{ statements, roundTrips, transactions 
 // counter, the SQL statements and transactions of one 4 KiB Put Blob with
 // If-Match (its body staged, and again kept inline on a second gateway),
 // one Lease Blob acquire, one Put Block List of a staged block
-// (the Put Block not counted), one Set Blob Metadata, one Set Blob
+// (the Put Block not counted), one Put Block of 4 KiB and one of just
+// over 1 MiB (which runs the pre-check first), one Set Blob Metadata, one Set Blob
 // Properties, one Get Blob, one Get Blob Properties and one Get Container
 // Properties sent by the Azure SDK, and holds each to its ceiling.
 func TestStatementsPerOperation(t *testing.T) {
@@ -205,6 +209,23 @@ func TestStatementsPerOperation(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// Put Block: a small body is read first and the commit decides; a
+	// body over 1 MiB runs the pre-check (a read transaction) first.
+	blocks := cc.NewBlockBlobClient("blocks")
+	nBlocks := 0
+	for _, pb := range []struct {
+		name string
+		size int
+	}{{"Put Block small", 4 << 10}, {"Put Block large", 1<<20 + 1}} {
+		body := bytes.Repeat([]byte("b"), pb.size)
+		measure(pb.name, func() {
+			nBlocks++
+			id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "block-%04d", nBlocks))
+			if _, err := blocks.StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(body)), nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 	measure("Set Blob Metadata", func() {
 		if _, err := bb.SetMetadata(ctx, map[string]*string{"k": to.Ptr("v")}, nil); err != nil {
 			t.Fatal(err)

@@ -23,6 +23,10 @@ type DB struct {
 	// (DeleteRetentionPolicy Days); 0 is 24 h. Only tests shorten it, to
 	// see a retention pass without waiting a day.
 	RetentionDay time.Duration
+	// StagedBlockLimit is the most staged blocks a blob name may have
+	// (Put Block: 409 BlockCountExceedsLimit); 0 is MaxUncommittedBlocks.
+	// Only tests lower it, to reach it without staging 100,000 blocks.
+	StagedBlockLimit int
 }
 
 // BlobRef names a blob.

@@ -27,41 +27,184 @@ type StageBlockRequest struct {
 
 // StageBlock records a staged block (Put Block): the committed blob, if
 // any, must be a block blob and its lease honoured; block ids of one blob
-// share one length; at most 100,000 staged blocks. A block staged again
-// under the same id replaces the earlier one, whose object is collected at
-// once (nothing ever referenced it). The committed blob's ETag is unchanged.
+// share one length; at most 100,000 staged blocks (DB.StagedBlockLimit).
+// A block staged again under the same id replaces the earlier one, whose
+// object is collected at once (nothing ever referenced it). The committed
+// blob's ETag is unchanged. Where the transaction offers BlockStager the
+// commit takes its two statements (stageBlockFewStatements), else the Tx
+// sequence below; the outcomes are the same (storetest's StageBlockPaths).
 func (d *DB) StageBlock(ctx context.Context, req StageBlockRequest) error {
-	return d.blobTx(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		if err := checkBlockTarget(b, req.LeaseID, now); err != nil {
-			return err
+	limit := d.stagedLimit()
+	return d.Store.Update(ctx, func(tx Tx) error {
+		if s, ok := tx.(BlockStager); ok {
+			return stageBlockFewStatements(ctx, s, req, limit)
 		}
-		count, idLen, err := tx.BlockStats(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
-		if err != nil {
-			return err
-		}
-		if count > 0 && idLen != len(req.Block.ID) {
-			return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
-		}
-		if b != nil && len(b.Extents) > 0 && b.Extents[0].BlockID != "" && len(b.Extents[0].BlockID) != len(req.Block.ID) {
-			return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
-		}
-		if count >= MaxUncommittedBlocks {
-			return svcerr.Newf(svcerr.BlockCountExceedsLimit, "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
-		}
-		if err := takeIntent(ctx, tx, req.Block.Key); err != nil {
-			return err
-		}
-		blk := req.Block
-		blk.StagedAt = now
-		replaced, err := tx.StageBlock(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, blk)
-		if err != nil {
-			return err
-		}
-		if replaced != "" {
-			return tx.AddGC(ctx, []string{replaced}, now)
-		}
-		return nil
+		return withBlob(ctx, tx, req.Ref, LockShare, LockExclusive, func(tx Tx, now time.Time, b *Blob) error {
+			return stageBlockTx(ctx, tx, req, limit, now, b)
+		})
 	})
+}
+
+// stageBlockTx is StageBlock's generic commit, a Tx call per step, under
+// the locks withBlob took.
+func stageBlockTx(ctx context.Context, tx Tx, req StageBlockRequest, limit int, now time.Time, b *Blob) error {
+	target := stageTargetOf(b)
+	if err := checkStageTarget(target, req.LeaseID, now); err != nil {
+		return err
+	}
+	if err := checkCommittedIDLen(target, req.Block.ID); err != nil {
+		return err
+	}
+	count, idLen, err := tx.BlockStats(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name)
+	if err != nil {
+		return err
+	}
+	if err := checkStaged(count, idLen, req.Block.ID, limit); err != nil {
+		return err
+	}
+	if err := takeIntent(ctx, tx, req.Block.Key); err != nil {
+		return err
+	}
+	blk := req.Block
+	blk.StagedAt = now
+	replaced, err := tx.StageBlock(ctx, req.Ref.Account, req.Ref.Container, req.Ref.Name, blk)
+	if err != nil {
+		return err
+	}
+	if replaced != "" {
+		return tx.AddGC(ctx, []string{replaced}, now)
+	}
+	return nil
+}
+
+// The few-statement Put Block. The generic commit is the container, the
+// name's lock and the row (whole, extents and all), the clock, the staged
+// blocks' count, the intent, the block's upsert and the replaced key's
+// collection entry: a statement each, on Postgres a round trip each. A
+// store whose transaction offers BlockStager takes them in two: one that
+// locks and reads what the rules need of the row, and one that checks the
+// staged blocks, writes and commits.
+
+// BlockStager is an optional Tx interface for Put Block, offered where a
+// statement costs a round trip (Postgres).
+type BlockStager interface {
+	// LockForStage takes, in one statement, the locks the generic
+	// sequence takes (Tx.Container with LockShare, Tx.Blob with
+	// LockExclusive: the name's lock even when the row is absent, the
+	// row's lock) and reads, after they were granted, what Put Block's
+	// rules need of the row (StageTarget: never the extents beyond the
+	// first extent's block id, so never a small blob's bytes), whether
+	// the container exists and the clock (Tx.Now returns it from then
+	// on). What it reads may predate the locks where a statement's
+	// snapshot does (taken before a wait on them): CommitStage checks
+	// under the locks that the row did not appear meanwhile, and has
+	// Update run the transaction again when it did.
+	LockForStage(ctx context.Context, ref BlobRef) (StageTarget, error)
+	// CommitStage stages b (b.StagedAt set) for the name LockForStage
+	// locked, in one statement, and commits the transaction with it: the
+	// caller must make no other call on the transaction and return nil
+	// from the Update function at once. Under the name's lock, with what
+	// is committed then, it refuses when the name's staged blocks have
+	// ids of another length than b.ID (ErrStagedIDLength) or number
+	// limit or more (ErrStagedLimit), then takes the intent of b.Key
+	// (ErrIntentLost when it is gone), upserts the block and queues the
+	// key of the block it replaced, if any, for collection at once. A
+	// refusal writes nothing; a failure whose outcome is unknown carries
+	// ErrCommitUnknown, as a failed COMMIT of Update does.
+	CommitStage(ctx context.Context, ref BlobRef, b Block, limit int) error
+}
+
+// StageTarget is what Put Block's rules read of the name it stages for.
+type StageTarget struct {
+	// Exists: the name has a committed row, of Type and Lease.
+	Exists bool
+	Type   string
+	Lease  Lease
+	// FirstBlockIDLen is the length of the block id of the row's first
+	// extent (0: none, or no row): a new block's id must match it.
+	FirstBlockIDLen int
+	// ContainerExists is true whenever Exists is.
+	ContainerExists bool
+	Now             time.Time
+}
+
+// The refusals of CommitStage (BlockStager).
+var (
+	ErrStagedIDLength = errors.New("leasedb: the staged blocks have ids of another length")
+	ErrStagedLimit    = errors.New("leasedb: the staged block count is at its limit")
+)
+
+// stageBlockFewStatements is StageBlock's commit through BlockStager: the
+// rules of the row in Go between the two statements, those of the staged
+// blocks in CommitStage, under the lock, in the generic order (the row's,
+// then the staged blocks', then the intent; the two id length checks
+// refuse alike).
+func stageBlockFewStatements(ctx context.Context, s BlockStager, req StageBlockRequest, limit int) error {
+	st, err := s.LockForStage(ctx, req.Ref)
+	if err != nil {
+		return err
+	}
+	if !st.Exists && !st.ContainerExists {
+		return svcerr.New(svcerr.ContainerNotFound)
+	}
+	if err := checkStageTarget(st, req.LeaseID, st.Now); err != nil {
+		return err
+	}
+	if err := checkCommittedIDLen(st, req.Block.ID); err != nil {
+		return err
+	}
+	blk := req.Block
+	blk.StagedAt = st.Now
+	err = s.CommitStage(ctx, req.Ref, blk, limit)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrIntentLost):
+		return errIntentLost()
+	case errors.Is(err, ErrStagedIDLength):
+		return errBlockIDLength()
+	case errors.Is(err, ErrStagedLimit):
+		return errBlockLimit()
+	}
+	return err
+}
+
+// stagedLimit is the staged block limit of Put Block.
+func (d *DB) stagedLimit() int {
+	if d.StagedBlockLimit > 0 {
+		return d.StagedBlockLimit
+	}
+	return MaxUncommittedBlocks
+}
+
+// checkCommittedIDLen: a block's id has the length of the committed
+// blocks' ids (the first extent's, when it is a block).
+func checkCommittedIDLen(t StageTarget, id string) error {
+	if t.Exists && t.FirstBlockIDLen != 0 && t.FirstBlockIDLen != len(id) {
+		return errBlockIDLength()
+	}
+	return nil
+}
+
+// checkStaged is Put Block's rule of the name's staged blocks (count of
+// them, idLen the length of their ids): the new id of their length, and
+// fewer than limit staged.
+func checkStaged(count, idLen int, id string, limit int) error {
+	if count > 0 && idLen != len(id) {
+		return errBlockIDLength()
+	}
+	if count >= limit {
+		return errBlockLimit()
+	}
+	return nil
+}
+
+func errBlockIDLength() error {
+	return svcerr.Newf(svcerr.InvalidBlobOrBlock, "The specified blob or block content is invalid: all block ids of a blob must have the same length.")
+}
+
+func errBlockLimit() error {
+	return svcerr.Newf(svcerr.BlockCountExceedsLimit, "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
 }
 
 func errIntentLost() error {
@@ -337,12 +480,19 @@ func (d *DB) SealBlob(ctx context.Context, ref BlobRef, leaseID string, cond Con
 	})
 }
 
-// PrecheckBlock refuses a Put Block that will certainly fail before its
-// body is read.
+// PrecheckBlock refuses a Put Block (or Put Block From URL) that will
+// certainly fail before its body is read, with the commit's codes: the
+// container, the blob's type and lease. It reads the row without a lock,
+// in one statement where the store offers BlobReader (readBlob).
 func (d *DB) PrecheckBlock(ctx context.Context, ref BlobRef, leaseID string) error {
-	return d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		return checkBlockTarget(b, leaseID, now)
-	})
+	b, containerExists, now, err := d.readBlob(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !containerExists {
+		return svcerr.New(svcerr.ContainerNotFound)
+	}
+	return checkStageTarget(stageTargetOf(b), leaseID, now)
 }
 
 func keyExtents(keys []string) []Extent {

@@ -146,17 +146,34 @@ func checkAppend(b *Blob, req AppendRequest, n int64, now time.Time) (Lease, err
 // LeaseNotPresentWithBlobOperation. Staging changes neither the blob nor
 // its lease, and no condition applies.
 func checkBlockTarget(b *Blob, leaseID string, now time.Time) error {
-	if b == nil {
+	return checkStageTarget(stageTargetOf(b), leaseID, now)
+}
+
+// checkStageTarget is checkBlockTarget of what it reads of the blob.
+func checkStageTarget(t StageTarget, leaseID string, now time.Time) error {
+	if !t.Exists {
 		if leaseID != "" {
 			return svcerr.New(svcerr.LeaseNotPresentWithBlobOperation)
 		}
 		return nil
 	}
-	if b.Type != "BlockBlob" {
+	if t.Type != "BlockBlob" {
 		return svcerr.New(svcerr.InvalidBlobType)
 	}
-	_, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+	_, err := CheckWriteLease(t.Lease, leaseID, BlobTarget, now)
 	return err
+}
+
+// stageTargetOf is what Put Block's rules read of b (nil: absent).
+func stageTargetOf(b *Blob) StageTarget {
+	if b == nil {
+		return StageTarget{}
+	}
+	t := StageTarget{Exists: true, Type: b.Type, Lease: b.Lease, ContainerExists: true}
+	if len(b.Extents) > 0 {
+		t.FirstBlockIDLen = len(b.Extents[0].BlockID)
+	}
+	return t
 }
 
 // resolveBlocks resolves a Put Block List body into the new blob's

@@ -477,6 +477,8 @@ type tx struct {
 	committed bool
 	// leasing is the row LockBlob locked, for CommitBlobLease.
 	leasing leasedb.BlobRef
+	// staging is the name LockForStage locked, for CommitStage.
+	staging *staging
 }
 
 // Now returns clock_timestamp(), read at the first call (normally after

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -51,24 +50,14 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 		var res result
 		k := func(n string) string { return account + "/" + n }
 		now := dbNow(t, s)
-		update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
-			return tx.InsertContainer(ctx, &leasedb.Container{Account: account, Name: "c", ETag: `"0x8D0000000000001"`, LastModified: base})
-		})
+		insertAccountContainer(t, s, account)
 		intent := func(key string) {
 			update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.AddIntent(ctx, key, now.Add(time.Hour)) })
 		}
 		ref := func(name string) leasedb.BlobRef {
 			return leasedb.BlobRef{Account: account, Container: "c", Name: name}
 		}
-		outcome := func(step string, err error) {
-			code := "ok"
-			if e, ok := svcerr.As(err); ok {
-				code = string(e.Code)
-			} else if err != nil {
-				t.Fatalf("%s %s: %v", account, step, err)
-			}
-			res.outcomes = append(res.outcomes, step+": "+code)
-		}
+		outcome := func(step string, err error) { res.outcomes = append(res.outcomes, stepOutcome(t, account, step, err)) }
 		etag := map[string]string{}
 		put := func(step, name, key string, withIntent bool, cond leasedb.Conditions) {
 			if withIntent {
@@ -210,22 +199,7 @@ func testPutBlobPaths(t *testing.T, s leasedb.Store) {
 			}
 			return nil
 		})
-		mine := func(keys []string) []string {
-			var out []string
-			for _, key := range keys {
-				if strings.HasPrefix(key, account+"/") {
-					out = append(out, strings.TrimPrefix(key, account+"/"))
-				}
-			}
-			sort.Strings(out)
-			return out
-		}
-		res.queued = mine(keysOf(t, s))
-		due, err := s.ClaimDue(ctx, 1000, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.due = mine(due)
+		res.queued, res.due = accountQueue(t, s, account)
 		return res
 	}
 	fast := run(&leasedb.DB{Store: s, Grace: time.Hour}, "fastpath")

@@ -4,11 +4,13 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/svcerr"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -299,4 +301,48 @@ func fillNeighbour(ctx context.Context, tx leasedb.Tx, names []string, suffix st
 		}
 	}
 	return nil
+}
+
+// accountQueue is what the collection queue holds of account's keys
+// (those under "account/", the prefix cut), and of those what ClaimDue
+// claims at once: each sorted.
+func accountQueue(t *testing.T, s leasedb.Store, account string) (queued, due []string) {
+	t.Helper()
+	mine := func(keys []string) []string {
+		var out []string
+		for _, key := range keys {
+			if strings.HasPrefix(key, account+"/") {
+				out = append(out, strings.TrimPrefix(key, account+"/"))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	queued = mine(keysOf(t, s))
+	claimed, err := s.ClaimDue(ctxT(t), 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queued, mine(claimed)
+}
+
+// stepOutcome is a step's outcome as the paths tests compare them: "step:
+// ok", or "step: " and the Azure error code; any other error fails t.
+func stepOutcome(t *testing.T, account, step string, err error) string {
+	t.Helper()
+	code := "ok"
+	if e, ok := svcerr.As(err); ok {
+		code = string(e.Code)
+	} else if err != nil {
+		t.Fatalf("%s %s: %v", account, step, err)
+	}
+	return step + ": " + code
+}
+
+// insertAccountContainer inserts container c of account.
+func insertAccountContainer(t *testing.T, s leasedb.Store, account string) {
+	t.Helper()
+	update(t, s, func(ctx context.Context, tx leasedb.Tx) error {
+		return tx.InsertContainer(ctx, &leasedb.Container{Account: account, Name: "c", ETag: `"0x8D0000000000001"`, LastModified: base})
+	})
 }

@@ -11,7 +11,8 @@
 // One file per concern, each holding its tests and the helpers only they
 // use: containers.go, blobs.go (rows and round trips), inline.go (inline extents), inlineold.go (the rows
 // an overwrite keeps of an inline blob), listing.go,
-// listentries.go, listdelimited.go, findtagged.go, blocks.go,
+// listentries.go, listdelimited.go, findtagged.go, blocks.go, stageblock.go (Put
+// Block through DB.StageBlock, store and generic paths alike),
 // blockexpiry.go, snapshots.go, leases.go, acl.go, collection.go (intents
 // and the collection queue), shares.go, adopt.go, fsck.go (ReferencedKeys), deleted.go (soft-deleted
 // containers), accounts.go (accounts and keys), transactions.go (Update,
@@ -67,6 +68,8 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"StageBlockOrder", testStageBlockOrder},
 		{"StageBlockNeedsContainer", testStageBlockNeedsContainer},
 		{"StageBlockConcurrent", testStageBlockConcurrent},
+		{"StageBlockPaths", testStageBlockPaths},
+		{"StageBlockRaces", testStageBlockRaces},
 		{"BlockStats", testBlockStats},
 		{"ContainerDeleteBlocks", testContainerDeleteBlocks},
 		{"BlockExpiry", testBlockExpiry},
