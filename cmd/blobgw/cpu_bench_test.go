@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ import (
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
 //
 // Per workload and set it prints the CPU per operation of every round and
-// their median and spread, and for each before/after pair the ratio of
+// their median and spread (and, in the sums, the process's read and write
+// system calls per operation), and for each before/after pair the ratio of
 // each round (the two ran one after the other) with its median and range,
 // the metric <workload>-<store>-after/before-x; then the report of the
 // rounds summed. Compare the per-round ratios: a sum divides background
@@ -78,8 +80,10 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	hook := func(set, workload string) func(*bench.Result) {
 		profiled := prof.start(b, set, workload)
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
+		rd0, wr0 := procSyscalls(pids[set])
 		return func(r *bench.Result) {
 			profiled()
+			rd, wr := procSyscalls(pids[set])
 			gw, db := math.NaN(), math.NaN() // no operation: no figure
 			if r.Ops > 0 {
 				ops := float64(r.Ops)
@@ -93,7 +97,8 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			if r.Ops == 0 {
 				return
 			}
-			r.Extra = map[string]float64{"server-cpu-us/op": gw}
+			r.Extra = map[string]float64{"server-cpu-us/op": gw,
+				"reads/op": float64(rd-rd0) / float64(r.Ops), "writes/op": float64(wr-wr0) / float64(r.Ops)}
 			if onPG {
 				r.Extra["db-cpu-us/op"] = db
 			}
@@ -173,6 +178,27 @@ func startBenchPG(b *testing.B, args ...string) *pgtest.Server {
 // development account.
 func devEndpoint(u string) []bench.Endpoint {
 	return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
+}
+
+// procSyscalls is the read and write system calls a process has made
+// (syscr and syscw of /proc/PID/io: every read and write family call,
+// socket I/O included, an EAGAIN too); 0 where the file cannot be read.
+func procSyscalls(pid int) (reads, writes int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
 }
 
 // phaseProfiler takes a CPU profile of a serve process per benchmark
