@@ -77,6 +77,16 @@ type recordingConn struct {
 	on  bool
 	buf []byte // the last bytes read while on, at most headerRecordMax
 
+	// ahead holds what one socket read brought beyond what its caller
+	// asked for, (*ahead)[aheadOff:aheadN], until the next Reads take
+	// it; a pooled buffer, held only while it is not empty. aheadErr is
+	// the error that read returned with its bytes, due once they are
+	// taken. Only the connection's reader uses them: Go's server reads a
+	// connection from one goroutine at a time.
+	ahead            *[]byte
+	aheadOff, aheadN int
+	aheadErr         error
+
 	// For tests (export_test.go): the longest the record has been and
 	// every byte ever copied into it.
 	peak   int
@@ -84,7 +94,7 @@ type recordingConn struct {
 }
 
 func (c *recordingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	n, err := c.read(p)
 	if n > 0 {
 		// The flag is read when the bytes arrive, not when the read
 		// started: the server's background read blocks across requests.
@@ -95,6 +105,48 @@ func (c *recordingConn) Read(p []byte) (int, error) {
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+// readAheadSize is the least a read from the socket asks for. Go's
+// server reads a request through a 4 KiB bufio.Reader, so a small Put
+// Blob's header and body (4 KiB of body and its header) cost it two
+// reads of the socket, one per 4 KiB; asked for 16 KiB, the kernel gives
+// what has arrived in one.
+const readAheadSize = 16 << 10
+
+var aheadPool = sync.Pool{New: func() any { b := make([]byte, readAheadSize); return &b }}
+
+// read reads from the socket, bytes a read brought ahead of their
+// caller first. A Read for less than readAheadSize reads into a pooled
+// buffer of that size and keeps the rest for the next Reads; a larger
+// one (a body read into its own buffer) goes to the socket directly.
+// Bytes already read return at once whatever the read deadline: they
+// arrived before it, as they would have sat in the socket.
+func (c *recordingConn) read(p []byte) (int, error) {
+	if c.ahead != nil {
+		n := copy(p, (*c.ahead)[c.aheadOff:c.aheadN])
+		c.aheadOff += n
+		if c.aheadOff < c.aheadN {
+			return n, nil
+		}
+		err := c.aheadErr
+		aheadPool.Put(c.ahead)
+		c.ahead, c.aheadErr = nil, nil
+		return n, err
+	}
+	if len(p) == 0 || len(p) >= readAheadSize {
+		return c.Conn.Read(p)
+	}
+	buf := aheadPool.Get().(*[]byte)
+	n, err := c.Conn.Read(*buf)
+	if n <= len(p) {
+		copy(p, (*buf)[:n])
+		aheadPool.Put(buf)
+		return n, err
+	}
+	copy(p, (*buf)[:n])
+	c.ahead, c.aheadOff, c.aheadN, c.aheadErr = buf, len(p), n, err
+	return len(p), nil
 }
 
 // record appends p, dropping the oldest bytes beyond headerRecordMax.

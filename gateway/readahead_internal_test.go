@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// chunkConn is a socket that hands out data in the chunks given (one per
+// Read at most, cut to the caller's buffer), then err, counting Reads.
+type chunkConn struct {
+	net.Conn
+	chunks [][]byte
+	err    error
+	reads  int
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	c.reads++
+	if len(c.chunks) == 0 {
+		return 0, c.err
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// TestReadAheadStream: whatever the callers' buffer sizes, the bytes come
+// out of a recording connection in order and whole, the socket's error
+// after the last of them, and a caller's large buffer is filled from the
+// socket directly.
+func TestReadAheadStream(t *testing.T) {
+	data := randBytesInternal(3*readAheadSize+77, 3)
+	sizes := []int{1, 7, 4096, 100, readAheadSize, 3 * readAheadSize, 5}
+	for _, chunk := range []int{1, 500, 4491, readAheadSize, 2*readAheadSize + 9} {
+		var chunks [][]byte
+		for rest := data; len(rest) > 0; {
+			n := min(chunk, len(rest))
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		sock := &chunkConn{chunks: chunks, err: io.ErrUnexpectedEOF}
+		c := &recordingConn{Conn: sock, on: true}
+		var got []byte
+		var err error
+		for i := 0; err == nil; i++ {
+			p := make([]byte, sizes[i%len(sizes)])
+			var n int
+			n, err = c.Read(p)
+			got = append(got, p[:n]...)
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("chunks of %d: error %v, want the socket's", chunk, err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("chunks of %d: %d bytes read, not the %d sent in order", chunk, len(got), len(data))
+		}
+		if c.ahead != nil {
+			t.Errorf("chunks of %d: a read-ahead buffer held after the last byte", chunk)
+		}
+	}
+	// A read as large as the read-ahead goes to the socket itself: one
+	// Read, no copy kept.
+	sock := &chunkConn{chunks: [][]byte{data}}
+	c := &recordingConn{Conn: sock}
+	if n, _ := c.Read(make([]byte, 2*readAheadSize)); n != 2*readAheadSize || c.ahead != nil {
+		t.Errorf("large read: %d bytes, read-ahead held %v", n, c.ahead != nil)
+	}
+}
+
+func randBytesInternal(n int, seed byte) []byte {
+	b := make([]byte, n)
+	x := uint32(seed) + 1
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+	return b
+}
+
+// countingListener counts the Reads of its connections that returned
+// bytes.
+type countingListener struct {
+	net.Listener
+	reads *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.reads}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	reads *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
+	return n, err
+}
+
+// TestSmallPutOneSocketRead: a 4 KiB Put Blob sent in one write reaches
+// its handler's end of body after one read of the socket (Go's server
+// alone reads its 4 KiB buffer twice for the header and the body), and
+// the body and the next request on the connection arrive whole.
+func TestSmallPutOneSocketRead(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	ln := PreserveHeaderCase(countingListener{inner, &reads})
+	body := randBytesInternal(4096, 9)
+	var mu sync.Mutex
+	var readsAtEOF []int64
+	var bodiesOK []bool
+	srv := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, err := io.ReadAll(r.Body)
+		mu.Lock()
+		readsAtEOF = append(readsAtEOF, reads.Load())
+		bodiesOK = append(bodiesOK, err == nil && bytes.Equal(got, body))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	c, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("PUT /devstoreaccount1/cnt/b1 HTTP/1.1\r\nHost: gw\r\nx-ms-version: 2025-11-05\r\n" +
+		"x-ms-blob-type: BlockBlob\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+	req = append(req, body...)
+	rd := newLineReader(c)
+	for i := range 2 {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if line := rd.statusLine(t); !strings.Contains(line, "201") {
+			t.Fatalf("request %d: %q", i, line)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, ok := range bodiesOK {
+		if !ok {
+			t.Errorf("request %d: the handler read another body", i)
+		}
+	}
+	// The second request's reads follow the first's (and whatever the
+	// server read in between: its background read finds nothing).
+	if readsAtEOF[0] != 1 || readsAtEOF[1]-readsAtEOF[0] != 1 {
+		t.Errorf("socket reads up to the end of each body: %v, want 1 each", readsAtEOF)
+	}
+}
+
+// lineReader reads HTTP responses' heads off a client connection.
+type lineReader struct {
+	c   net.Conn
+	buf []byte
+}
+
+func newLineReader(c net.Conn) *lineReader { return &lineReader{c: c} }
+
+// statusLine returns the next response's status line, its head consumed
+// (the responses here have no body).
+func (r *lineReader) statusLine(t *testing.T) string {
+	t.Helper()
+	for {
+		if i := bytes.Index(r.buf, []byte("\r\n\r\n")); i >= 0 {
+			head := string(r.buf[:i])
+			r.buf = r.buf[i+4:]
+			line, _, _ := strings.Cut(head, "\r\n")
+			return line
+		}
+		p := make([]byte, 4096)
+		n, err := r.c.Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.buf = append(r.buf, p[:n]...)
+	}
+}
