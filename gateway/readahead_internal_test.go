@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // chunkConn is a socket that hands out data in the chunks given (one per
@@ -116,32 +120,60 @@ func (c countingConn) Read(p []byte) (int, error) {
 }
 
 // TestSmallPutOneSocketRead: a 4 KiB Put Blob sent in one write reaches
-// its handler's end of body after one read of the socket (Go's server
+// its handler's end of body after one read of the connection (Go's server
 // alone reads its 4 KiB buffer twice for the header and the body), and
-// the body and the next request on the connection arrive whole.
+// the body and the next request on the connection arrive whole. The
+// connection under the recording one is not a bare socket here, so it
+// is read through its Read.
 func TestSmallPutOneSocketRead(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reads atomic.Int64
-	ln := PreserveHeaderCase(countingListener{inner, &reads})
-	body := randBytesInternal(4096, 9)
+	srv, body, readsAtEOF, bodiesOK := smallPutServer(PreserveHeaderCase(countingListener{inner, &reads}), &reads)
+	defer srv.Close()
+	smallPuts(t, inner.Addr().String(), body, 2)
+	got, ok := readsAtEOF(), bodiesOK()
+	for i := range ok {
+		if !ok[i] {
+			t.Errorf("request %d: the handler read another body", i)
+		}
+	}
+	// The second request's reads follow the first's (and whatever the
+	// server read in between: its background read finds nothing).
+	if got[0] != 1 || got[1]-got[0] != 1 {
+		t.Errorf("socket reads up to the end of each body: %v, want 1 each", got)
+	}
+}
+
+// smallPutServer serves ln with a handler that reads each request's body
+// and notes the reads counted so far; readsAtEOF and bodiesOK report
+// them per request.
+func smallPutServer(ln net.Listener, reads *atomic.Int64) (srv *http.Server, body []byte, readsAtEOF func() []int64, bodiesOK func() []bool) {
+	body = randBytesInternal(4096, 9)
 	var mu sync.Mutex
-	var readsAtEOF []int64
-	var bodiesOK []bool
-	srv := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var atEOF []int64
+	var ok []bool
+	srv = &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, err := io.ReadAll(r.Body)
 		mu.Lock()
-		readsAtEOF = append(readsAtEOF, reads.Load())
-		bodiesOK = append(bodiesOK, err == nil && bytes.Equal(got, body))
+		atEOF = append(atEOF, reads.Load())
+		ok = append(ok, err == nil && bytes.Equal(got, body))
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	})}
 	go srv.Serve(ln)
-	defer srv.Close()
+	return srv, body,
+		func() []int64 { mu.Lock(); defer mu.Unlock(); return slices.Clone(atEOF) },
+		func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(ok) }
+}
 
-	c, err := net.Dial("tcp", inner.Addr().String())
+// smallPuts sends n Put Blobs of body on one connection to addr, each
+// request in one write, and waits for each answer.
+func smallPuts(t *testing.T, addr string, body []byte, n int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,25 +182,13 @@ func TestSmallPutOneSocketRead(t *testing.T) {
 		"x-ms-blob-type: BlockBlob\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
 	req = append(req, body...)
 	rd := newLineReader(c)
-	for i := range 2 {
+	for i := range n {
 		if _, err := c.Write(req); err != nil {
 			t.Fatal(err)
 		}
 		if line := rd.statusLine(t); !strings.Contains(line, "201") {
 			t.Fatalf("request %d: %q", i, line)
 		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for i, ok := range bodiesOK {
-		if !ok {
-			t.Errorf("request %d: the handler read another body", i)
-		}
-	}
-	// The second request's reads follow the first's (and whatever the
-	// server read in between: its background read finds nothing).
-	if readsAtEOF[0] != 1 || readsAtEOF[1]-readsAtEOF[0] != 1 {
-		t.Errorf("socket reads up to the end of each body: %v, want 1 each", readsAtEOF)
 	}
 }
 
@@ -197,5 +217,125 @@ func (r *lineReader) statusLine(t *testing.T) string {
 			t.Fatal(err)
 		}
 		r.buf = append(r.buf, p[:n]...)
+	}
+}
+
+// rawCountingListener accepts recording connections whose socket reads
+// (the read-ahead's RawConn.Read calls that found data) are counted.
+type rawCountingListener struct {
+	net.Listener
+	reads *atomic.Int64
+}
+
+func (l rawCountingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	rc := newRecordingConn(c)
+	if rc.raw == nil {
+		c.Close()
+		return nil, errors.New("a TCP connection without its socket")
+	}
+	rc.raw = countingRaw{rc.raw, l.reads}
+	return rc, nil
+}
+
+type countingRaw struct {
+	syscall.RawConn
+	reads *atomic.Int64
+}
+
+func (r countingRaw) Read(f func(uintptr) bool) error {
+	return r.RawConn.Read(func(fd uintptr) bool {
+		done := f(fd)
+		if done {
+			r.reads.Add(1)
+		}
+		return done
+	})
+}
+
+// TestReadAheadSocket: over a TCP socket (the path blobgw serve takes)
+// a small Put Blob is one read of the socket too, a read waiting for data
+// holds no read-ahead buffer, and the read deadline and Close end a
+// waiting Read as they end a socket's.
+func TestReadAheadSocket(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	srv, body, readsAtEOF, bodiesOK := smallPutServer(rawCountingListener{inner, &reads}, &reads)
+	defer srv.Close()
+	smallPuts(t, inner.Addr().String(), body, 3)
+	got, ok := readsAtEOF(), bodiesOK()
+	for i := range ok {
+		if !ok[i] {
+			t.Errorf("request %d: the handler read another body", i)
+		}
+		if i > 0 && got[i]-got[i-1] != 1 || i == 0 && got[0] != 1 {
+			t.Errorf("socket reads up to the end of each body: %v, want 1 each", got)
+			break
+		}
+	}
+
+	// A Read waiting for data: ended by the deadline (a timeout, as
+	// idleBody expects), then by Close; no buffer held meanwhile.
+	srv.Close()
+	inner, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	a, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := inner.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if socketOf(&limitedConn{Conn: b}) == nil {
+		t.Error("a TCP connection under the connection limit is read through its Read, not its socket")
+	}
+	c := newRecordingConn(b)
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 100)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read past its deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	if c.ahead != nil || c.rawBuf != nil {
+		t.Error("a read that found nothing kept a buffer")
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 100))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	if err := <-done; !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read across Close: %v, want net.ErrClosed", err)
+	}
+	// The peer's close is io.EOF once the bytes before it are read.
+	a2, _ := net.Dial("tcp", inner.Addr().String())
+	b2, _ := inner.Accept()
+	c2 := newRecordingConn(b2)
+	defer c2.Close()
+	a2.Write([]byte("hello"))
+	a2.Close()
+	var all []byte
+	p := make([]byte, 2)
+	for {
+		n, err := c2.Read(p)
+		all = append(all, p[:n]...)
+		if err != nil {
+			if err != io.EOF || string(all) != "hello" {
+				t.Errorf("read %q then %v, want hello then io.EOF", all, err)
+			}
+			break
+		}
 	}
 }
