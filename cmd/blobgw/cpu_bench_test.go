@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +32,9 @@ import (
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
 //
 // Per workload and set it prints the CPU per operation of every round (and
-// the MB/s of every round) and their median and spread, and for each before/after pair the ratio of
+// the MB/s of every round) and their median and spread (and, in the sums,
+// the process's read and write system calls per operation), and for each
+// before/after pair the ratio of
 // each round (the two ran one after the other) with its median and range,
 // the metric <workload>-<store>-after/before-x; then the report of the
 // rounds summed. Compare the per-round ratios: a sum divides background
@@ -39,6 +44,10 @@ import (
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2);
 // BLOBGW_BENCH_WORKLOADS, a comma-separated subset of the four workloads.
+// BLOBGW_BENCH_PPROF names a folder where each phase of the "after" sets
+// leaves a CPU profile of its serve process (<workload>-<set>-r<round>.pprof,
+// taken through --pprof for the phase's whole seconds); the profiler's own
+// cost is in that set's figures, so compare with it unset.
 func BenchmarkGatewayCPU(b *testing.B) {
 	duration, clients, rounds := cpuBenchKnobs(b)
 	ctx := context.Background()
@@ -46,20 +55,26 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	pg := startBenchPG(b)
 
 	pids := map[string]int{}
+	prof := newPhaseProfiler(os.Getenv("BLOBGW_BENCH_PPROF"), duration)
 	var sets []bench.Set
 	for _, which := range []string{"before", "after"} {
 		bin, ok := bins[which]
 		if !ok {
 			continue
 		}
-		u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-sqlite"))
-		name := "sqlite-" + which
-		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
-		u, pid = startServeProc(b, bin, filepath.Join(dir, which+"-pg"), "--metadata", pg.NewDatabase(b))
-		name = "postgres-" + which
-		pids[name] = pid
-		sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
+		for _, st := range []struct{ name, dir string }{{"sqlite", "sqlite"}, {"postgres", "pg"}} {
+			var args []string
+			if st.name == "postgres" {
+				args = append(args, "--metadata", pg.NewDatabase(b))
+			}
+			name := st.name + "-" + which
+			if which == "after" {
+				args = append(args, prof.serveArgs(b, name)...)
+			}
+			u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-"+st.dir), args...)
+			pids[name] = pid
+			sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
+		}
 	}
 	// The figures of every round apart, beside the report's sums.
 	gwRounds, dbRounds := newRoundFigures("server-cpu-us/op"), newRoundFigures("db-cpu-us/op")
@@ -67,8 +82,12 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	// says whether CPU saved bought anything.
 	mbRounds := newRoundFigures("MB/s")
 	hook := func(set, workload string) func(*bench.Result) {
+		profiled := prof.start(b, set, workload)
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
+		rd0, wr0 := procSyscalls(pids[set])
 		return func(r *bench.Result) {
+			profiled()
+			rd, wr := procSyscalls(pids[set])
 			gw, db := math.NaN(), math.NaN() // no operation: no figure
 			if r.Ops > 0 {
 				ops := float64(r.Ops)
@@ -85,7 +104,8 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			if r.Ops == 0 {
 				return
 			}
-			r.Extra = map[string]float64{"server-cpu-us/op": gw}
+			r.Extra = map[string]float64{"server-cpu-us/op": gw,
+				"reads/op": float64(rd-rd0) / float64(r.Ops), "writes/op": float64(wr-wr0) / float64(r.Ops)}
 			if onPG {
 				r.Extra["db-cpu-us/op"] = db
 			}
@@ -166,4 +186,80 @@ func startBenchPG(b *testing.B, args ...string) *pgtest.Server {
 // development account.
 func devEndpoint(u string) []bench.Endpoint {
 	return []bench.Endpoint{{URL: u, Account: config.DevAccountName, Key: config.DevAccountKey}}
+}
+
+// procSyscalls is the read and write system calls a process has made
+// (syscr and syscw of /proc/PID/io: every read and write family call,
+// socket I/O included, an EAGAIN too); 0 where the file cannot be read.
+func procSyscalls(pid int) (reads, writes int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
+
+// phaseProfiler takes a CPU profile of a serve process per benchmark
+// phase (BLOBGW_BENCH_PPROF); with no folder it does nothing.
+type phaseProfiler struct {
+	dir     string
+	seconds int
+	addrs   map[string]string // set -> operator listener
+	rounds  map[string]int    // set/workload -> phases profiled
+}
+
+func newPhaseProfiler(dir string, phase time.Duration) *phaseProfiler {
+	return &phaseProfiler{dir: dir, seconds: max(int(phase/time.Second), 1), addrs: map[string]string{}, rounds: map[string]int{}}
+}
+
+// serveArgs are the serve flags that open set's profiling endpoint.
+func (p *phaseProfiler) serveArgs(b *testing.B, set string) []string {
+	if p.dir == "" {
+		return nil
+	}
+	p.addrs[set] = freeAddr(b)
+	return []string{"--metrics-listen", p.addrs[set], "--pprof"}
+}
+
+// start begins the profile of set's phase of workload and returns the
+// function that waits for it and writes it.
+func (p *phaseProfiler) start(b *testing.B, set, workload string) func() {
+	addr, ok := p.addrs[set]
+	if !ok {
+		return func() {}
+	}
+	p.rounds[set+"/"+workload]++
+	path := filepath.Join(p.dir, fmt.Sprintf("%s-%s-r%d.pprof", workload, set, p.rounds[set+"/"+workload]))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, p.seconds))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", resp.Status, data)
+		}
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("profile %s: %v", path, err)
+		}
+	}
 }
