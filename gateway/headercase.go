@@ -8,11 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Azure keeps the case a metadata name was sent in (x-ms-meta-MyKey comes
@@ -66,33 +64,7 @@ func (l recordingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRecordingConn(c), nil
-}
-
-func newRecordingConn(c net.Conn) *recordingConn {
-	rc := &recordingConn{Conn: c, on: true}
-	if raw := socketOf(c); raw != nil {
-		rc.raw, rc.rawFn = raw, rc.rawRead
-	}
-	return rc
-}
-
-// socketOf is the socket c reads from when c is a TCP connection, bare or
-// under the connection limit: nothing else sits between its Reads and the
-// socket. Any other connection is read through its own Read.
-func socketOf(c net.Conn) syscall.RawConn {
-	if lc, ok := c.(*limitedConn); ok {
-		c = lc.Conn
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return raw
+	return &recordingConn{Conn: c, on: true}, nil
 }
 
 // recordingConn records what is read from the socket while on. Go's server
@@ -105,24 +77,6 @@ type recordingConn struct {
 	on  bool
 	buf []byte // the last bytes read while on, at most headerRecordMax
 
-	// ahead holds what one socket read brought beyond what its caller
-	// asked for, (*ahead)[aheadOff:aheadN], until the next Reads take
-	// it; a pooled buffer, held only while it is not empty. aheadErr is
-	// the error that read returned with its bytes, due once they are
-	// taken. Only the connection's reader uses them: Go's server reads a
-	// connection from one goroutine at a time.
-	ahead            *[]byte
-	aheadOff, aheadN int
-	aheadErr         error
-	// raw is the socket's (nil: a connection without one, which reads
-	// into the buffer it asks the pool for); rawFn is rawRead bound
-	// once, and rawBuf, rawN, rawErr what its last call read.
-	raw    syscall.RawConn
-	rawFn  func(fd uintptr) bool
-	rawBuf *[]byte
-	rawN   int
-	rawErr error
-
 	// For tests (export_test.go): the longest the record has been and
 	// every byte ever copied into it.
 	peak   int
@@ -130,7 +84,7 @@ type recordingConn struct {
 }
 
 func (c *recordingConn) Read(p []byte) (int, error) {
-	n, err := c.read(p)
+	n, err := c.Conn.Read(p)
 	if n > 0 {
 		// The flag is read when the bytes arrive, not when the read
 		// started: the server's background read blocks across requests.
@@ -141,101 +95,6 @@ func (c *recordingConn) Read(p []byte) (int, error) {
 		c.mu.Unlock()
 	}
 	return n, err
-}
-
-// readAheadSize is the least a read from the socket asks for. Go's
-// server reads a request through a 4 KiB bufio.Reader, so a small Put
-// Blob's header and body (4 KiB of body and its header) cost it two
-// reads of the socket, one per 4 KiB; asked for 16 KiB, the kernel gives
-// what has arrived in one.
-const readAheadSize = 16 << 10
-
-var aheadPool = sync.Pool{New: func() any { b := make([]byte, readAheadSize); return &b }}
-
-// read reads from the socket, bytes a read brought ahead of their
-// caller first. A Read for less than readAheadSize reads into a pooled
-// buffer of that size and keeps the rest for the next Reads; a larger
-// one (a body read into its own buffer) goes to the socket directly.
-// Bytes already read return at once whatever the read deadline: they
-// arrived before it, as they would have sat in the socket.
-func (c *recordingConn) read(p []byte) (int, error) {
-	if c.ahead != nil {
-		n := copy(p, (*c.ahead)[c.aheadOff:c.aheadN])
-		c.aheadOff += n
-		if c.aheadOff < c.aheadN {
-			return n, nil
-		}
-		err := c.aheadErr
-		aheadPool.Put(c.ahead)
-		c.ahead, c.aheadErr = nil, nil
-		return n, err
-	}
-	if len(p) == 0 || len(p) >= readAheadSize {
-		return c.Conn.Read(p)
-	}
-	buf, n, err := c.readSocket()
-	if buf == nil {
-		return 0, err
-	}
-	if n <= len(p) {
-		copy(p, (*buf)[:n])
-		aheadPool.Put(buf)
-		return n, err
-	}
-	copy(p, (*buf)[:n])
-	c.ahead, c.aheadOff, c.aheadN, c.aheadErr = buf, len(p), n, err
-	return len(p), nil
-}
-
-// readSocket reads what the socket holds into a pooled buffer of
-// readAheadSize. On a socket it waits for data holding no buffer: an idle
-// keep-alive connection (thousands of them under max_connections) sits
-// in this read, and 16 KiB each would add up; the buffer is taken when a
-// read(2) finds data and given back when it finds none. buf is nil when
-// err comes with no bytes.
-func (c *recordingConn) readSocket() (buf *[]byte, n int, err error) {
-	if c.raw == nil {
-		buf = aheadPool.Get().(*[]byte)
-		if n, err = c.Conn.Read(*buf); n == 0 {
-			aheadPool.Put(buf)
-			return nil, 0, err
-		}
-		return buf, n, err
-	}
-	// RawConn.Read honours the read deadline and Close as a Read does.
-	if err := c.raw.Read(c.rawFn); err != nil {
-		return nil, 0, err
-	}
-	buf, n, err = c.rawBuf, c.rawN, c.rawErr
-	c.rawBuf, c.rawErr = nil, nil
-	switch {
-	case err != nil:
-		aheadPool.Put(buf)
-		return nil, 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", err)}
-	case n == 0:
-		aheadPool.Put(buf)
-		return nil, 0, io.EOF
-	}
-	return buf, n, nil
-}
-
-// rawRead is readSocket's RawConn.Read callback: one read(2) into a
-// pooled buffer; false (wait until the socket is readable, then call
-// again) when there is nothing to read, the buffer given back first.
-func (c *recordingConn) rawRead(fd uintptr) bool {
-	buf := aheadPool.Get().(*[]byte)
-	for {
-		n, err := syscall.Read(int(fd), *buf)
-		switch err {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			aheadPool.Put(buf)
-			return false
-		}
-		c.rawBuf, c.rawN, c.rawErr = buf, max(n, 0), err
-		return true
-	}
 }
 
 // record appends p, dropping the oldest bytes beyond headerRecordMax.
