@@ -8,13 +8,35 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useCLMUL says whether update folds with PCLMULQDQ; the tests turn it off
-// to run the generic path on this CPU too.
-var useCLMUL = cpu.X86.HasPCLMULQDQ
+// The ways update can take, fastest last; impl is the one this CPU
+// allows, and the tests set it lower to run the others on it too.
+const (
+	implGeneric = iota // hash/crc64 with the table
+	implCLMUL          // PCLMULQDQ on 16-byte blocks (SSE)
+	implVPCLMUL        // VPCLMULQDQ on 32-byte blocks (AVX2 encoding)
+)
 
-// foldMin is the shortest buffer folded: the loop loads eight 16-byte
-// blocks at once; below it the table is as fast.
-const foldMin = 128
+var impl = bestImpl()
+
+func bestImpl() int {
+	switch {
+	// x/sys/cpu reports VPCLMULQDQ only where the OS keeps AVX-512
+	// state; the 256-bit form used needs AVX2 beside it.
+	case cpu.X86.HasPCLMULQDQ && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasAVX2:
+		return implVPCLMUL
+	case cpu.X86.HasPCLMULQDQ:
+		return implCLMUL
+	}
+	return implGeneric
+}
+
+// foldMin and wideMin are the shortest buffers folded: each loop loads
+// eight blocks at once (16 bytes, 32 bytes); below foldMin the table is as
+// fast.
+const (
+	foldMin = 128
+	wideMin = 256
+)
 
 // foldConsts are the multipliers of the fold, each x^n mod P in the
 // reflected form. A 16-byte block is H·x^64 + L (H its first 8 bytes, the
@@ -24,11 +46,15 @@ const foldMin = 128
 // times x (the reflected product's bit 127 is the unused one), so the
 // multiplier for x^n is x^(n-1) mod P.
 //
-//	[0], [1]: d = 1024, the eight blocks of the main loop onto the next eight
-//	[2], [3]: d = 128, one block onto the next
-var foldConsts = [4]uint64{
+//	[0], [1]: d = 1024, foldCLMUL's eight blocks onto the next eight
+//	[2], [3]: d = 128, one 16-byte block onto the next
+//	[4], [5]: d = 2048, foldVPCLMUL's eight 32-byte blocks onto the next eight
+//	[6], [7]: d = 256, one 32-byte block onto the next
+var foldConsts = [8]uint64{
 	xnModP(64 + 1024 - 1), xnModP(1024 - 1),
 	xnModP(64 + 128 - 1), xnModP(128 - 1),
+	xnModP(64 + 2048 - 1), xnModP(2048 - 1),
+	xnModP(64 + 256 - 1), xnModP(256 - 1),
 }
 
 // foldCLMUL folds p (len a multiple of 16, at least foldMin), whose first 8
@@ -36,16 +62,27 @@ var foldConsts = [4]uint64{
 // 8 bytes, hi the next, little-endian.
 //
 //go:noescape
-func foldCLMUL(crc uint64, p []byte, k *[4]uint64) (lo, hi uint64)
+func foldCLMUL(crc uint64, p []byte, k *[8]uint64) (lo, hi uint64)
+
+// foldVPCLMUL is foldCLMUL 32 bytes a lane, for len(p) of at least
+// wideMin.
+//
+//go:noescape
+func foldVPCLMUL(crc uint64, p []byte, k *[8]uint64) (lo, hi uint64)
 
 func update(crc uint64, p []byte) uint64 {
-	if !useCLMUL || len(p) < foldMin {
+	if impl == implGeneric || len(p) < foldMin {
 		return generic(crc, p)
 	}
 	n := len(p) &^ 15
 	// The CRC register starts as ^crc (hash/crc64's convention), which
 	// is the same as xoring it into the first 8 bytes and starting from 0.
-	lo, hi := foldCLMUL(^crc, p[:n], &foldConsts)
+	var lo, hi uint64
+	if impl == implVPCLMUL && n >= wideMin {
+		lo, hi = foldVPCLMUL(^crc, p[:n], &foldConsts)
+	} else {
+		lo, hi = foldCLMUL(^crc, p[:n], &foldConsts)
+	}
 	// The folded 16 bytes are congruent to p[:n] mod P, aligned as its
 	// last 16 bytes, so their CRC from a zero register is that of p[:n].
 	var b [16]byte

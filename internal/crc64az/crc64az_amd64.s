@@ -12,7 +12,7 @@
 	PXOR      T, X;  \
 	PXOR      D, X
 
-// func foldCLMUL(crc uint64, p []byte, k *[4]uint64) (lo, hi uint64)
+// func foldCLMUL(crc uint64, p []byte, k *[8]uint64) (lo, hi uint64)
 TEXT ·foldCLMUL(SB), NOSPLIT, $0-56
 	MOVQ crc+0(FP), AX
 	MOVQ p_base+8(FP), SI
@@ -81,4 +81,80 @@ done:
 	MOVQ   X0, lo+40(FP)
 	PSRLDQ $8, X0
 	MOVQ   X0, hi+48(FP)
+	RET
+
+// VFOLD is FOLD in the AVX encoding, on 16-byte (X) or 32-byte (Y)
+// blocks: X = clmul(X.lo, K.lo) ^ clmul(X.hi, K.hi) ^ D, each 128-bit lane
+// apart. D may be memory (no alignment needed).
+#define VFOLD(X, K, T, D) \
+	VPCLMULQDQ $0x00, K, X, T; \
+	VPCLMULQDQ $0x11, K, X, X; \
+	VPXOR      T, X, X; \
+	VPXOR      D, X, X
+
+// func foldVPCLMUL(crc uint64, p []byte, k *[8]uint64) (lo, hi uint64)
+TEXT ·foldVPCLMUL(SB), NOSPLIT, $0-56
+	MOVQ crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	MOVQ k+32(FP), DX
+
+	VBROADCASTI128 32(DX), Y8 // d = 2048, both lanes
+	VBROADCASTI128 48(DX), Y9 // d = 256
+
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVDQU 64(SI), Y2
+	VMOVDQU 96(SI), Y3
+	VMOVDQU 128(SI), Y4
+	VMOVDQU 160(SI), Y5
+	VMOVDQU 192(SI), Y6
+	VMOVDQU 224(SI), Y7
+	VMOVQ   AX, X10 // the upper 192 bits zero
+	VPXOR   Y10, Y0, Y0
+	ADDQ    $256, SI
+	SUBQ    $256, CX
+
+wloop256:
+	CMPQ CX, $256
+	JB   wfold8
+	VFOLD(Y0, Y8, Y10, 0(SI))
+	VFOLD(Y1, Y8, Y11, 32(SI))
+	VFOLD(Y2, Y8, Y12, 64(SI))
+	VFOLD(Y3, Y8, Y13, 96(SI))
+	VFOLD(Y4, Y8, Y10, 128(SI))
+	VFOLD(Y5, Y8, Y11, 160(SI))
+	VFOLD(Y6, Y8, Y12, 192(SI))
+	VFOLD(Y7, Y8, Y13, 224(SI))
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JMP  wloop256
+
+wfold8:
+	// Each 32-byte block onto the next, down to Y7 in Y0.
+	VFOLD(Y0, Y9, Y10, Y1)
+	VFOLD(Y0, Y9, Y10, Y2)
+	VFOLD(Y0, Y9, Y10, Y3)
+	VFOLD(Y0, Y9, Y10, Y4)
+	VFOLD(Y0, Y9, Y10, Y5)
+	VFOLD(Y0, Y9, Y10, Y6)
+	VFOLD(Y0, Y9, Y10, Y7)
+
+	// Its first lane onto its second, then 16 bytes at a time.
+	VMOVDQU      16(DX), X9 // d = 128
+	VEXTRACTI128 $1, Y0, X1
+	VFOLD(X0, X9, X10, X1)
+
+wloop16:
+	CMPQ CX, $16
+	JB   wdone
+	VFOLD(X0, X9, X10, 0(SI))
+	ADDQ $16, SI
+	SUBQ $16, CX
+	JMP  wloop16
+
+wdone:
+	VMOVQ   X0, lo+40(FP)
+	VPEXTRQ $1, X0, hi+48(FP)
+	VZEROUPPER
 	RET

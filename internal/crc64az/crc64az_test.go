@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc64"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -15,17 +17,15 @@ var reference = crc64.MakeTable(0x9A6C9329AC4BC9B5)
 
 func want(crc uint64, p []byte) uint64 { return crc64.Update(crc, reference, p) }
 
-// bothPaths runs f on the folding path (where the CPU has one) and on the
-// generic one.
-func bothPaths(t *testing.T, f func(t *testing.T)) {
+// allPaths runs f on each way update can take on this CPU (the folding
+// ones where it has them, and the generic one).
+func allPaths(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	paths := []bool{false}
-	if useFold() {
-		paths = append(paths, true)
-	}
-	for _, fold := range paths {
-		t.Run(fmt.Sprintf("fold=%v", fold), func(t *testing.T) {
-			defer setFold(setFold(fold))
+	ps := paths()
+	for _, name := range slices.Sorted(maps.Keys(ps)) {
+		t.Run(name, func(t *testing.T) {
+			defer restore()
+			ps[name]()
 			f(t)
 		})
 	}
@@ -44,7 +44,7 @@ func randBytes(r *rand.Rand, n int) []byte {
 func TestKnownValue(t *testing.T) {
 	msg := bytes.Repeat([]byte("The quick brown fox jumps over the lazy dog. "), 100)
 	w := want(0, msg)
-	bothPaths(t, func(t *testing.T) {
+	allPaths(t, func(t *testing.T) {
 		if got := Update(0, msg); got != w {
 			t.Fatalf("Update = %#x, want %#x", got, w)
 		}
@@ -77,7 +77,7 @@ func TestKnownValue(t *testing.T) {
 func TestEveryLength(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	buf := randBytes(r, 1<<20+64)
-	bothPaths(t, func(t *testing.T) {
+	allPaths(t, func(t *testing.T) {
 		for n := 0; n <= 2048; n++ {
 			crc := r.Uint64()
 			if got, w := Update(crc, buf[:n]), want(crc, buf[:n]); got != w {
@@ -98,8 +98,8 @@ func TestEveryLength(t *testing.T) {
 func TestEveryAlignment(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	buf := randBytes(r, 64+4096)
-	lengths := []int{0, 1, 15, 16, 17, 127, 128, 129, 143, 144, 255, 256, 257, 1023, 1024, 1039, 4096}
-	bothPaths(t, func(t *testing.T) {
+	lengths := []int{0, 1, 15, 16, 17, 127, 128, 129, 143, 144, 255, 256, 257, 271, 511, 512, 513, 1023, 1024, 1039, 4096}
+	allPaths(t, func(t *testing.T) {
 		for off := range 64 {
 			for _, n := range lengths {
 				p := buf[off : off+n]
@@ -116,7 +116,7 @@ func TestEveryAlignment(t *testing.T) {
 // equals one Update over the whole.
 func TestChaining(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	bothPaths(t, func(t *testing.T) {
+	allPaths(t, func(t *testing.T) {
 		for range 300 {
 			p := randBytes(r, r.IntN(20000))
 			crc := r.Uint64()
@@ -137,7 +137,7 @@ func TestChaining(t *testing.T) {
 // TestAllZerosAndOnes covers the inputs where a missed xor of the starting
 // crc or a dropped half-block would hide least well.
 func TestAllZerosAndOnes(t *testing.T) {
-	bothPaths(t, func(t *testing.T) {
+	allPaths(t, func(t *testing.T) {
 		for _, fill := range []byte{0, 0xff} {
 			for _, n := range []int{128, 144, 1024, 4096, 65536} {
 				p := bytes.Repeat([]byte{fill}, n)
@@ -151,20 +151,25 @@ func TestAllZerosAndOnes(t *testing.T) {
 	})
 }
 
-// TestFoldConstants checks xnModP, the source of the fold's multipliers,
-// against hash/crc64 itself: a message of k bytes whose only set bit is
-// its first is x^(8k-1), so its CRC from a zero register (no final xor) is
-// x^(8k-1+64) mod P. Every power the folding uses is of that form.
-func TestFoldConstants(t *testing.T) {
-	for _, n := range []int{64 + 1024 - 1, 1024 - 1, 64 + 128 - 1, 128 - 1, 71, 2047 + 64} {
-		if (n-63)%8 != 0 {
-			t.Fatalf("x^%d is not the CRC of a whole number of bytes", n)
-		}
-		msg := make([]byte, (n-63)/8)
-		msg[0] = 1
-		wantPow := ^crc64.Update(^uint64(0), reference, msg)
-		if got := xnModP(n); got != wantPow {
-			t.Errorf("xnModP(%d) = %#x, want %#x", n, got, wantPow)
+// powModP is x^n mod P computed by hash/crc64 alone: a message of k bytes
+// whose only set bit is its first is x^(8k-1), so its CRC from a zero
+// register (no final xor) is x^(8k-1+64) mod P. It takes n = 8k+63.
+func powModP(t *testing.T, n int) uint64 {
+	t.Helper()
+	if n < 71 || (n-63)%8 != 0 {
+		t.Fatalf("x^%d is not the CRC of a whole number of bytes", n)
+	}
+	msg := make([]byte, (n-63)/8)
+	msg[0] = 1
+	return ^crc64.Update(^uint64(0), reference, msg)
+}
+
+// TestXnModP checks xnModP, the source of the fold's multipliers, against
+// hash/crc64 itself (powModP).
+func TestXnModP(t *testing.T) {
+	for n := 71; n <= 4096+63; n += 8 {
+		if got, w := xnModP(n), powModP(t, n); got != w {
+			t.Fatalf("xnModP(%d) = %#x, want %#x", n, got, w)
 		}
 	}
 	if got := xnModP(0); got != 1<<63 {
@@ -176,7 +181,7 @@ func TestFoldConstants(t *testing.T) {
 }
 
 // FuzzUpdate compares Update with hash/crc64 on any bytes, starting crc
-// and split point, on both paths.
+// and split point, on every path.
 func FuzzUpdate(f *testing.F) {
 	f.Add(uint64(0), []byte("hello"), uint(0))
 	f.Add(^uint64(0), bytes.Repeat([]byte{0xa5}, 300), uint(129))
@@ -184,13 +189,14 @@ func FuzzUpdate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, crc uint64, p []byte, split uint) {
 		k := int(split % uint(len(p)+1))
 		w := want(crc, p)
-		for _, fold := range []bool{false, true} {
-			prev := setFold(fold && useFold())
+		ps := paths()
+		for _, name := range slices.Sorted(maps.Keys(ps)) {
+			ps[name]()
 			got := Update(Update(crc, p[:k]), p[k:])
 			one := Update(crc, p)
-			setFold(prev)
+			restore()
 			if got != w || one != w {
-				t.Fatalf("fold=%v len %d split %d: got %#x / %#x, want %#x", fold, len(p), k, one, got, w)
+				t.Fatalf("%s: len %d split %d: got %#x / %#x, want %#x", name, len(p), k, one, got, w)
 			}
 		}
 	})
@@ -198,7 +204,7 @@ func FuzzUpdate(f *testing.F) {
 
 func TestUpdateNoAllocs(t *testing.T) {
 	p := make([]byte, 64<<10)
-	bothPaths(t, func(t *testing.T) {
+	allPaths(t, func(t *testing.T) {
 		if n := testing.AllocsPerRun(20, func() { Update(0, p[:1000]) }); n != 0 {
 			t.Fatalf("Update allocates %v times", n)
 		}
@@ -208,22 +214,30 @@ func TestUpdateNoAllocs(t *testing.T) {
 var sink uint64
 
 // BenchmarkCRC64 compares hash/crc64 with its table (what the gateway used)
-// and this package, at the sizes a gateway write sees.
+// and this package on each of its paths, at the sizes a gateway write sees.
 func BenchmarkCRC64(b *testing.B) {
+	ps := paths()
 	for _, size := range []int{4 << 10, 64 << 10, 4 << 20} {
 		p := make([]byte, size)
 		binary.LittleEndian.PutUint64(p, 42)
-		b.Run(fmt.Sprintf("hash-crc64/%dKiB", size>>10), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dKiB/hash-crc64", size>>10), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				sink = crc64.Update(sink, reference, p)
 			}
 		})
-		b.Run(fmt.Sprintf("crc64az/%dKiB", size>>10), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for b.Loop() {
-				sink = Update(sink, p)
+		for _, name := range slices.Sorted(maps.Keys(ps)) {
+			if name == "generic" {
+				continue // hash/crc64 above
 			}
-		})
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, name), func(b *testing.B) {
+				defer restore()
+				ps[name]()
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					sink = Update(sink, p)
+				}
+			})
+		}
 	}
 }

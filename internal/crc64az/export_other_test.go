@@ -2,6 +2,6 @@
 
 package crc64az
 
-func useFold() bool { return false }
+func paths() map[string]func() { return map[string]func(){"generic": func() {}} }
 
-func setFold(bool) bool { return false }
+func restore() {}
