@@ -12,6 +12,24 @@
 	PXOR      T, X;  \
 	PXOR      D, X
 
+// FOLDDOWN folds the first of eight blocks in turn onto each of the next
+// seven with F (FOLD or VFOLD) and multipliers K, leaving the sum in A.
+#define FOLDDOWN(F, A, K, T, B1, B2, B3, B4, B5, B6, B7) \
+	F(A, K, T, B1); \
+	F(A, K, T, B2); \
+	F(A, K, T, B3); \
+	F(A, K, T, B4); \
+	F(A, K, T, B5); \
+	F(A, K, T, B6); \
+	F(A, K, T, B7)
+
+// FOLDLOAD folds X by 1024 bits (X8) onto the 16 bytes at off(SI); the
+// legacy SSE encoding takes no unaligned memory operand, so they are
+// loaded first.
+#define FOLDLOAD(X, off) \
+	MOVOU off(SI), X10; \
+	FOLD(X, X8, X14, X10)
+
 // func foldCLMUL(crc uint64, p []byte, k *[8]uint64) (lo, hi uint64)
 TEXT ·foldCLMUL(SB), NOSPLIT, $0-56
 	MOVQ crc+0(FP), AX
@@ -36,37 +54,23 @@ TEXT ·foldCLMUL(SB), NOSPLIT, $0-56
 	SUBQ  $128, CX
 
 loop128:
-	CMPQ  CX, $128
-	JB    fold8
-	MOVOU 0(SI), X10
-	MOVOU 16(SI), X11
-	MOVOU 32(SI), X12
-	MOVOU 48(SI), X13
-	FOLD(X0, X8, X14, X10)
-	FOLD(X1, X8, X15, X11)
-	FOLD(X2, X8, X14, X12)
-	FOLD(X3, X8, X15, X13)
-	MOVOU 64(SI), X10
-	MOVOU 80(SI), X11
-	MOVOU 96(SI), X12
-	MOVOU 112(SI), X13
-	FOLD(X4, X8, X14, X10)
-	FOLD(X5, X8, X15, X11)
-	FOLD(X6, X8, X14, X12)
-	FOLD(X7, X8, X15, X13)
-	ADDQ  $128, SI
-	SUBQ  $128, CX
-	JMP   loop128
+	CMPQ CX, $128
+	JB   fold8
+	FOLDLOAD(X0, 0)
+	FOLDLOAD(X1, 16)
+	FOLDLOAD(X2, 32)
+	FOLDLOAD(X3, 48)
+	FOLDLOAD(X4, 64)
+	FOLDLOAD(X5, 80)
+	FOLDLOAD(X6, 96)
+	FOLDLOAD(X7, 112)
+	ADDQ $128, SI
+	SUBQ $128, CX
+	JMP  loop128
 
 fold8:
 	// Each block onto the next, down to X7.
-	FOLD(X0, X9, X14, X1)
-	FOLD(X0, X9, X14, X2)
-	FOLD(X0, X9, X14, X3)
-	FOLD(X0, X9, X14, X4)
-	FOLD(X0, X9, X14, X5)
-	FOLD(X0, X9, X14, X6)
-	FOLD(X0, X9, X14, X7)
+	FOLDDOWN(FOLD, X0, X9, X14, X1, X2, X3, X4, X5, X6, X7)
 
 loop16:
 	CMPQ  CX, $16
@@ -132,13 +136,7 @@ wloop256:
 
 wfold8:
 	// Each 32-byte block onto the next, down to Y7 in Y0.
-	VFOLD(Y0, Y9, Y10, Y1)
-	VFOLD(Y0, Y9, Y10, Y2)
-	VFOLD(Y0, Y9, Y10, Y3)
-	VFOLD(Y0, Y9, Y10, Y4)
-	VFOLD(Y0, Y9, Y10, Y5)
-	VFOLD(Y0, Y9, Y10, Y6)
-	VFOLD(Y0, Y9, Y10, Y7)
+	FOLDDOWN(VFOLD, Y0, Y9, Y10, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 	// Its first lane onto its second, then 16 bytes at a time.
 	VMOVDQU      16(DX), X9 // d = 128
