@@ -5,8 +5,9 @@
 // finished CRC, so Update calls chain).
 //
 // On amd64 with PCLMULQDQ the bulk of a buffer is folded with carry-less
-// multiplication (crc64az_amd64.go); everywhere else, and for short
-// buffers, it is hash/crc64 with the table. It never allocates and has no
+// multiplication, 32 bytes a lane with VPCLMULQDQ where the CPU has it
+// (crc64az_amd64.go); everywhere else, and for short buffers, it is
+// hash/crc64 with the table. It never allocates and has no
 // state of its own beyond the tables built at start.
 package crc64az
 

@@ -69,7 +69,7 @@ loop128:
 	JMP  loop128
 
 fold8:
-	// Each block onto the next, down to X7.
+	// Each block onto the next, down to X7; the sum in X0.
 	FOLDDOWN(FOLD, X0, X9, X14, X1, X2, X3, X4, X5, X6, X7)
 
 loop16:
