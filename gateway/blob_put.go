@@ -207,7 +207,8 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 	if err != nil {
 		return leasedb.Extent{}, sums{}, err
 	}
-	hr := &hashingReader{r: body, limit: size, d: newDigester(md5Sum, crcSum)}
+	hr := &hashingReader{r: body, limit: size, d: newBodyDigester(size, md5Sum, crcSum)}
+	defer hr.d.close() // after the sums of the return below
 	if err := s.backend.Put(ctx, key, hr, size); err != nil {
 		s.discard(key)
 		if e, ok := svcerr.As(hr.err); ok {

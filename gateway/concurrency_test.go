@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/blobgw/blobgw/backends"
+	"github.com/blobgw/blobgw/internal/md5lanes"
 )
 
 // TestCreateOnlyRace: 32 goroutines released together doing Put Blob with
@@ -208,21 +209,8 @@ func TestCollection(t *testing.T) {
 		}
 
 		// Interrupted upload: announce 1 MiB, send 100 KiB, hang up.
-		req, _ := http.NewRequest("PUT", b.serviceURL(0)+"gcc/cut", nil)
-		req.ContentLength = 1 << 20
-		req.Header.Set("x-ms-blob-type", "BlockBlob")
-		req.Header.Set("Content-Length", strconv.Itoa(1<<20))
-		b.sign(t, req)
-		conn, err := net.Dial("tcp", b.servers[0].Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := bufio.NewWriter(conn)
-		fmt.Fprintf(w, "PUT %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.URL.Host)
-		req.Header.Write(w)
-		fmt.Fprintf(w, "\r\n")
-		w.Write(make([]byte, 100<<10))
-		w.Flush()
+		large0 := md5lanes.Stats().Large
+		conn := b.startPut(t, "gcc/cut", 1<<20, make([]byte, 100<<10))
 		time.Sleep(200 * time.Millisecond)
 		conn.Close()
 		deadline := time.Now().Add(10 * time.Second)
@@ -241,8 +229,10 @@ func TestCollection(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		_, err = b.client.ServiceClient().NewContainerClient("gcc").NewBlobClient("cut").GetProperties(ctx, nil)
+		_, err := b.client.ServiceClient().NewContainerClient("gcc").NewBlobClient("cut").GetProperties(ctx, nil)
 		wantErr(t, err, 404, "BlobNotFound")
+		// The body's MD5 (a large body: md5lanes) was given back.
+		wantLargeBodies(t, large0, "after the interrupted upload")
 
 		// Deleting the container queues its blobs' bytes.
 		if _, err := b.client.DeleteContainer(ctx, "gcc", nil); err != nil {
@@ -251,6 +241,31 @@ func TestCollection(t *testing.T) {
 		b.collectAll(t)
 		b.wantObjects(t, 0, "after deleting the container")
 	})
+}
+
+// startPut sends a signed Put Blob of a block blob announcing size bytes
+// at path ("container/blob") on a connection of its own and the first
+// bytes of its body, and returns the connection to hang up on.
+func (b *bundle) startPut(t *testing.T, path string, size int, first []byte) net.Conn {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", b.serviceURL(0)+path, nil)
+	req.ContentLength = int64(size)
+	req.Header.Set("x-ms-blob-type", "BlockBlob")
+	req.Header.Set("Content-Length", strconv.Itoa(size))
+	b.sign(t, req)
+	conn, err := net.Dial("tcp", b.servers[0].Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(conn)
+	fmt.Fprintf(w, "PUT %s HTTP/1.1\r\nHost: %s\r\n", req.URL.RequestURI(), req.URL.Host)
+	req.Header.Write(w)
+	fmt.Fprintf(w, "\r\n")
+	w.Write(first)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 func (b *bundle) collectAll(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/blobgw/blobgw/internal/crc64az"
+	"github.com/blobgw/blobgw/internal/md5lanes"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
@@ -90,6 +91,30 @@ func (want sums) mismatch(got sums) error {
 type digester struct {
 	md5 hash.Hash
 	crc hash.Hash64
+	// lanes is md5 when it is a large body's (newBodyDigester), given back
+	// by close.
+	lanes md5lanes.Hash
+}
+
+// newBodyDigester is newDigester for a staged body of size bytes (-1:
+// unknown): the MD5 of a large one may run in the SIMD lanes it shares
+// with other large bodies (internal/md5lanes decides), so the caller
+// closes the digester when the body is done, on every path, after sums.
+func newBodyDigester(size int64, md5Sum, crcSum bool) *digester {
+	if !md5Sum || size < md5lanes.MinBody {
+		return newDigester(md5Sum, crcSum)
+	}
+	d := newDigester(false, crcSum)
+	d.lanes = md5lanes.New(size)
+	d.md5 = d.lanes
+	return d
+}
+
+// close gives back the MD5 lane newBodyDigester took, if any.
+func (d *digester) close() {
+	if d.lanes != nil {
+		d.lanes.Close()
+	}
 }
 
 func newDigester(md5Sum, crcSum bool) *digester {

@@ -28,8 +28,8 @@ import (
 //	git worktree add /tmp/before main && (cd /tmp/before && go build -o /tmp/blobgw-before ./cmd/blobgw)
 //	BLOBGW_BENCH_BEFORE=/tmp/blobgw-before go test ./cmd/blobgw -run '^$' -bench GatewayCPU -benchtime 1x -timeout 30m
 //
-// Per workload and set it prints the CPU per operation of every round and
-// their median and spread, and for each before/after pair the ratio of
+// Per workload and set it prints the CPU per operation of every round (and
+// the MB/s of every round) and their median and spread, and for each before/after pair the ratio of
 // each round (the two ran one after the other) with its median and range,
 // the metric <workload>-<store>-after/before-x; then the report of the
 // rounds summed. Compare the per-round ratios: a sum divides background
@@ -63,6 +63,9 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	}
 	// The figures of every round apart, beside the report's sums.
 	gwRounds, dbRounds := newRoundFigures("server-cpu-us/op"), newRoundFigures("db-cpu-us/op")
+	// Throughput of every round too: on large bodies the ratio of MB/s
+	// says whether CPU saved bought anything.
+	mbRounds := newRoundFigures("MB/s")
 	hook := func(set, workload string) func(*bench.Result) {
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
 		return func(r *bench.Result) {
@@ -73,6 +76,9 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			}
 			onPG := strings.HasPrefix(set, "postgres")
 			gwRounds.add(workload, set, gw)
+			if r.Seconds > 0 {
+				mbRounds.add(workload, set, float64(r.Bytes)/r.Seconds/1e6)
+			}
 			if onPG {
 				dbRounds.add(workload, set, db)
 			}
@@ -98,6 +104,7 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	pairs := []roundPair{{"sqlite", "sqlite-before", "sqlite-after"}, {"postgres", "postgres-before", "postgres-after"}}
 	gwRounds.write(os.Stdout, pairs)
 	dbRounds.write(os.Stdout, pairs)
+	mbRounds.write(os.Stdout, pairs)
 	fmt.Println("\nsums of the rounds:")
 	rep.WriteTable(os.Stdout)
 	// The median of the per-round ratios, steadier than the ratio of
