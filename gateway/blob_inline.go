@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc64"
 	"io"
 	"net/http"
 
+	"github.com/blobgw/blobgw/internal/crc64az"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -112,7 +112,7 @@ func readInlinePooled(ib *inlineBuf, body io.Reader, size int64, crcSum bool) (l
 	ib.md5.Reset()
 	ib.d = digester{md5: ib.md5}
 	if crcSum {
-		ib.d.crc = crc64.New(crc64Table)
+		ib.d.crc = crc64az.New()
 	}
 	ib.hr = hashingReader{r: body, limit: size, d: &ib.d}
 	return readInlineInto(&ib.hr, ib.buf, size)

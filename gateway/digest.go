@@ -6,20 +6,17 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"hash"
-	"hash/crc64"
 	"net/http"
 
+	"github.com/blobgw/blobgw/internal/crc64az"
 	"github.com/blobgw/blobgw/internal/md5lanes"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// crc64Table is Azure Storage's CRC64 (polynomial 0x9A6C9329AC4BC9B5, as
-// the SDKs compute it for x-ms-content-crc64); the header carries the
-// 64-bit value little-endian, base64-encoded.
-var crc64Table = crc64.MakeTable(0x9A6C9329AC4BC9B5)
-
 // sums are the digests of a request body: MD5 (Content-MD5) and CRC64
-// (x-ms-content-crc64); nil when not computed or not sent.
+// (x-ms-content-crc64: Azure's CRC64, crc64az, its 64-bit value
+// little-endian, base64-encoded in the header); nil when not computed or
+// not sent.
 type sums struct {
 	md5, crc64 []byte
 }
@@ -126,7 +123,7 @@ func newDigester(md5Sum, crcSum bool) *digester {
 		d.md5 = md5.New()
 	}
 	if crcSum {
-		d.crc = crc64.New(crc64Table)
+		d.crc = crc64az.New()
 	}
 	return d
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 )
 
 // azureCRC64 is the SDK's CRC64 of p, as x-ms-content-crc64 carries it.
@@ -29,9 +30,10 @@ func azureCRC64(p []byte) []byte {
 // TestTransactionalCRC64: a body sent with x-ms-content-crc64 (the SDK's
 // TransferValidationTypeComputeCRC64 / TransferValidationTypeCRC64) is
 // checked: a match is stored and the CRC64 echoed, a mismatch is 400
-// Crc64Mismatch and stores nothing; on Put Blob, Put Block and Append
-// Block. A structured-message body (segmented CRC64 framing) is refused
-// with 400 UnsupportedHeader instead of being stored framing and all.
+// Crc64Mismatch and stores nothing; on Put Blob, Put Block, Append Block
+// and Put Page. A structured-message body (segmented CRC64 framing) is
+// refused with 400 UnsupportedHeader instead of being stored framing and
+// all.
 func TestTransactionalCRC64(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		b := setup(t, kind)
@@ -85,6 +87,28 @@ func TestTransactionalCRC64(t *testing.T) {
 		}
 		_, err = ab.AppendBlock(ctx, nopSeeker("entry two\n"), &appendblob.AppendBlockOptions{TransactionalValidation: wrong})
 		wantErr(t, err, 400, "Crc64Mismatch")
+
+		// Put Page: 1 MiB of pages, long enough to be folded in many
+		// pieces as the body arrives.
+		pb := b.client.ServiceClient().NewContainerClient("crc").NewPageBlobClient("disk")
+		if _, err := pb.Create(ctx, 2<<20, nil); err != nil {
+			t.Fatal(err)
+		}
+		pages := randBytes(1<<20, 52)
+		pr, err := pb.UploadPages(ctx, rsc{bytes.NewReader(pages)}, rangeOf(0, int64(len(pages))),
+			&pageblob.UploadPagesOptions{TransactionalValidation: blob.TransferValidationTypeComputeCRC64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(pr.ContentCRC64, azureCRC64(pages)) {
+			t.Fatalf("Put Page x-ms-content-crc64 %x, want %x", pr.ContentCRC64, azureCRC64(pages))
+		}
+		_, err = pb.UploadPages(ctx, rsc{bytes.NewReader(pages[:4096])}, rangeOf(1<<20, 4096),
+			&pageblob.UploadPagesOptions{TransactionalValidation: wrong})
+		wantErr(t, err, 400, "Crc64Mismatch")
+		if got := download(t, b.client, "crc", "disk"); !bytes.Equal(got[:1<<20], pages) || !bytes.Equal(got[1<<20:], make([]byte, 1<<20)) {
+			t.Fatal("page blob after a refused Put Page: not the first write's pages and zeros")
+		}
 
 		// Structured-message bodies are refused, and change nothing.
 		_, err = sb.StageBlock(ctx, blockID(3), nopSeeker(string(data)), &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeComputeStructuredMessageCRC64(64 << 10)})
