@@ -38,6 +38,7 @@ import (
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
 	"Put Blob If-Match":        {4, 2, 1},
 	"Put Blob If-Match inline": {4, 2, 1},
+	"Put Blob large":           {5, 3, 1},
 	"Lease Blob acquire":       {4, 2, 1},
 	"Put Block List":           {5, 3, 1},
 	"Put Block small":          {4, 2, 1},
@@ -52,6 +53,7 @@ var statementCeilings = map[string]struct{ statements, roundTrips, transactions 
 // TestStatementsPerOperation counts, with the Postgres driver's statement
 // counter, the SQL statements and transactions of one 4 KiB Put Blob with
 // If-Match (its body staged, and again kept inline on a second gateway),
+// one Put Blob of just over 1 MiB (which runs the pre-check first),
 // one Lease Blob acquire, one Put Block List of a staged block
 // (the Put Block not counted), one Put Block of 4 KiB and one of just
 // over 1 MiB (which runs the pre-check first), one Set Blob Metadata, one Set Blob
@@ -170,6 +172,14 @@ func TestStatementsPerOperation(t *testing.T) {
 	mu.Lock()
 	useInline = false
 	mu.Unlock()
+	// A body over 1 MiB runs Put Blob's pre-check before it is read: one
+	// unlocked read, then the write's two round trips.
+	large, largeBB := bytes.Repeat([]byte("L"), 1<<20+1), cc.NewBlockBlobClient("large")
+	measure("Put Blob large", func() {
+		if _, err := largeBB.Upload(ctx, streaming.NopCloser(bytes.NewReader(large)), nil); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	leased := cc.NewBlockBlobClient("leased")
 	put(leased, nil)

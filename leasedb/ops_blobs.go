@@ -131,10 +131,18 @@ func (d *DB) Precheck(ctx context.Context, req PutBlobRequest) error {
 	// A create-only caller is refused here too (before the lease and the
 	// conditions, as the commit refuses it), so Put Blob over an existing
 	// blob answers what Put Block List answers whatever the blob's lease.
-	return d.blobView(ctx, req.Ref, func(tx Tx, now time.Time, b *Blob) error {
-		_, err := checkPutBlob(b, req, now)
+	// The row is read without a lock, in one statement where the store
+	// offers BlobReader (readBlob): the commit checks again under the
+	// lock.
+	b, containerExists, now, err := d.readBlob(ctx, req.Ref)
+	if err != nil {
 		return err
-	})
+	}
+	if !containerExists {
+		return svcerr.New(svcerr.ContainerNotFound)
+	}
+	_, err = checkPutBlob(b, req, now)
+	return err
 }
 
 // PutBlob commits a new version of a blob (Put Blob, Put Blob From URL,
