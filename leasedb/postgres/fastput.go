@@ -101,14 +101,28 @@ var lockForReplaceSQL = func() string {
 	nextval('etag_seq'),
 	CASE WHEN b.name IS NULL OR NOT ` + extentsHaveKeySQL + ` THEN 0 ELSE blob_replace_keys($1, $2, $3, b.extents) END
 		+ CASE WHEN EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3) THEN 8 ELSE 0 END
-FROM (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck
-LEFT JOIN LATERAL (SELECT versioning, delete_retention_days FROM account_settings WHERE account = $1 AND ck.l IS NOT NULL OFFSET 0) AS st ON TRUE
+` + lockChainSQL(blobCols+", extents_keys", true)
+}()
+
+// lockChainSQL is the FROM clause of the statements that lock a name for a
+// write, LockForReplace's and LockForStage's ($1..$3 the name, $4
+// nameLockKey, $5 containerLockKey): the locks in lockForReplaceSQL's
+// order, then the row's rowCols as b (FOR UPDATE), the container's
+// presence as c.ok and, for a name without a row, its FOR KEY SHARE as
+// ins.ok; with settings also the account's settings as st.
+func lockChainSQL(rowCols string, settings bool) string {
+	from := `FROM (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck`
+	if settings {
+		from += `
+LEFT JOIN LATERAL (SELECT versioning, delete_retention_days FROM account_settings WHERE account = $1 AND ck.l IS NOT NULL OFFSET 0) AS st ON TRUE`
+	}
+	return from + `
 LEFT JOIN LATERAL (SELECT TRUE AS ok, pg_advisory_xact_lock($4)::text AS l FROM containers
 	WHERE account = $1 AND name = $2 AND ck.l IS NOT NULL OFFSET 0) AS c ON TRUE
-LEFT JOIN LATERAL (SELECT ` + blobCols + `, extents_keys FROM blobs
+LEFT JOIN LATERAL (SELECT ` + rowCols + ` FROM blobs
 	WHERE account = $1 AND container = $2 AND name = $3 AND c.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE
 LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND c.ok AND b.name IS NULL OFFSET 0 FOR KEY SHARE) AS ins ON TRUE`
-}()
+}
 
 // extentsHaveKeySQL is true when the extents of row b have an extent with
 // a key (an object in the backend): its extents_keys, which every write

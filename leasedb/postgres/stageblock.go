@@ -24,9 +24,9 @@ var _ leasedb.BlockStager = (*tx)(nil)
 
 // lockForStageSQL is LockForStage's statement ($1..$3 the name, $4
 // nameLockKey, $5 containerLockKey). Its locks are LockForReplace's, in
-// the same order and for the same reasons (see lockForReplaceSQL): each
-// LATERAL subquery refers to the one before it, so they run one after the
-// other: the container's shared advisory lock, the container check, the
+// the same order and for the same reasons (one lockChainSQL, see
+// lockForReplaceSQL): each LATERAL subquery refers to the one before it,
+// so they run one after the other: the container's shared advisory lock, the container check, the
 // name's advisory lock (held whether or not the row is), the row FOR
 // UPDATE (a lease action, which locks the row alone, waits for the Put
 // Block or is waited for), and, when the name has no row, FOR KEY SHARE on
@@ -51,13 +51,7 @@ var lockForStageSQL = `SELECT b.name IS NOT NULL, c.ok IS NOT NULL AND (b.name I
 	b.lease_expires, b.lease_break_at, b.lease_since,
 	` + stageFirstIDLenSQL + `,
 	clock_timestamp()
-FROM (SELECT 1 AS one_) AS one_
-LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck ON TRUE
-LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND ck.l IS NOT NULL OFFSET 0) AS c ON TRUE
-LEFT JOIN LATERAL (SELECT pg_advisory_xact_lock($4)::text AS l WHERE c.ok OFFSET 0) AS lk ON TRUE
-LEFT JOIN LATERAL (SELECT name, blob_type, ` + sqlq.LeaseCols + `, extents, extents_keys FROM blobs
-	WHERE account = $1 AND container = $2 AND name = $3 AND lk.l IS NOT NULL OFFSET 0 FOR UPDATE) AS b ON TRUE
-LEFT JOIN LATERAL (SELECT TRUE AS ok FROM containers WHERE account = $1 AND name = $2 AND c.ok AND b.name IS NULL OFFSET 0 FOR KEY SHARE) AS ins ON TRUE`
+` + lockChainSQL("name, blob_type, "+sqlq.LeaseCols+", extents, extents_keys", false)
 
 // stageFirstIDLenSQL is the length of the block id of row b's first
 // extent (0: none). Only a block blob's matters (another type is refused
