@@ -400,14 +400,29 @@ func runLinearizable(t *testing.T, sc scenario) {
 	for _, r := range replicas {
 		r.supervise(&deaths, fail)
 	}
+	// The clients stop at stopAt: the run's duration, extended in a
+	// failpoint run while none has fired yet (extendUntilFired), so
+	// that a run slowed by a loaded machine still carries the fault it
+	// promises rather than passing without it.
+	var stopAt atomic.Int64
+	stopAt.Store(deadline.UnixNano())
+	running := func() bool { return time.Now().UnixNano() < stopAt.Load() }
 	var wg sync.WaitGroup
+	var extended time.Duration
+	if sc.failpoints != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			extended = extendUntilFired(replicas, &stopAt, deadline.Add(2*sc.duration))
+		}()
+	}
 	for w := range *nClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			wk := &worker{id: w, cid: w, rng: rand.New(rand.NewSource(int64(w) + time.Now().UnixNano())),
 				clients: clients, rec: rec, names: names, seen: map[string]string{}, size: map[string]int64{}}
-			for time.Now().Before(deadline) {
+			for running() {
 				wk.one()
 			}
 		}()
@@ -419,7 +434,7 @@ func runLinearizable(t *testing.T, sc scenario) {
 		defer wg.Done()
 		rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 		cid := int(rec.clients.Add(1))
-		for time.Now().Before(deadline) {
+		for running() {
 			name := names[rng.Intn(len(names))]
 			in := Input{Kind: CLI, Blob: name, AppendPos: -1}
 			call := rec.now()
@@ -540,22 +555,9 @@ func runLinearizable(t *testing.T, sc scenario) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	fired := map[string]int{}
+	var fired map[string]int
 	if sc.failpoints != "" {
-		for _, r := range replicas {
-			r.mu.Lock()
-			n := r.n
-			r.mu.Unlock()
-			for i := 1; i <= n; i++ {
-				b, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("serve.%d.log", i)))
-				for _, line := range strings.Split(string(b), "\n") {
-					if name, ok := strings.CutPrefix(line, "blobgw: failpoint "); ok {
-						name, _, _ = strings.Cut(name, " ")
-						fired[name]++
-					}
-				}
-			}
-		}
+		fired = firedFailpoints(replicas)
 	}
 
 	// Settle: every request has returned and nothing is cut any more, so
@@ -596,7 +598,8 @@ func runLinearizable(t *testing.T, sc scenario) {
 		fl.commitCuts.Load(), fl.otherCuts.Load(), fl.kills.Load(), fl.pgRestarts.Load(), fl.stops.Load(), res, checkTime.Round(time.Millisecond))
 	t.Logf("per kind: %s", strings.Join(kinds, " "))
 	if sc.failpoints != "" {
-		t.Logf("failpoints %s: fired %v; replica exits %d", sc.failpoints, fired, deaths.Load())
+		t.Logf("failpoints %s: fired %v; replica exits %d; clients ran %v past the run's duration waiting for a first fire",
+			sc.failpoints, fired, deaths.Load(), extended)
 	}
 	if res == porcupine.Unknown {
 		t.Fatalf("porcupine gave up after %v (history too hard to check)", checkTime)
@@ -1047,5 +1050,45 @@ func (w *worker) list(c *azblob.Client) {
 	for _, name := range w.names {
 		etag, ok := listed[name]
 		w.rec.add(w.cid, Input{Kind: List, Blob: name, AppendPos: -1}, Output{OK: true, Listed: ok, ETag: etag}, call, ret)
+	}
+}
+
+// firedFailpoints counts the failpoints fired in the replicas' logs so far,
+// by name (internal/failpoint writes "blobgw: failpoint NAME fired" before
+// its SIGKILL).
+func firedFailpoints(replicas []*replica) map[string]int {
+	fired := map[string]int{}
+	for _, r := range replicas {
+		r.mu.Lock()
+		n := r.n
+		r.mu.Unlock()
+		for i := 1; i <= n; i++ {
+			b, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("serve.%d.log", i)))
+			for _, line := range strings.Split(string(b), "\n") {
+				if name, ok := strings.CutPrefix(line, "blobgw: failpoint "); ok {
+					name, _, _ = strings.Cut(name, " ")
+					fired[name]++
+				}
+			}
+		}
+	}
+	return fired
+}
+
+// extendUntilFired keeps a failpoint run's clients going while no
+// failpoint has fired: a second before they would stop (stopAt) it looks at
+// the replicas' logs and, finding no fire, moves stopAt 5 s on, up to
+// limit. The failpoints fire at random with a probability per pass, so
+// their count follows the run's load: on a loaded machine a 20 s run
+// passed them so few times that now and then none fired.
+// It returns how far stopAt moved.
+func extendUntilFired(replicas []*replica, stopAt *atomic.Int64, limit time.Time) time.Duration {
+	first := stopAt.Load()
+	for {
+		time.Sleep(time.Until(time.Unix(0, stopAt.Load()).Add(-time.Second)))
+		if len(firedFailpoints(replicas)) > 0 || !time.Now().Add(time.Second).Before(limit) {
+			return time.Duration(stopAt.Load() - first)
+		}
+		stopAt.Add(int64(5 * time.Second))
 	}
 }
