@@ -40,18 +40,6 @@ func TestPutBlockAwaitsNameLock(t *testing.T) {
 				Block: leasedb.Block{ID: blockID, Key: key, Size: 1}, LeaseID: lease})
 		}
 	}
-	staged := func(name string) []leasedb.Block {
-		t.Helper()
-		var bs []leasedb.Block
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			bs, err = tx.Blocks(ctx, "a", "c", name)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return bs
-	}
 	for _, tc := range []struct {
 		name   string
 		before func(tx leasedb.Tx, now time.Time) error // committed before the race
@@ -103,7 +91,7 @@ func TestPutBlockAwaitsNameLock(t *testing.T) {
 			case tc.want != "" && !svcerr.HasCode(err, tc.want):
 				t.Fatalf("Put Block: %v, want %s", err, tc.want)
 			}
-			if bs := staged(tc.name); len(bs) != tc.blocks {
+			if bs := stagedBlocks(t, s, tc.name); len(bs) != tc.blocks {
 				t.Fatalf("staged blocks %+v, want %d", bs, tc.blocks)
 			}
 		})
