@@ -203,6 +203,16 @@ func (t *tx) LockForReplace(ctx context.Context, ref leasedb.BlobRef, read lease
 	// (not read), and CommitReplace does not check that the name still
 	// has no other rows.
 	st.NameRows, st.SharedKeys = x.keys&2 != 0, x.keys&4 != 0
+	if x.keys&1 == 0 && st.Blob != nil && extentsKeys(st.Blob.Extents) {
+		// Read as a row without keys (extents_keys false), yet its
+		// extents, sent whole, have some: a gateway older than migration
+		// 0018, still serving after it, wrote them with its upsert, which
+		// leaves extents_keys as it was. The name's other rows and the
+		// keys' shares were not read: say there may be some, so that
+		// what the write frees is decided by reading them under the
+		// locks (freedKeys), never by the false.
+		st.NameRows, st.SharedKeys = true, true
+	}
 	if st.Blob != nil {
 		t.replacing = &replacing{ref: ref, etag: st.Blob.ETag, noNameRows: x.keys&1 != 0 && x.keys&2 == 0, staged: x.keys&8 != 0}
 	} else {

@@ -515,15 +515,7 @@ func TestPutBlobInlineAwaitsNameLock(t *testing.T) {
 			}, putInline(name, leasedb.Conditions{})); err != nil {
 				t.Fatal(err)
 			}
-			var blocks []leasedb.Block
-			if err := s.View(ctx, func(tx leasedb.Tx) error {
-				var err error
-				blocks, err = tx.Blocks(ctx, "a", "c", name)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if len(blocks) != 0 {
+			if blocks := stagedBlocks(t, s, name); len(blocks) != 0 {
 				t.Fatalf("staged blocks after the put: %+v, want none", blocks)
 			}
 			keys, err := s.CollectionKeys(ctx)

@@ -127,6 +127,22 @@ func readBlob(t *testing.T, s leasedb.Store, name string) *leasedb.Blob {
 	return b
 }
 
+// stagedBlocks are the staged blocks of a/c/name in s, failing t on an
+// error.
+func stagedBlocks(t *testing.T, s leasedb.Store, name string) []leasedb.Block {
+	t.Helper()
+	ctx := context.Background()
+	var bs []leasedb.Block
+	if err := s.View(ctx, func(tx leasedb.Tx) error {
+		var err error
+		bs, err = tx.Blocks(ctx, "a", "c", name)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
 // statementsDB is a new database on a Postgres server of the test's own
 // that loads pg_stat_statements and tracks planning (the extension is
 // not created in it), stopped when the test ends; the test is skipped
