@@ -475,7 +475,8 @@ type tx struct {
 	// committed is set once CommitReplace committed the transaction.
 	replacing *replacing
 	committed bool
-	// leasing is the row LockBlob locked, for CommitBlobLease.
+	// leasing is the row LockBlob or LockBlobTier locked, for
+	// CommitBlobLease, CommitBlobTags and CommitBlobTier.
 	leasing leasedb.BlobRef
 	// staging is the name LockForStage locked, for CommitStage.
 	staging *staging

@@ -39,13 +39,24 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		b      *leasedb.Blob
 		exists bool
 	)
-	err := s.retry(ctx, func() error {
+	err := s.readPoint(ctx, func(ctx context.Context, q queryer) (err error) {
+		b, exists, err = queryOneBlob(ctx, q, account, container, name)
+		return err
+	})
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
+	}
+	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
+}
+
+// readPoint runs read, a few point lookups, on a connection of the read
+// pool (ReadBlob's way: see there), retried while the database is busy.
+func (s *Store) readPoint(ctx context.Context, read func(ctx context.Context, q queryer) error) error {
+	return s.retry(ctx, func() error {
 		if ctx.Done() == nil {
 			// Nothing to watch: database/sql and the driver start no
 			// goroutine, and the pool's own connection is cheaper.
-			var err error
-			b, exists, err = queryOneBlob(ctx, s.r, account, container, name)
-			return err
+			return read(ctx, s.r)
 		}
 		conn, err := s.r.Conn(ctx)
 		if err != nil {
@@ -55,13 +66,8 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, exists, err = queryOneBlob(context.WithoutCancel(ctx), conn, account, container, name)
-		return err
+		return read(context.WithoutCancel(ctx), conn)
 	})
-	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
-	}
-	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
 }
 
 // LockBlob implements leasedb.BlobLocker: the row's head alone

@@ -32,6 +32,16 @@ func OneBlobHead(placeholder func(n int) string, with, from, extra string) strin
 	return oneRow(placeholder, BlobHeadCols, with, from, extra)
 }
 
+// BlobTierCols are the columns of a blob row Set Blob Tags and Set Blob
+// Tier read (leasedb.BlobTierHead): BlobHeadCols, then what Set Blob
+// Tier's rule reads, the type, size and access tier. Never the extents.
+const BlobTierCols = BlobHeadCols + `, blob_type, size, access_tier`
+
+// OneBlobTierHead is OneBlobHead with BlobTierCols (Tx.LockBlobTier).
+func OneBlobTierHead(placeholder func(n int) string, with, from, extra string) string {
+	return oneRow(placeholder, BlobTierCols, with, from, extra)
+}
+
 // oneRow is OneBlob reading cols of the blob row.
 func oneRow(placeholder func(n int) string, blobCols, with, from, extra string) string {
 	p1, p2, p3 := placeholder(1), placeholder(2), placeholder(3)
@@ -128,6 +138,60 @@ func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) tim
 	// The same row again into the head (both drivers let a row be
 	// scanned twice), the trailing columns dropped.
 	r := &blobHeadRow[T]{}
+	dest := r.dest()
+	for range 2 + len(extra) {
+		dest = append(dest, skip())
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, false, err
+	}
+	h, err := r.decode(ref, fromTime)
+	return h, containerExists, err
+}
+
+// blobTierRow holds one row of BlobTierCols as scanned.
+type blobTierRow[T any] struct {
+	head blobHeadRow[T]
+	typ  string
+	size int64
+	tier sql.NullString
+}
+
+func (r *blobTierRow[T]) dest() []any {
+	return append(r.head.dest(), &r.typ, &r.size, &r.tier)
+}
+
+func (r *blobTierRow[T]) decode(ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobTierHead, error) {
+	h, err := r.head.decode(ref, fromTime)
+	if err != nil {
+		return nil, err
+	}
+	return &leasedb.BlobTierHead{BlobHead: *h, Type: r.typ, Size: r.size, AccessTier: r.tier.String}, nil
+}
+
+// blobTierColCount is the number of columns of BlobTierCols.
+const blobTierColCount = blobHeadColCount + 3
+
+// ScanBlobTierHead reads the first row of BlobTierCols, the head of
+// ref's row (nil when there is none).
+func ScanBlobTierHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobTierHead, error) {
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	r := &blobTierRow[T]{}
+	if err := rows.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.decode(ref, fromTime)
+}
+
+// ScanOneBlobTierHead is ScanOneBlobHead for the row of OneBlobTierHead.
+func ScanOneBlobTierHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobTierHead, bool, error) {
+	found, containerExists, err := scanOneRow(rows, blobTierColCount, skip, extra)
+	if err != nil || !found {
+		return nil, containerExists, err
+	}
+	r := &blobTierRow[T]{}
 	dest := r.dest()
 	for range 2 + len(extra) {
 		dest = append(dest, skip())
