@@ -42,6 +42,15 @@ var commitBlobLeaseSQL = sqlq.SetBlobLease(dialect.Placeholder) + ` RETURNING 1`
 // container check and the clock in one statement, without the advisory
 // name lock Blob takes with LockExclusive (an absent row is not locked).
 func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.BlobHead, bool, time.Time, error) {
+	return lockHead(ctx, t, lockBlobSQL, scanOneBlobHead, account, container, name, []any{account, container, name})
+}
+
+// lockHead runs q, a statement that locks and reads the head of the row
+// account/container/name, the container check and the clock (LockBlob,
+// LockBlobTier), with args (the name first), and reads its row with
+// scan.
+func lockHead[H any](ctx context.Context, t *tx, q string, scan func(pgx.Rows, leasedb.BlobRef, ...*time.Time) (*H, bool, error),
+	account, container, name string, args []any) (*H, bool, time.Time, error) {
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
 	}
@@ -52,18 +61,20 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	var (
-		h   *leasedb.BlobHead
-		ok  bool
-		now time.Time
+		h  *H
+		ok bool
 	)
+	// The clock is scanned into the transaction (already on the heap):
+	// a local's address handed to scan, a function value, would move
+	// the local there.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		if h, ok, err = scanOneBlobHead(rows, ref, &now); err != nil {
+		if h, ok, err = scan(rows, ref, &t.headClock); err != nil {
 			return err
 		}
 		rows.Close()
 		return rows.Err()
-	}, lockBlobSQL, account, container, name)
+	}, q, args...)
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
@@ -72,7 +83,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	}
 	// The clock of the transaction is read once, after its first lock.
 	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+		t.now = t.headClock.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	return h, ok, t.now, nil
 }

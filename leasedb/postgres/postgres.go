@@ -476,8 +476,10 @@ type tx struct {
 	replacing *replacing
 	committed bool
 	// leasing is the row LockBlob or LockBlobTier locked, for
-	// CommitBlobLease, CommitBlobTags and CommitBlobTier.
-	leasing leasedb.BlobRef
+	// CommitBlobLease, CommitBlobTags and CommitBlobTier; headClock the
+	// clock their statement read (lockHead).
+	leasing   leasedb.BlobRef
+	headClock time.Time
 	// staging is the name LockForStage locked, for CommitStage.
 	staging *staging
 }

@@ -50,36 +50,8 @@ var readBlobHeadSQL = sqlq.OneBlobHead(dialect.Placeholder, "", "blobs", "clock_
 // shared, the row's head FOR UPDATE, the container check and the clock
 // in one statement sent with BEGIN.
 func (t *tx) LockBlobTier(ctx context.Context, account, container, name string) (*leasedb.BlobTierHead, bool, time.Time, error) {
-	if err := checkText(account, container, name); err != nil {
-		return nil, false, time.Time{}, err
-	}
-	ref := leasedb.BlobRef{Account: account, Container: container, Name: name}
-	if t.readOnly {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: read-only transaction", ref)
-	}
-	var (
-		h   *leasedb.BlobTierHead
-		ok  bool
-		now time.Time
-	)
-	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
-		var err error
-		if h, ok, err = scanOneBlobTierHead(rows, ref, &now); err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	}, lockBlobTierSQL, account, container, name, containerLockKey(account, container))
-	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: %w", ref, sqlq.CtxErr(ctx, err))
-	}
-	if h != nil {
-		t.leasing = ref
-	}
-	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
-	}
-	return h, ok, t.now, nil
+	return lockHead(ctx, t, lockBlobTierSQL, scanOneBlobTierHead, account, container, name,
+		[]any{account, container, name, containerLockKey(account, container)})
 }
 
 // CommitBlobTags implements leasedb.BlobTagsCommitter: the UPDATE of the

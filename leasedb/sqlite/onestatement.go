@@ -95,11 +95,18 @@ var blobHeadSQL = `SELECT ` + quiet(sqlq.BlobHeadCols) + ` FROM blobs WHERE acco
 // queryBlobHead reads the head of ref's row and, when there is none,
 // whether its container exists.
 func queryBlobHead(ctx context.Context, q queryer, ref leasedb.BlobRef) (*leasedb.BlobHead, bool, error) {
-	rows, err := q.QueryContext(ctx, blobHeadSQL, ref.Account, ref.Container, ref.Name)
+	return queryHead(ctx, q, ref, blobHeadSQL, sqlq.ScanBlobHead[sql.NullInt64])
+}
+
+// queryHead runs query, a read of ref's row by name, reads its row with
+// scan and, when there is none, whether its container exists.
+func queryHead[H any](ctx context.Context, q queryer, ref leasedb.BlobRef, query string,
+	scan func(sqlq.Rows, leasedb.BlobRef, func(sql.NullInt64) time.Time) (*H, error)) (*H, bool, error) {
+	rows, err := q.QueryContext(ctx, query, ref.Account, ref.Container, ref.Name)
 	if err != nil {
 		return nil, false, err
 	}
-	h, err := sqlq.ScanBlobHead(rows, ref, fromMicros)
+	h, err := scan(rows, ref, fromMicros)
 	rows.Close()
 	if err != nil || h != nil {
 		return h, h != nil, err

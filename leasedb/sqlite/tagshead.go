@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -43,17 +44,7 @@ func (t *tx) LockBlobTier(ctx context.Context, account, container, name string) 
 
 // queryBlobTierHead is queryBlobHead with the type, size and tier.
 func queryBlobTierHead(ctx context.Context, q queryer, ref leasedb.BlobRef) (*leasedb.BlobTierHead, bool, error) {
-	rows, err := q.QueryContext(ctx, blobTierSQL, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return nil, false, err
-	}
-	h, err := sqlq.ScanBlobTierHead(rows, ref, fromMicros)
-	rows.Close()
-	if err != nil || h != nil {
-		return h, h != nil, err
-	}
-	exists, err := containerExists(ctx, q, ref.Account, ref.Container)
-	return nil, exists, err
+	return queryHead(ctx, q, ref, blobTierSQL, sqlq.ScanBlobTierHead[sql.NullInt64])
 }
 
 // ReadBlobHead implements leasedb.BlobHeadReader: the row's head

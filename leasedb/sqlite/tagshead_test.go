@@ -40,21 +40,9 @@ func TestTagsTierStatements(t *testing.T) {
 		if err := op.run(); err != nil { // warm the statement caches
 			t.Fatal(err)
 		}
-		var begins, commits, other int
-		var sql []string
-		s.stmts.trace = func(q string) {
-			switch q {
-			case "BEGIN IMMEDIATE":
-				begins++
-			case "COMMIT":
-				commits++
-			default:
-				other++
-				sql = append(sql, q)
-			}
-		}
-		err := op.run()
-		s.stmts.trace = nil
+		var err error
+		begins, commits, sql := traceRun(s, func() { err = op.run() })
+		other := len(sql)
 		if err != nil {
 			t.Fatal(err)
 		}
