@@ -214,3 +214,54 @@ func TestLockBlobTierCommitAllocs(t *testing.T) {
 		return tx.(leasedb.BlobTierCommitter).CommitBlobTier(ctx, h.Ref, leasedb.TierCool)
 	}))
 }
+
+// TestLockBlobTierLockOrder: LockBlobTier takes the container's advisory
+// lock before the row's lock, in the order of every write that takes
+// both (LockForReplace, Delete Container), so that they cannot deadlock:
+// while the row is locked by another transaction, Set Blob Tags waits for
+// it holding the container's lock shared.
+func TestLockBlobTierLockOrder(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn)
+	addContainer(t, s)
+	db := &leasedb.DB{Store: s}
+	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
+	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
+		Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}}); err != nil {
+		t.Fatal(err)
+	}
+	holder, watcher := pgtest.Connect(t, dsn), pgtest.Connect(t, dsn)
+	htx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := htx.Exec(ctx, `SELECT 1 FROM blobs WHERE account = 'a' AND container = 'c' AND name = 'b' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.SetBlobTags(ctx, ref, "", leasedb.Conditions{}, map[string]string{"k": "v"})
+		done <- err
+	}()
+	if waited, err := awaitLockWait(t, watcher, done); !waited {
+		t.Fatalf("Set Blob Tags did not wait for the row's lock: %v", err)
+	}
+	var shared int
+	if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&shared); err != nil {
+		t.Fatal(err)
+	}
+	if shared != 1 {
+		t.Errorf("while waiting for the row: %d shared advisory locks granted, want 1 (the container's)", shared)
+	}
+	if err := htx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b := readBlob(t, s, "b"); b.Tags["k"] != "v" {
+		t.Fatalf("tags %v", b.Tags)
+	}
+}
