@@ -72,22 +72,7 @@ func TestTagsTierReadHead(t *testing.T) {
 // outcome.
 func TestTagsTierUpdateRefused(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn+"&pool_max_conns=1")
-	addContainer(t, s)
-	db := &leasedb.DB{Store: s}
-	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
-		Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, BlobContent: leasedb.BlobContent{Tags: map[string]string{"k": "old"}}}); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgtest.Connect(t, dsn)
-	if _, err := conn.Exec(ctx, `CREATE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'write refused by the test'; END $$;
-		CREATE TRIGGER refuse_write BEFORE UPDATE ON blobs FOR EACH ROW
-		WHEN (NEW.tags LIKE '%refused%' OR NEW.access_tier = 'Archive') EXECUTE FUNCTION refuse_write()`); err != nil {
-		t.Fatal(err)
-	}
+	s, db, ref := refusingStore(t, map[string]string{"k": "old"}, "NEW.tags LIKE '%refused%' OR NEW.access_tier = 'Archive'")
 	wantRefused := func(what string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), "write refused by the test") || errors.Is(err, leasedb.ErrCommitUnknown) {
