@@ -240,15 +240,24 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	var b *leasedb.Blob
+	var tags map[string]string
 	if vid != "" {
-		b, err = s.db.GetVersionTags(r.Context(), req.ref(), vid, cond)
+		var v *leasedb.Blob
+		v, err = s.db.GetVersionTags(r.Context(), req.ref(), vid, cond)
+		if v != nil {
+			tags = v.Tags
+		}
 	} else {
-		b, err = s.db.GetBlobTags(r.Context(), req.ref(), leaseID, cond)
+		// The row's head alone: never a small blob's bytes.
+		var h *leasedb.BlobHead
+		h, err = s.db.GetBlobTags(r.Context(), req.ref(), leaseID, cond)
+		if h != nil {
+			tags = h.Tags
+		}
 	}
 	if err != nil {
 		return err
 	}
-	sendTagSet(w, b.Tags)
+	sendTagSet(w, tags)
 	return nil
 }

@@ -8,103 +8,108 @@ import (
 	"github.com/blobgw/blobgw/svcerr"
 )
 
-// SetBlobTags replaces the blob's index tags (Set Blob Tags). Tags are not
-// part of the blob's content or properties: the ETag and Last-Modified stay,
-// as on Azure. The lease is enforced as for writes (412 LeaseIdMissing when
-// leased and no id is given); cond carries x-ms-if-tags and the
-// x-ms-blob-if-* conditions, evaluated under the row lock. tags must already
-// be valid (ValidateTags).
-func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
-	return d.writeExistingStore(ctx, ref, leaseID, cond, false, func(_ Tx, _ time.Time, b *Blob) error {
-		b.Tags = tags
-		return nil
-	}, func(tx Tx, b *Blob) error {
-		// The tags and the lease (the write's lease check may end an
-		// expired one) are all Set Blob Tags changes of the row.
-		if w, ok := tx.(BlobTagsWriter); ok {
-			return w.SetBlobTags(ctx, BlobRef{Account: b.Account, Container: b.Container, Name: b.Name}, b.Tags, b.Lease)
-		}
-		return tx.PutBlob(ctx, b)
-	})
-}
-
-// GetBlobTags reads a blob for Get Blob Tags: 404 when absent, the read
-// lease check, then cond (x-ms-if-tags and x-ms-blob-if-*). Every failed
-// condition is 412 ConditionNotMet: a tag read has no 304.
-func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) (*Blob, error) {
-	var out *Blob
-	err := d.Store.View(ctx, func(tx Tx) error {
-		b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
-		if err != nil {
-			return err
-		}
-		if b == nil {
-			return missingBlob(ctx, tx, ref)
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
-			return err
-		}
-		out = b
-		return nil
+// SetBlobTags replaces the blob's index tags (Set Blob Tags) and returns
+// the blob's head with them. Tags are not part of the blob's content or
+// properties: the ETag and Last-Modified stay, as on Azure. The lease is
+// enforced as for writes (412 LeaseIdMissing when leased and no id is
+// given); cond carries x-ms-if-tags and the x-ms-blob-if-* conditions,
+// evaluated under the row lock. tags must already be valid
+// (ValidateTags). Neither the extents nor a small blob's inline bytes are
+// read or written where the store offers BlobTierLocker.
+func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*BlobHead, error) {
+	var out *BlobHead
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		return withTierHead(ctx, tx, ref, func(tx Tx, now time.Time, h *BlobTierHead) error {
+			lease, err := checkUpdateHead(h.head(), leaseID, cond, now)
+			if err != nil {
+				return err
+			}
+			h.Tags, h.Lease = tags, lease
+			if err := putBlobTags(ctx, tx, h); err != nil {
+				return err
+			}
+			out = &h.BlobHead
+			return nil
+		})
 	})
 	return out, err
 }
 
-// missingBlob is the 404 for a blob that is not there: ContainerNotFound
-// when the container is missing too.
-func missingBlob(ctx context.Context, tx Tx, ref BlobRef) error {
-	_, err := containerOf(ctx, tx, ref.Account, ref.Container, LockNone)
-	if err != nil {
-		return err
+// GetBlobTags reads a blob's head for Get Blob Tags: 404 when absent, the
+// read lease check, then cond (x-ms-if-tags and x-ms-blob-if-*). Every
+// failed condition is 412 ConditionNotMet: a tag read has no 304. It is
+// one statement where the store offers BlobHeadReader.
+func (d *DB) GetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions) (*BlobHead, error) {
+	h, containerExists, now, err := d.readBlobHead(ctx, ref)
+	switch {
+	case err != nil:
+		return nil, err
+	case !containerExists:
+		return nil, svcerr.New(svcerr.ContainerNotFound)
+	case h == nil:
+		return nil, svcerr.New(svcerr.BlobNotFound)
 	}
-	return svcerr.New(svcerr.BlobNotFound)
+	if err := checkReadLeaseUpdateHead(h, leaseID, cond, now); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // SetBlobTier sets a block blob's access tier, or a page blob's premium
-// tier (P4 ... P80, canonical; CanonicalPremiumTier), (Set Blob Tier). The tier is
-// stored and reported; nothing moves and there is no rehydration: leaving
-// Archive takes effect at once. The ETag and Last-Modified stay (the
-// service's behaviour on Set Blob Tier is unverified; leaving them is what
-// conditional clients tolerate best). The lease check is read-style: an id,
-// when given, must match the active lease. cond carries x-ms-if-tags.
-func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tier string) (*Blob, error) {
-	var out *Blob
-	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
-			return err
-		}
-		if err := applyTier(b, tier); err != nil {
-			return err
-		}
-		if err := tx.PutBlob(ctx, b); err != nil {
-			return err
-		}
-		out = b
-		return nil
+// tier (P4 ... P80, canonical; CanonicalPremiumTier), (Set Blob Tier), and
+// returns the blob's head. The tier is stored and reported; nothing moves
+// and there is no rehydration: leaving Archive takes effect at once. The
+// ETag and Last-Modified stay (the service's behaviour on Set Blob Tier
+// is unverified; leaving them is what conditional clients tolerate best).
+// The lease check is read-style: an id, when given, must match the active
+// lease. cond carries x-ms-if-tags. Like SetBlobTags it reads and writes
+// the row's head alone where the store offers BlobTierLocker.
+func (d *DB) SetBlobTier(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tier string) (*BlobHead, error) {
+	var out *BlobHead
+	err := d.Store.Update(ctx, func(tx Tx) error {
+		return withTierHead(ctx, tx, ref, func(tx Tx, now time.Time, h *BlobTierHead) error {
+			if err := checkReadLeaseUpdateHead(h.head(), leaseID, cond, now); err != nil {
+				return err
+			}
+			if err := tierRule(h.Type, h.Size, tier); err != nil {
+				return err
+			}
+			h.AccessTier = tier
+			if err := putBlobTier(ctx, tx, h); err != nil {
+				return err
+			}
+			out = &h.BlobHead
+			return nil
+		})
 	})
 	return out, err
 }
 
-// applyTier is Set Blob Tier's rule for one blob or version: Hot, Cool,
-// Cold and Archive apply to block blobs only; a premium tier sets a page
-// blob's size class, so no other blob type takes it (it is not a tier
-// there at all) and the blob must fit it.
+// applyTier is Set Blob Tier's rule (tierRule) for one version, and its
+// change.
 func applyTier(b *Blob, tier string) error {
-	if _, premium, tooSmall := PremiumTier(tier, b.Size); premium {
-		if b.Type != "PageBlob" {
+	if err := tierRule(b.Type, b.Size, tier); err != nil {
+		return err
+	}
+	b.AccessTier = tier
+	return nil
+}
+
+// tierRule is Set Blob Tier's rule for a blob or version of type typ and
+// size bytes: Hot, Cool, Cold and Archive apply to block blobs only; a
+// premium tier sets a page blob's size class, so no other blob type takes
+// it (it is not a tier there at all) and the blob must fit it.
+func tierRule(typ string, size int64, tier string) error {
+	if _, premium, tooSmall := PremiumTier(tier, size); premium {
+		if typ != "PageBlob" {
 			return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", tier)
 		}
 		if tooSmall != nil {
 			return tooSmall
 		}
-	} else if b.Type != "BlockBlob" {
+	} else if typ != "BlockBlob" {
 		return svcerr.Newf(svcerr.InvalidBlobType, "Access tiers apply to block blobs only.")
 	}
-	b.AccessTier = tier
 	return nil
 }
 

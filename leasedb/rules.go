@@ -90,11 +90,25 @@ func checkUpdate(b *Blob, leaseID string, cond Conditions, now time.Time) (Lease
 	if b == nil {
 		return Lease{}, cond.missingBlob()
 	}
-	lease, err := CheckWriteLease(b.Lease, leaseID, BlobTarget, now)
+	return updateRule(b.Lease, blobResource(b), leaseID, cond, now)
+}
+
+// checkUpdateHead is checkUpdate on the row's head (Set Blob Tags).
+func checkUpdateHead(h *BlobHead, leaseID string, cond Conditions, now time.Time) (Lease, error) {
+	if h == nil {
+		return Lease{}, cond.missingBlob()
+	}
+	return updateRule(h.Lease, h.resource(), leaseID, cond, now)
+}
+
+// updateRule is checkUpdate's rule for an existing blob of lease l,
+// r its ETag, Last-Modified and tags.
+func updateRule(l Lease, r Resource, leaseID string, cond Conditions, now time.Time) (Lease, error) {
+	lease, err := CheckWriteLease(l, leaseID, BlobTarget, now)
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := EvalWrite(cond, blobResource(b), UpdateWrite); err != nil {
+	if err := EvalWrite(cond, r, UpdateWrite); err != nil {
 		return Lease{}, err
 	}
 	return lease, nil
@@ -109,10 +123,25 @@ func checkReadLeaseUpdate(b *Blob, leaseID string, cond Conditions, now time.Tim
 	if b == nil {
 		return cond.missingBlob()
 	}
-	if err := CheckReadLease(b.Lease, leaseID, BlobTarget, now); err != nil {
+	return readLeaseUpdateRule(b.Lease, blobResource(b), leaseID, cond, now)
+}
+
+// checkReadLeaseUpdateHead is checkReadLeaseUpdate on the row's head
+// (Get Blob Tags, Set Blob Tier).
+func checkReadLeaseUpdateHead(h *BlobHead, leaseID string, cond Conditions, now time.Time) error {
+	if h == nil {
+		return cond.missingBlob()
+	}
+	return readLeaseUpdateRule(h.Lease, h.resource(), leaseID, cond, now)
+}
+
+// readLeaseUpdateRule is checkReadLeaseUpdate's rule for an existing blob
+// of lease l, r its ETag, Last-Modified and tags.
+func readLeaseUpdateRule(l Lease, r Resource, leaseID string, cond Conditions, now time.Time) error {
+	if err := CheckReadLease(l, leaseID, BlobTarget, now); err != nil {
 		return err
 	}
-	return EvalWrite(cond, blobResource(b), UpdateWrite)
+	return EvalWrite(cond, r, UpdateWrite)
 }
 
 // checkAppend is the rule of Append Block (and Append Block From URL) of

@@ -44,7 +44,7 @@ import (
 // Workloads are the workload names, in the order a run takes them.
 var Workloads = []string{
 	"put-small", "put-small-ifmatch", "get-small", "put-large", "get-large",
-	"staged", "rmw-hot", "lease-cycle", "list",
+	"staged", "rmw-hot", "lease-cycle", "list", "tags",
 }
 
 // Endpoint is one service URL with the credentials to sign for it.
@@ -676,6 +676,25 @@ func (t *target) prepare(ctx context.Context, cfg Config, w string, tl *tally) (
 				}
 				tl.requests.Add(1)
 				_, err := lc.ReleaseLease(ctx, nil)
+				return 0, err
+			}
+		}
+	case "tags":
+		// Set Blob Tags, then Get Blob Tags, on each client's own small
+		// blob: one operation, two requests.
+		for i := range workers {
+			bb := t.blockBlob(i, fmt.Sprintf("tags/%d", i))
+			if _, err := bb.Upload(ctx, body(t.small), nil); err != nil {
+				return nil, nil, err
+			}
+			var n atomic.Int64
+			workers[i].op = func(ctx context.Context) (int64, error) {
+				tl.requests.Add(1)
+				if _, err := bb.SetTags(ctx, map[string]string{"n": strconv.FormatInt(n.Add(1), 10)}, nil); err != nil {
+					return 0, err
+				}
+				tl.requests.Add(1)
+				_, err := bb.GetTags(ctx, nil)
 				return 0, err
 			}
 		}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -41,6 +42,15 @@ var commitBlobLeaseSQL = sqlq.SetBlobLease(dialect.Placeholder) + ` RETURNING 1`
 // container check and the clock in one statement, without the advisory
 // name lock Blob takes with LockExclusive (an absent row is not locked).
 func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.BlobHead, bool, time.Time, error) {
+	return lockHead(ctx, t, lockBlobSQL, scanOneBlobHead, account, container, name, []any{account, container, name})
+}
+
+// lockHead runs q, a statement that locks and reads the head of the row
+// account/container/name, the container check and the clock (LockBlob,
+// LockBlobTier), with args (the name first), and reads its row with
+// scan.
+func lockHead[H any](ctx context.Context, t *tx, q string, scan func(pgx.Rows, leasedb.BlobRef, ...*time.Time) (*H, bool, error),
+	account, container, name string, args []any) (*H, bool, time.Time, error) {
 	if err := checkText(account, container, name); err != nil {
 		return nil, false, time.Time{}, err
 	}
@@ -51,18 +61,20 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	// The transaction's first statement: BEGIN goes with it in one
 	// round trip.
 	var (
-		h   *leasedb.BlobHead
-		ok  bool
-		now time.Time
+		h  *H
+		ok bool
 	)
+	// The clock is scanned into the transaction (already on the heap):
+	// a local's address handed to scan, a function value, would move
+	// the local there.
 	err := t.tx.queryBegin(ctx, func(rows pgx.Rows) error {
 		var err error
-		if h, ok, err = scanOneBlobHead(rows, ref, &now); err != nil {
+		if h, ok, err = scan(rows, ref, &t.headClock); err != nil {
 			return err
 		}
 		rows.Close()
 		return rows.Err()
-	}, lockBlobSQL, account, container, name)
+	}, q, args...)
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: lock blob %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
@@ -71,7 +83,7 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 	}
 	// The clock of the transaction is read once, after its first lock.
 	if t.now.IsZero() {
-		t.now = now.Add(t.offset).UTC().Truncate(time.Microsecond)
+		t.now = t.headClock.Add(t.offset).UTC().Truncate(time.Microsecond)
 	}
 	return h, ok, t.now, nil
 }
@@ -82,31 +94,37 @@ func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*le
 // server skip COMMIT, and run rolls the transaction back; a connection
 // lost once the pair was sent leaves the outcome unknown.
 func (t *tx) CommitBlobLease(ctx context.Context, ref leasedb.BlobRef, l leasedb.Lease) error {
-	if t.leasing != ref {
-		return fmt.Errorf("leasedb/postgres: commit lease of %s: LockBlob did not lock it", ref)
-	}
 	if err := checkText(ref.Account, ref.Container, ref.Name, l.ID); err != nil {
 		return err
 	}
-	args := []any{ref.Account, ref.Container, ref.Name,
-		l.ID, l.State, l.Duration, driver.ToTime(l.Expires), driver.ToTime(l.BreakAt), driver.ToTime(l.Since)}
-	werr, cerr, rolledBack := t.tx.commitPair(ctx, commitBlobLeaseSQL, args)
+	return t.commitHead(ctx, "lease", ref, commitBlobLeaseSQL, []any{ref.Account, ref.Container, ref.Name,
+		l.ID, l.State, l.Duration, driver.ToTime(l.Expires), driver.ToTime(l.BreakAt), driver.ToTime(l.Since)})
+}
+
+// commitHead sends sql, a write of the row LockBlob or LockBlobTier
+// locked (its statement returns one row), with COMMIT in one round trip
+// (lazyTx.commitPair); what names the write in errors.
+func (t *tx) commitHead(ctx context.Context, what string, ref leasedb.BlobRef, sql string, args []any) error {
+	if t.leasing != ref {
+		return fmt.Errorf("leasedb/postgres: commit %s of %s: no LockBlob of the transaction locked it", what, ref)
+	}
+	werr, cerr, rolledBack := t.tx.commitPair(ctx, sql, args)
 	if werr == nil && cerr == nil && !rolledBack {
 		t.committed = true // the error's text is built only when there is one
 		return nil
 	}
-	return commitLeaseError(ref, werr, cerr)
+	return commitHeadError(what, ref, werr, cerr)
 }
 
-// commitLeaseError words CommitBlobLease's failure (commitPairError).
-func commitLeaseError(ref leasedb.BlobRef, werr, cerr error) error {
-	what := "leasedb/postgres: commit lease of " + ref.String()
+// commitHeadError words commitHead's failure (commitPairError).
+func commitHeadError(what string, ref leasedb.BlobRef, werr, cerr error) error {
+	msg := "leasedb/postgres: commit " + what + " of " + ref.String()
 	if errors.Is(werr, pgx.ErrNoRows) {
 		// The row LockBlob locked is gone: it cannot be, as no one
 		// else may delete it before this transaction ends.
-		return fmt.Errorf("%s: %w", what, leasedb.ErrNotFound)
+		return fmt.Errorf("%s: %w", msg, leasedb.ErrNotFound)
 	}
-	return commitPairError(what, werr, cerr)
+	return commitPairError(msg, werr, cerr)
 }
 
 // scanOneBlobHead is sqlq.ScanOneBlobHead for the row of lockBlobSQL,
@@ -114,40 +132,63 @@ func commitLeaseError(ref leasedb.BlobRef, werr, cerr error) error {
 // whole row (a column in another form sends the row through
 // sqlq.ScanOneBlobHead). extra are *time.Time destinations.
 func scanOneBlobHead(rows pgx.Rows, ref leasedb.BlobRef, extra ...*time.Time) (*leasedb.BlobHead, bool, error) {
-	dest := func() []any {
-		d := make([]any, len(extra))
-		for i, e := range extra {
-			d[i] = e
-		}
-		return d
-	}
 	if !rows.Next() {
-		return sqlq.ScanOneBlobHead(rows, ref, fromTS, skipColumn, dest()...)
+		return sqlq.ScanOneBlobHead(rows, ref, fromTS, skipColumn, timeDest(extra)...)
 	}
-	const n = blobHeadColCount
-	r := rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
-	if len(r.fds) != len(r.raw) || len(r.raw) != n+2+len(extra) {
-		return sqlq.ScanOneBlobHead(&positioned{Rows: rows}, ref, fromTS, skipColumn, dest()...)
+	generic := func() (*leasedb.BlobHead, bool, error) {
+		return sqlq.ScanOneBlobHead(&positioned{Rows: rows}, ref, fromTS, skipColumn, timeDest(extra)...)
 	}
-	found, containerExists := r.bool(n), r.bool(n+1)
-	for i, e := range extra {
-		*e = r.time(n + 2 + i)
-	}
-	if r.ok && !found {
+	r, found, containerExists := rawOneRow(rows, blobHeadColCount, extra)
+	switch {
+	case !r.ok:
+		return generic()
+	case !found:
 		return nil, containerExists, nil
 	}
-	h := &leasedb.BlobHead{Ref: ref, ETag: r.text(0), LastModified: r.time(1),
-		Lease: leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)),
-			Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}}
-	tags := r.nullText(2)
+	hd, tags := rawHead(&r, ref)
 	if !r.ok {
-		return sqlq.ScanOneBlobHead(&positioned{Rows: rows}, ref, fromTS, skipColumn, dest()...)
+		return generic()
 	}
+	h := &hd
 	var err error
 	if h.Tags, err = sqlq.DecodeTags(tags); err != nil {
 		return nil, false, err
 	}
 	return h, containerExists, nil
+}
+
+// timeDest is extra as scan destinations.
+func timeDest(extra []*time.Time) []any {
+	d := make([]any, len(extra))
+	for i, e := range extra {
+		d[i] = e
+	}
+	return d
+}
+
+// rawOneRow is the current row of a sqlq oneRow statement (n blob
+// columns, the two checks, then the clocks extra) as received: whether
+// the blob was found and whether its container exists, and extra
+// decoded. r.ok is false when the row is in a form not decoded here.
+func rawOneRow(rows pgx.Rows, n int, extra []*time.Time) (r rawRow, found, containerExists bool) {
+	r = rawRow{fds: rows.FieldDescriptions(), raw: rows.RawValues(), ok: true}
+	if len(r.fds) != len(r.raw) || len(r.raw) != n+2+len(extra) {
+		r.ok = false
+		return r, false, false
+	}
+	found, containerExists = r.bool(n), r.bool(n+1)
+	for i, e := range extra {
+		*e = r.time(n + 2 + i)
+	}
+	return r, found, containerExists
+}
+
+// rawHead is the head of ref's row from r's first columns
+// (sqlq.BlobHeadCols), its tags left in their column's text.
+func rawHead(r *rawRow, ref leasedb.BlobRef) (leasedb.BlobHead, sql.NullString) {
+	return leasedb.BlobHead{Ref: ref, ETag: r.text(0), LastModified: r.time(1),
+		Lease: leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)),
+			Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}}, r.nullText(2)
 }
 
 // blobHeadColCount is the number of columns of sqlq.BlobHeadCols.

@@ -11,8 +11,9 @@ import (
 	"github.com/blobgw/blobgw/leasedb"
 )
 
-// TestCommitLeaseError: CommitBlobLease's failures as Put Blob's
-// CommitReplace words them: the server's refusal of the UPDATE or of
+// TestCommitLeaseError: CommitBlobLease's, CommitBlobTags' and
+// CommitBlobTier's failures (commitHeadError) as Put Blob's CommitReplace
+// words them: the server's refusal of the UPDATE or of
 // COMMIT, or COMMIT answered ROLLBACK, did not commit; a connection lost
 // once the UPDATE and COMMIT were sent leaves the outcome unknown; a
 // failure before anything was sent is safe to retry.
@@ -33,12 +34,14 @@ func TestCommitLeaseError(t *testing.T) {
 		{"connection lost at COMMIT", nil, &errSent{io.EOF}, true, leasedb.ErrUnavailable},
 		{"COMMIT answered ROLLBACK", nil, nil, false, pgx.ErrTxCommitRollback},
 	} {
-		err := commitLeaseError(ref, tc.werr, tc.cerr)
-		if errors.Is(err, leasedb.ErrCommitUnknown) != tc.unknown || (tc.is != nil && !errors.Is(err, tc.is)) {
-			t.Errorf("%s: %v; want unknown outcome %v, matching %v", tc.name, err, tc.unknown, tc.is)
-		}
-		if !tc.unknown && errors.Is(err, leasedb.ErrUnavailable) {
-			t.Errorf("%s: %v is an outage", tc.name, err)
+		for _, what := range []string{"lease", "tags", "tier"} {
+			err := commitHeadError(what, ref, tc.werr, tc.cerr)
+			if errors.Is(err, leasedb.ErrCommitUnknown) != tc.unknown || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Errorf("%s %s: %v; want unknown outcome %v, matching %v", what, tc.name, err, tc.unknown, tc.is)
+			}
+			if !tc.unknown && errors.Is(err, leasedb.ErrUnavailable) {
+				t.Errorf("%s %s: %v is an outage", what, tc.name, err)
+			}
 		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	"github.com/blobgw/blobgw/leasedb/postgres"
@@ -115,29 +113,10 @@ func headEqual(a, b *leasedb.BlobHead) bool {
 // server's, not an unknown outcome.
 func TestLeaseBlobUpdateRefused(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn+"&pool_max_conns=1")
-	addContainer(t, s)
-	db := &leasedb.DB{Store: s}
-	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
-		Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}}); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	const refused = "dddddddd-dddd-4ddd-8ddd-dddddddddddd"
-	if _, err := conn.Exec(ctx, `CREATE FUNCTION refuse_lease() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'lease refused by the test'; END $$;
-		CREATE TRIGGER refuse_lease BEFORE UPDATE ON blobs FOR EACH ROW
-		WHEN (NEW.lease_id = '`+refused+`') EXECUTE FUNCTION refuse_lease()`); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = db.LeaseBlob(ctx, ref, leasedb.LeaseRequest{Action: leasedb.LeaseAcquire, ProposedID: refused, Duration: -1, BreakPeriod: -1}, leasedb.Conditions{}, "")
-	if err == nil || !strings.Contains(err.Error(), "lease refused by the test") || errors.Is(err, leasedb.ErrCommitUnknown) {
+	s, db, ref := refusingStore(t, nil, "NEW.lease_id = '"+refused+"'")
+	_, _, err := db.LeaseBlob(ctx, ref, leasedb.LeaseRequest{Action: leasedb.LeaseAcquire, ProposedID: refused, Duration: -1, BreakPeriod: -1}, leasedb.Conditions{}, "")
+	if err == nil || !strings.Contains(err.Error(), "write refused by the test") || errors.Is(err, leasedb.ErrCommitUnknown) {
 		t.Fatalf("refused UPDATE: %v, want the server's refusal, not an unknown outcome", err)
 	}
 	if l := readBlob(t, s, "b").Lease; l.ID != "" || l.State == "leased" {
@@ -157,6 +136,32 @@ func TestLeaseBlobUpdateRefused(t *testing.T) {
 	if e, ok := svcerr.As(err); !ok || e.Code != svcerr.LeaseAlreadyPresent {
 		t.Fatalf("acquire over a lease: %v", err)
 	}
+}
+
+// refusingStore is a store of one connection (so that a transaction
+// left open would stall the next one) with container a/c and in it blob b
+// of 4 bytes inline with tags, and a trigger that refuses, with "write
+// refused by the test", every UPDATE of a blob row whose new values meet
+// when (SQL on NEW).
+func refusingStore(t *testing.T, tags map[string]string, when string) (*postgres.Store, *leasedb.DB, leasedb.BlobRef) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn+"&pool_max_conns=1")
+	addContainer(t, s)
+	db := &leasedb.DB{Store: s}
+	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
+	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
+		Extents: []leasedb.Extent{{Size: 4, Data: []byte("data")}}, BlobContent: leasedb.BlobContent{Tags: tags}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgtest.Connect(t, dsn).Exec(ctx, `CREATE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'write refused by the test'; END $$;
+		CREATE TRIGGER refuse_write BEFORE UPDATE ON blobs FOR EACH ROW
+		WHEN (`+when+`) EXECUTE FUNCTION refuse_write()`); err != nil {
+		t.Fatal(err)
+	}
+	return s, db, ref
 }
 
 // TestLockBlobCommitLeaseAllocs pins the allocations of a lease action's

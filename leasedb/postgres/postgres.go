@@ -475,8 +475,11 @@ type tx struct {
 	// committed is set once CommitReplace committed the transaction.
 	replacing *replacing
 	committed bool
-	// leasing is the row LockBlob locked, for CommitBlobLease.
-	leasing leasedb.BlobRef
+	// leasing is the row LockBlob or LockBlobTier locked, for
+	// CommitBlobLease, CommitBlobTags and CommitBlobTier; headClock the
+	// clock their statement read (lockHead).
+	leasing   leasedb.BlobRef
+	headClock time.Time
 	// staging is the name LockForStage locked, for CommitStage.
 	staging *staging
 }

@@ -325,6 +325,14 @@ func intern(b []byte) string {
 		return "broken"
 	case "application/octet-stream":
 		return "application/octet-stream"
+	case "Hot":
+		return "Hot"
+	case "Cool":
+		return "Cool"
+	case "Cold":
+		return "Cold"
+	case "Archive":
+		return "Archive"
 	}
 	return string(b)
 }

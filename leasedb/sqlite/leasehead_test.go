@@ -35,21 +35,8 @@ func TestLeaseBlobStatements(t *testing.T) {
 	ref := hotRef
 	run := func() { leaseCycle(t, ctx, db, ref) }
 	run() // warm the statement caches
-	var begins, commits, other int
-	var reads []string
-	s.stmts.trace = func(q string) {
-		switch q {
-		case "BEGIN IMMEDIATE":
-			begins++
-		case "COMMIT":
-			commits++
-		default:
-			other++
-			reads = append(reads, q)
-		}
-	}
-	run()
-	s.stmts.trace = nil
+	begins, commits, reads := traceRun(s, run)
+	other := len(reads)
 	if n := len(cycleRequests); begins != n || commits != n || other != 2*n {
 		t.Errorf("%d lease actions: %d BEGIN IMMEDIATE, %d COMMIT, %d other statements; want %d, %d, %d:\n%s",
 			n, begins, commits, other, n, n, 2*n, strings.Join(reads, "\n"))
@@ -63,6 +50,24 @@ func TestLeaseBlobStatements(t *testing.T) {
 	if err != nil || b.Lease.ID != "" || len(b.Extents) != 1 || string(b.Extents[0].Data) != string(hotBody) {
 		t.Fatalf("after the cycle: %+v, %v", b, err)
 	}
+}
+
+// traceRun runs run and counts the statements s runs meanwhile:
+// BEGIN IMMEDIATE, COMMIT, and the others' texts.
+func traceRun(s *Store, run func()) (begins, commits int, other []string) {
+	s.stmts.trace = func(q string) {
+		switch q {
+		case "BEGIN IMMEDIATE":
+			begins++
+		case "COMMIT":
+			commits++
+		default:
+			other = append(other, q)
+		}
+	}
+	defer func() { s.stmts.trace = nil }()
+	run()
+	return begins, commits, other
 }
 
 // TestLeaseBlobAllocs: allocations of a lease cycle (acquire, renew,

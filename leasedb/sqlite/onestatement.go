@@ -39,13 +39,24 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		b      *leasedb.Blob
 		exists bool
 	)
-	err := s.retry(ctx, func() error {
+	err := s.readPoint(ctx, func(ctx context.Context, q queryer) (err error) {
+		b, exists, err = queryOneBlob(ctx, q, account, container, name)
+		return err
+	})
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
+	}
+	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
+}
+
+// readPoint runs read, a few point lookups, on a connection of the read
+// pool (ReadBlob's way: see there), retried while the database is busy.
+func (s *Store) readPoint(ctx context.Context, read func(ctx context.Context, q queryer) error) error {
+	return s.retry(ctx, func() error {
 		if ctx.Done() == nil {
 			// Nothing to watch: database/sql and the driver start no
 			// goroutine, and the pool's own connection is cheaper.
-			var err error
-			b, exists, err = queryOneBlob(ctx, s.r, account, container, name)
-			return err
+			return read(ctx, s.r)
 		}
 		conn, err := s.r.Conn(ctx)
 		if err != nil {
@@ -55,13 +66,8 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, exists, err = queryOneBlob(context.WithoutCancel(ctx), conn, account, container, name)
-		return err
+		return read(context.WithoutCancel(ctx), conn)
 	})
-	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
-	}
-	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
 }
 
 // LockBlob implements leasedb.BlobLocker: the row's head alone
@@ -89,11 +95,18 @@ var blobHeadSQL = `SELECT ` + quiet(sqlq.BlobHeadCols) + ` FROM blobs WHERE acco
 // queryBlobHead reads the head of ref's row and, when there is none,
 // whether its container exists.
 func queryBlobHead(ctx context.Context, q queryer, ref leasedb.BlobRef) (*leasedb.BlobHead, bool, error) {
-	rows, err := q.QueryContext(ctx, blobHeadSQL, ref.Account, ref.Container, ref.Name)
+	return queryHead(ctx, q, ref, blobHeadSQL, sqlq.ScanBlobHead[sql.NullInt64])
+}
+
+// queryHead runs query, a read of ref's row by name, reads its row with
+// scan and, when there is none, whether its container exists.
+func queryHead[H any](ctx context.Context, q queryer, ref leasedb.BlobRef, query string,
+	scan func(sqlq.Rows, leasedb.BlobRef, func(sql.NullInt64) time.Time) (*H, error)) (*H, bool, error) {
+	rows, err := q.QueryContext(ctx, query, ref.Account, ref.Container, ref.Name)
 	if err != nil {
 		return nil, false, err
 	}
-	h, err := sqlq.ScanBlobHead(rows, ref, fromMicros)
+	h, err := scan(rows, ref, fromMicros)
 	rows.Close()
 	if err != nil || h != nil {
 		return h, h != nil, err

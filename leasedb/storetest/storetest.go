@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"RoundTripLeaseSince", testLeaseSince},
 		{"BlobLeaseWrite", testBlobLeaseWrite},
 		{"BlobAttrsWrite", testBlobAttrsWrite},
+		{"TagsTierHead", testTagsTierHead},
 		{"RoundTripExtentBlockID", testExtentBlockID},
 		{"RoundTripTierTags", testTierTags},
 		{"FindTagged", testFindTagged},

@@ -32,6 +32,16 @@ func OneBlobHead(placeholder func(n int) string, with, from, extra string) strin
 	return oneRow(placeholder, BlobHeadCols, with, from, extra)
 }
 
+// BlobTierCols are the columns of a blob row Set Blob Tags and Set Blob
+// Tier read (leasedb.BlobTierHead): BlobHeadCols, then what Set Blob
+// Tier's rule reads, the type, size and access tier. Never the extents.
+const BlobTierCols = BlobHeadCols + `, blob_type, size, access_tier`
+
+// OneBlobTierHead is OneBlobHead with BlobTierCols (Tx.LockBlobTier).
+func OneBlobTierHead(placeholder func(n int) string, with, from, extra string) string {
+	return oneRow(placeholder, BlobTierCols, with, from, extra)
+}
+
 // oneRow is OneBlob reading cols of the blob row.
 func oneRow(placeholder func(n int) string, blobCols, with, from, extra string) string {
 	p1, p2, p3 := placeholder(1), placeholder(2), placeholder(3)
@@ -108,26 +118,36 @@ const blobHeadColCount = 9
 // ScanBlobHead reads the first row of BlobHeadCols, the head of ref's
 // row (nil when there is none).
 func ScanBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobHead, error) {
+	return scanHead[T, leasedb.BlobHead](rows, &blobHeadRow[T]{}, ref, fromTime)
+}
+
+// headRow is a row of the head's columns as scanned (blobHeadRow,
+// blobTierRow): its scan destinations and what they decode to.
+type headRow[T, H any] interface {
+	dest() []any
+	decode(ref leasedb.BlobRef, fromTime func(T) time.Time) (*H, error)
+}
+
+// scanHead reads the first row of rows into r (nil when there is none).
+func scanHead[T, H any](rows Rows, r headRow[T, H], ref leasedb.BlobRef, fromTime func(T) time.Time) (*H, error) {
 	if !rows.Next() {
 		return nil, rows.Err()
 	}
-	r := &blobHeadRow[T]{}
 	if err := rows.Scan(r.dest()...); err != nil {
 		return nil, err
 	}
 	return r.decode(ref, fromTime)
 }
 
-// ScanOneBlobHead is ScanOneBlob for the row of OneBlobHead: the head of
-// ref's row (nil when absent).
-func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobHead, bool, error) {
-	found, containerExists, err := scanOneRow(rows, blobHeadColCount, skip, extra)
+// scanOneHead reads the row of a oneRow statement of n blob columns into
+// r (nil when the blob is absent), the container check, and extra.
+func scanOneHead[T, H any](rows Rows, n int, r headRow[T, H], ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra []any) (*H, bool, error) {
+	found, containerExists, err := scanOneRow(rows, n, skip, extra)
 	if err != nil || !found {
 		return nil, containerExists, err
 	}
 	// The same row again into the head (both drivers let a row be
 	// scanned twice), the trailing columns dropped.
-	r := &blobHeadRow[T]{}
 	dest := r.dest()
 	for range 2 + len(extra) {
 		dest = append(dest, skip())
@@ -137,6 +157,46 @@ func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) tim
 	}
 	h, err := r.decode(ref, fromTime)
 	return h, containerExists, err
+}
+
+// ScanOneBlobHead is ScanOneBlob for the row of OneBlobHead: the head of
+// ref's row (nil when absent).
+func ScanOneBlobHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobHead, bool, error) {
+	return scanOneHead[T, leasedb.BlobHead](rows, blobHeadColCount, &blobHeadRow[T]{}, ref, fromTime, skip, extra)
+}
+
+// blobTierRow holds one row of BlobTierCols as scanned.
+type blobTierRow[T any] struct {
+	head blobHeadRow[T]
+	typ  string
+	size int64
+	tier sql.NullString
+}
+
+func (r *blobTierRow[T]) dest() []any {
+	return append(r.head.dest(), &r.typ, &r.size, &r.tier)
+}
+
+func (r *blobTierRow[T]) decode(ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobTierHead, error) {
+	h, err := r.head.decode(ref, fromTime)
+	if err != nil {
+		return nil, err
+	}
+	return &leasedb.BlobTierHead{BlobHead: *h, Type: r.typ, Size: r.size, AccessTier: r.tier.String}, nil
+}
+
+// blobTierColCount is the number of columns of BlobTierCols.
+const blobTierColCount = blobHeadColCount + 3
+
+// ScanBlobTierHead reads the first row of BlobTierCols, the head of
+// ref's row (nil when there is none).
+func ScanBlobTierHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time) (*leasedb.BlobTierHead, error) {
+	return scanHead[T, leasedb.BlobTierHead](rows, &blobTierRow[T]{}, ref, fromTime)
+}
+
+// ScanOneBlobTierHead is ScanOneBlobHead for the row of OneBlobTierHead.
+func ScanOneBlobTierHead[T any](rows Rows, ref leasedb.BlobRef, fromTime func(T) time.Time, skip func() any, extra ...any) (*leasedb.BlobTierHead, bool, error) {
+	return scanOneHead[T, leasedb.BlobTierHead](rows, blobTierColCount, &blobTierRow[T]{}, ref, fromTime, skip, extra)
 }
 
 // scanOneRow scans the row of a oneRow statement whose blob row has n

@@ -42,6 +42,9 @@ type Driver[T any] struct {
 	// SetBlobTags' statement, built on first use.
 	setTagsOnce sync.Once
 	setTagsSQL  string
+	// SetBlobTier's statement, built on first use.
+	setTierOnce sync.Once
+	setTierSQL  string
 }
 
 // Tx holds the leasedb.Tx methods whose Go is the same in both drivers
@@ -184,12 +187,26 @@ func (t Tx[T]) queryDeleted(ctx context.Context, q string, args ...any) ([]*leas
 	return out, nil
 }
 
-// Both drivers' transactions embed Tx, and so offer BlobLeaseWriter and
-// BlobTagsWriter.
+// Both drivers' transactions embed Tx, and so offer BlobLeaseWriter,
+// BlobTagsWriter and BlobTierWriter.
 var (
 	_ leasedb.BlobLeaseWriter = Tx[time.Time]{}
 	_ leasedb.BlobTagsWriter  = Tx[time.Time]{}
+	_ leasedb.BlobTierWriter  = Tx[time.Time]{}
 )
+
+// SetBlobTier implements leasedb.BlobTierWriter.
+func (t Tx[T]) SetBlobTier(ctx context.Context, ref leasedb.BlobRef, tier string) error {
+	if err := CheckText(t.D.Name, ref.Account, ref.Container, ref.Name, tier); err != nil {
+		return err
+	}
+	enc, _, err := EncodeTierTags(&leasedb.Blob{AccessTier: tier})
+	if err != nil {
+		return err
+	}
+	t.D.setTierOnce.Do(func() { t.D.setTierSQL = SetBlobTier(t.D.Placeholder) })
+	return t.execBlobRow(ctx, "set tier", ref, t.D.setTierSQL, ref.Account, ref.Container, ref.Name, enc)
+}
 
 // SetBlobTags implements leasedb.BlobTagsWriter.
 func (t Tx[T]) SetBlobTags(ctx context.Context, ref leasedb.BlobRef, tags map[string]string, l leasedb.Lease) error {

@@ -136,6 +136,13 @@ func SetBlobTags(placeholder func(n int) string) string {
 	return setBlobColumns(placeholder, append([]string{"tags"}, blobLeaseCols...))
 }
 
+// SetBlobTier is Tx.SetBlobTier's statement: the access tier ($4, as
+// EncodeTierTags stores it: NULL for none) of one blob row ($1..$3 the
+// name). The placeholders must be numbered.
+func SetBlobTier(placeholder func(n int) string) string {
+	return setBlobColumns(placeholder, []string{"access_tier"})
+}
+
 // VersionCols are the columns of a version row: BlobCols (version_id,
 // part of the key, among them).
 const VersionCols = BlobCols
