@@ -22,27 +22,37 @@ var (
 	_ leasedb.BlobLeaseCommitter = (*tx)(nil)
 )
 
-// lockBlobSQL is LockBlob's statement: the head of the row
-// (sqlq.BlobHeadCols), never its extents, which a small blob's TOASTed
-// bytes are in. The row is locked in a MATERIALIZED CTE, so the outer
-// SELECT (and clock_timestamp() in it) runs only once the lock is
-// granted: a clock read in the locking SELECT's own output list could be
-// read before a wait on the lock and come out stale. At READ COMMITTED a
-// row changed by the transaction that held the lock is re-read (its
-// newest version, or none when it was deleted or moved).
+// lockBlobSQL is LockBlob's statement ($4 containerLockKey): the
+// container's advisory lock shared, as LockForReplace and LockBlobTier
+// take it (a pseudo-constant qualifier, run once before the scan and so
+// before the row lock), then the head of the row (sqlq.BlobHeadCols),
+// never its extents, which a small blob's TOASTed bytes are in. Without
+// the container's lock a container soft delete, which copies the
+// container's rows without locking them once it holds the container
+// exclusive, could copy a row as it was before a lease change it then
+// let commit and be acknowledged (TestTagsTierHoldContainer). The row is
+// locked in a MATERIALIZED CTE, so the outer SELECT (and
+// clock_timestamp() in it) runs only once the locks are granted: a clock
+// read in the locking SELECT's own output list could be read before a
+// wait on the lock and come out stale. At READ COMMITTED a row changed by
+// the transaction that held the lock is re-read (its newest version, or
+// none when it was deleted or moved).
 var lockBlobSQL = sqlq.OneBlobHead(dialect.Placeholder,
-	`WITH locked AS MATERIALIZED (SELECT name, `+sqlq.BlobHeadCols+` FROM blobs WHERE account = $1 AND container = $2 AND name = $3 FOR UPDATE) `,
+	`WITH locked AS MATERIALIZED (SELECT name, `+sqlq.BlobHeadCols+` FROM blobs
+	WHERE account = $1 AND container = $2 AND name = $3 AND (SELECT pg_advisory_xact_lock_shared($4)::text) IS NOT NULL FOR UPDATE) `,
 	"locked", "clock_timestamp()")
 
 // commitBlobLeaseSQL is CommitBlobLease's write: one row back when the
 // row was there.
 var commitBlobLeaseSQL = sqlq.SetBlobLease(dialect.Placeholder) + ` RETURNING 1`
 
-// LockBlob implements leasedb.BlobLocker: the row's head FOR UPDATE, the
-// container check and the clock in one statement, without the advisory
-// name lock Blob takes with LockExclusive (an absent row is not locked).
+// LockBlob implements leasedb.BlobLocker: the container held shared, the
+// row's head FOR UPDATE, the container check and the clock in one
+// statement, without the advisory name lock Blob takes with
+// LockExclusive (an absent row is not locked).
 func (t *tx) LockBlob(ctx context.Context, account, container, name string) (*leasedb.BlobHead, bool, time.Time, error) {
-	return lockHead(ctx, t, lockBlobSQL, scanOneBlobHead, account, container, name, []any{account, container, name})
+	return lockHead(ctx, t, lockBlobSQL, scanOneBlobHead, account, container, name,
+		[]any{account, container, name, containerLockKey(account, container)})
 }
 
 // lockHead runs q, a statement that locks and reads the head of the row

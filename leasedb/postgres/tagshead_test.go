@@ -99,12 +99,12 @@ func TestTagsTierUpdateRefused(t *testing.T) {
 	}
 }
 
-// TestTagsTierHoldContainer: Set Blob Tags and Set Blob Tier hold the
-// blob's container as the Tx sequence did (its row FOR SHARE there, its
+// TestTagsTierHoldContainer: Set Blob Tags, Set Blob Tier and Lease Blob
+// hold the blob's container as the Tx sequence did (its row FOR SHARE there, its
 // advisory lock shared here): a container soft delete, which copies the
 // container's rows without locking them (MoveContainer) after it took the
 // container exclusive, makes them wait, and they then find the blob gone
-// (404), so the copy holds the tags and tier as they were and no
+// (404), so the copy holds the tags, tier and lease as they were and no
 // acknowledged change is left out of it.
 func TestTagsTierHoldContainer(t *testing.T) {
 	ctx := context.Background()
@@ -122,6 +122,11 @@ func TestTagsTierHoldContainer(t *testing.T) {
 		}},
 		{"Set Blob Tier", func(ref leasedb.BlobRef) error {
 			_, err := db.SetBlobTier(ctx, ref, "", leasedb.Conditions{}, leasedb.TierCool)
+			return err
+		}},
+		{"Lease Blob", func(ref leasedb.BlobRef) error {
+			_, _, err := db.LeaseBlob(ctx, ref, leasedb.LeaseRequest{Action: leasedb.LeaseAcquire,
+				ProposedID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", Duration: -1, BreakPeriod: -1}, leasedb.Conditions{}, "")
 			return err
 		}},
 	} {
@@ -161,7 +166,7 @@ func TestTagsTierHoldContainer(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if moved == nil || moved.Tags["k"] != "old" || moved.AccessTier != "" {
+		if moved == nil || moved.Tags["k"] != "old" || moved.AccessTier != "" || moved.Lease.ID != "" {
 			t.Fatalf("%s: the moved row is %+v", op.name, moved)
 		}
 	}
