@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +120,74 @@ func TestGroupSyncError(t *testing.T) {
 	}
 	if len(g.errs) != 0 || len(g.waiters) != 0 {
 		t.Fatalf("bookkeeping left: %v %v", g.errs, g.waiters)
+	}
+}
+
+// A failed flush is final: Linux reports a writeback error once and a
+// later flush of the file may succeed without the pages it could not
+// write, so no round after it may report the commits it covers durable,
+// and none runs. A failure to open the file flushed nothing and lost
+// nothing: the next round flushes as before.
+func TestGroupSyncFlushFailureIsFinal(t *testing.T) {
+	eio := &fs.PathError{Op: "fdatasync", Path: "db-wal", Err: syscall.EIO}
+	emfile := &fs.PathError{Op: "open", Path: "db-wal", Err: syscall.EMFILE}
+	l := &syncLog{fail: func(n int) error {
+		switch n {
+		case 1:
+			return emfile
+		case 3:
+			return eio
+		}
+		return nil
+	}}
+	g := newGroupSync(l.sync)
+	for i, want := range []error{nil, emfile, nil, eio, eio, eio} {
+		err := g.wait()
+		if !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Fatalf("wait %d: %v, want %v", i, err, want)
+		}
+	}
+	if len(l.rounds) != 4 {
+		t.Fatalf("%d flush rounds, want 4 (none after the failed flush)", len(l.rounds))
+	}
+}
+
+// Once a WAL flush failed, Update refuses a new write before it begins:
+// it is certainly not committed (not MayHaveCommitted, and not visible),
+// where it would otherwise commit and be reported durable by a later
+// flush that succeeded without the lost frames before it.
+func TestUpdateAfterFailedWALFlush(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
+	eio := &fs.PathError{Op: "fdatasync", Path: s.Path() + "-wal", Err: syscall.EIO}
+	var flushes atomic.Int64
+	s.wal = newGroupSync(func() error {
+		if flushes.Add(1) == 1 {
+			return fmt.Errorf("leasedb/sqlite: sync WAL: %w", eio)
+		}
+		return nil
+	})
+	err := s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.AddIntent(ctx, "k/first", time.Now().Add(time.Hour))
+	})
+	if !errors.Is(err, eio) || !leasedb.MayHaveCommitted(err) {
+		t.Fatalf("Update whose flush failed: %v; want the flush error, commit-unknown", err)
+	}
+	err = s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.AddIntent(ctx, "k/second", time.Now().Add(time.Hour))
+	})
+	if err == nil || !errors.Is(err, eio) || !errors.Is(err, leasedb.ErrUnavailable) || leasedb.MayHaveCommitted(err) {
+		t.Fatalf("Update after a failed flush: %v; want the flush error, unavailable, certainly not committed", err)
+	}
+	keys, err := s.CollectionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "k/first" {
+		t.Fatalf("collection keys %v, want only k/first (the refused write committed nothing)", keys)
+	}
+	if n := flushes.Load(); n != 1 {
+		t.Fatalf("%d flushes, want 1", n)
 	}
 }
 
