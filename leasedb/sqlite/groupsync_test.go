@@ -167,25 +167,15 @@ func TestUpdateAfterFailedWALFlush(t *testing.T) {
 		}
 		return nil
 	})
-	err := s.Update(ctx, func(tx leasedb.Tx) error {
-		return tx.AddIntent(ctx, "k/first", time.Now().Add(time.Hour))
-	})
+	err := addIntentUpdate(ctx, s, "k/first")
 	if !errors.Is(err, eio) || !leasedb.MayHaveCommitted(err) {
 		t.Fatalf("Update whose flush failed: %v; want the flush error, commit-unknown", err)
 	}
-	err = s.Update(ctx, func(tx leasedb.Tx) error {
-		return tx.AddIntent(ctx, "k/second", time.Now().Add(time.Hour))
-	})
+	err = addIntentUpdate(ctx, s, "k/second")
 	if err == nil || !errors.Is(err, eio) || !errors.Is(err, leasedb.ErrUnavailable) || leasedb.MayHaveCommitted(err) {
 		t.Fatalf("Update after a failed flush: %v; want the flush error, unavailable, certainly not committed", err)
 	}
-	keys, err := s.CollectionKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || keys[0] != "k/first" {
-		t.Fatalf("collection keys %v, want only k/first (the refused write committed nothing)", keys)
-	}
+	wantOnlyCollectionKey(t, s, "k/first", "the refused write committed nothing")
 	if n := flushes.Load(); n != 1 {
 		t.Fatalf("%d flushes, want 1", n)
 	}
@@ -223,24 +213,36 @@ func TestUpdateSyncFailureMayHaveCommitted(t *testing.T) {
 	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
 	boom := errors.New("sync WAL: too many open files")
 	s.wal = newGroupSync(func() error { return boom })
-	err := s.Update(ctx, func(tx leasedb.Tx) error {
-		return tx.AddIntent(ctx, "k/synced-or-not", time.Now().Add(time.Hour))
-	})
+	err := addIntentUpdate(ctx, s, "k/synced-or-not")
 	if !errors.Is(err, boom) || !leasedb.MayHaveCommitted(err) || !errors.Is(err, leasedb.ErrUnavailable) {
 		t.Fatalf("Update after a failed WAL fsync: %v; want the fsync error, marked commit-unknown and unavailable", err)
 	}
-	keys, err := s.CollectionKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || keys[0] != "k/synced-or-not" {
-		t.Fatalf("collection keys %v: the transaction is visible, so the test's premise holds", keys)
-	}
+	wantOnlyCollectionKey(t, s, "k/synced-or-not", "the transaction is visible, so the test's premise holds")
 	// A refusal by fn is a certain non-commit.
 	refused := errors.New("refused")
 	err = s.Update(ctx, func(tx leasedb.Tx) error { return refused })
 	if !errors.Is(err, refused) || leasedb.MayHaveCommitted(err) {
 		t.Fatalf("refused Update: %v", err)
+	}
+}
+
+// addIntentUpdate is an Update that records an upload intent for key.
+func addIntentUpdate(ctx context.Context, s *Store, key string) error {
+	return s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.AddIntent(ctx, key, time.Now().Add(time.Hour))
+	})
+}
+
+// wantOnlyCollectionKey fails tb unless key is s's one collection key
+// (why says what that shows).
+func wantOnlyCollectionKey(tb testing.TB, s *Store, key, why string) {
+	tb.Helper()
+	keys, err := s.CollectionKeys(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != key {
+		tb.Fatalf("collection keys %v, want only %s: %s", keys, key, why)
 	}
 }
 
