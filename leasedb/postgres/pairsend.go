@@ -143,6 +143,11 @@ func (p *pairConn) encode(st *pairStmt, args []any) error {
 		return fmt.Errorf("expected %d arguments, got %d", len(st.sd.ParamOIDs), len(args))
 	}
 	tm := p.conn.TypeMap()
+	if p.vbuf == nil {
+		// Never nil, as pgx's builder: an empty text appends nothing,
+		// and nothing appended to nil is nil, which reads as NULL below.
+		p.vbuf = make([]byte, 0, 128)
+	}
 	p.params, p.formats, p.vbuf = p.params[:0], p.formats[:0], p.vbuf[:0]
 	for i, arg := range args {
 		oid := st.sd.ParamOIDs[i]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 )
 
 // Group commit.
@@ -34,6 +35,15 @@ import (
 // window loses a write whose caller never got an answer, after a reader saw
 // it; any write that depends on it (a conditional write with the ETag it
 // read) commits later in the same WAL, and its own fsync covers both.
+//
+// A failed flush (fdatasync itself, not the open of the file) is final:
+// Linux reports a writeback error once, may have dropped or marked clean
+// the pages it could not write, and a later flush of the file then
+// succeeds without them. The WAL is valid only as a prefix (its frames
+// carry cumulative checksums), so a commit after the lost frames would be
+// lost with them on a crash although its own flush succeeded. So every
+// later round fails too, without flushing (broken), and Update refuses
+// new writes; a restart opens the database afresh.
 type groupSync struct {
 	sync func() error // fsync of the WAL file
 
@@ -44,6 +54,11 @@ type groupSync struct {
 	running   bool
 	errs      map[uint64]error // failed rounds still awaited (by number)
 	waiters   map[uint64]int   // how many callers wait on each round
+	// broken is the first failed flush (flushFailed) and brokenRound its
+	// round: every round after it fails with it.
+	broken      error
+	brokenRound uint64
+	isBroken    atomic.Bool // broken != nil, read without mu by failed
 }
 
 func newGroupSync(syncFn func() error) *groupSync {
@@ -60,7 +75,7 @@ func (g *groupSync) wait() error {
 	// Any round numbered mine or later starts after this point.
 	mine := g.nextRound
 	g.waiters[mine]++
-	for g.doneRound < mine {
+	for g.doneRound < mine && g.broken == nil {
 		if g.running {
 			g.cond.Wait()
 			continue
@@ -77,16 +92,53 @@ func (g *groupSync) wait() error {
 		if err != nil && g.waiters[round] > 0 {
 			g.errs[round] = err
 		}
+		if err != nil && flushFailed(err) {
+			g.broken, g.brokenRound = err, round
+			g.isBroken.Store(true)
+		}
 		g.cond.Broadcast()
 	}
 	// Round numbers only grow and each covers all earlier commits, but a
-	// failed round fails exactly the callers that counted on it.
+	// failed round fails exactly the callers that counted on it, and a
+	// failed flush every caller after it.
 	err := g.errs[mine]
+	if g.broken != nil && mine > g.brokenRound {
+		err = g.brokenErr()
+	}
 	if g.waiters[mine]--; g.waiters[mine] == 0 {
 		delete(g.waiters, mine)
 		delete(g.errs, mine)
 	}
 	return err
+}
+
+// failed is the error of the flush that broke g (nil while none failed):
+// a write begun now could not be made durable.
+func (g *groupSync) failed() error {
+	if !g.isBroken.Load() {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.broken == nil {
+		return nil
+	}
+	return g.brokenErr()
+}
+
+// brokenErr is the error of every round after the failed flush (g.mu
+// held).
+func (g *groupSync) brokenErr() error {
+	return fmt.Errorf("leasedb/sqlite: an earlier WAL flush failed, so no later commit is known durable (restart to reopen the database): %w", g.broken)
+}
+
+// flushFailed reports whether err is a failure of the flush itself
+// (fdatasync, or fsync where there is none: datasyncPath), not of opening
+// the file (too many open files, say), which leaves nothing unflushed
+// behind it.
+func flushFailed(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && (pe.Op == "fdatasync" || pe.Op == "sync")
 }
 
 // syncFile flushes the file at path (the WAL) with fdatasync where there is

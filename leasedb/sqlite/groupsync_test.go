@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +123,64 @@ func TestGroupSyncError(t *testing.T) {
 	}
 }
 
+// A failed flush is final: Linux reports a writeback error once and a
+// later flush of the file may succeed without the pages it could not
+// write, so no round after it may report the commits it covers durable,
+// and none runs. A failure to open the file flushed nothing and lost
+// nothing: the next round flushes as before.
+func TestGroupSyncFlushFailureIsFinal(t *testing.T) {
+	eio := &fs.PathError{Op: "fdatasync", Path: "db-wal", Err: syscall.EIO}
+	emfile := &fs.PathError{Op: "open", Path: "db-wal", Err: syscall.EMFILE}
+	l := &syncLog{fail: func(n int) error {
+		switch n {
+		case 1:
+			return emfile
+		case 3:
+			return eio
+		}
+		return nil
+	}}
+	g := newGroupSync(l.sync)
+	for i, want := range []error{nil, emfile, nil, eio, eio, eio} {
+		err := g.wait()
+		if !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Fatalf("wait %d: %v, want %v", i, err, want)
+		}
+	}
+	if len(l.rounds) != 4 {
+		t.Fatalf("%d flush rounds, want 4 (none after the failed flush)", len(l.rounds))
+	}
+}
+
+// Once a WAL flush failed, Update refuses a new write before it begins:
+// it is certainly not committed (not MayHaveCommitted, and not visible),
+// where it would otherwise commit and be reported durable by a later
+// flush that succeeded without the lost frames before it.
+func TestUpdateAfterFailedWALFlush(t *testing.T) {
+	ctx := context.Background()
+	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
+	eio := &fs.PathError{Op: "fdatasync", Path: s.Path() + "-wal", Err: syscall.EIO}
+	var flushes atomic.Int64
+	s.wal = newGroupSync(func() error {
+		if flushes.Add(1) == 1 {
+			return fmt.Errorf("leasedb/sqlite: sync WAL: %w", eio)
+		}
+		return nil
+	})
+	err := addIntentUpdate(ctx, s, "k/first")
+	if !errors.Is(err, eio) || !leasedb.MayHaveCommitted(err) {
+		t.Fatalf("Update whose flush failed: %v; want the flush error, commit-unknown", err)
+	}
+	err = addIntentUpdate(ctx, s, "k/second")
+	if err == nil || !errors.Is(err, eio) || !errors.Is(err, leasedb.ErrUnavailable) || leasedb.MayHaveCommitted(err) {
+		t.Fatalf("Update after a failed flush: %v; want the flush error, unavailable, certainly not committed", err)
+	}
+	wantOnlyCollectionKey(t, s, "k/first", "the refused write committed nothing")
+	if n := flushes.Load(); n != 1 {
+		t.Fatalf("%d flushes, want 1", n)
+	}
+}
+
 // Every write transaction of a Store waits for its own WAL fsync round, on
 // a write connection that does not sync inside COMMIT.
 func TestUpdateSyncsWAL(t *testing.T) {
@@ -153,24 +213,36 @@ func TestUpdateSyncFailureMayHaveCommitted(t *testing.T) {
 	s := migratedStore(t, filepath.Join(t.TempDir(), "g.db"))
 	boom := errors.New("sync WAL: too many open files")
 	s.wal = newGroupSync(func() error { return boom })
-	err := s.Update(ctx, func(tx leasedb.Tx) error {
-		return tx.AddIntent(ctx, "k/synced-or-not", time.Now().Add(time.Hour))
-	})
+	err := addIntentUpdate(ctx, s, "k/synced-or-not")
 	if !errors.Is(err, boom) || !leasedb.MayHaveCommitted(err) || !errors.Is(err, leasedb.ErrUnavailable) {
 		t.Fatalf("Update after a failed WAL fsync: %v; want the fsync error, marked commit-unknown and unavailable", err)
 	}
-	keys, err := s.CollectionKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || keys[0] != "k/synced-or-not" {
-		t.Fatalf("collection keys %v: the transaction is visible, so the test's premise holds", keys)
-	}
+	wantOnlyCollectionKey(t, s, "k/synced-or-not", "the transaction is visible, so the test's premise holds")
 	// A refusal by fn is a certain non-commit.
 	refused := errors.New("refused")
 	err = s.Update(ctx, func(tx leasedb.Tx) error { return refused })
 	if !errors.Is(err, refused) || leasedb.MayHaveCommitted(err) {
 		t.Fatalf("refused Update: %v", err)
+	}
+}
+
+// addIntentUpdate is an Update that records an upload intent for key.
+func addIntentUpdate(ctx context.Context, s *Store, key string) error {
+	return s.Update(ctx, func(tx leasedb.Tx) error {
+		return tx.AddIntent(ctx, key, time.Now().Add(time.Hour))
+	})
+}
+
+// wantOnlyCollectionKey fails tb unless key is s's one collection key
+// (why says what that shows).
+func wantOnlyCollectionKey(tb testing.TB, s *Store, key, why string) {
+	tb.Helper()
+	keys, err := s.CollectionKeys(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != key {
+		tb.Fatalf("collection keys %v, want only %s: %s", keys, key, why)
 	}
 }
 

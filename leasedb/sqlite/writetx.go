@@ -94,6 +94,11 @@ func (s *Store) runWrite(ctx context.Context, fn func(leasedb.Tx) error) error {
 	// rollback from another goroutine when ctx ended would race the
 	// COMMIT.
 	bctx := context.WithoutCancel(ctx)
+	if err := s.wal.failed(); err != nil {
+		// Nothing committed now could be made durable (groupsync.go):
+		// refused before it begins, so certainly not committed.
+		return fmt.Errorf("leasedb/sqlite: begin: %w: %w", leasedb.ErrUnavailable, err)
+	}
 	conn, err := s.w.Conn(bctx)
 	if err != nil {
 		return fmt.Errorf("leasedb/sqlite: begin: %w", sqlq.CtxErr(ctx, err))
