@@ -21,8 +21,9 @@ const ReadyTimeout = 2 * time.Second
 const readyProbeKey = "readyz/probe"
 
 // Ready reports whether this replica can serve: not draining, the
-// metadata store answers a trivial transaction and the backend a Stat,
-// each within ReadyTimeout. The error says which failed.
+// metadata store answers a trivial transaction and does not refuse every
+// write (leasedb.WriteRefuser), and the backend answers a Stat, each
+// within ReadyTimeout. The error says which failed.
 func (s *Server) Ready(ctx context.Context) error {
 	if s.draining.Load() {
 		return errors.New("draining: shutting down")
@@ -34,6 +35,10 @@ func (s *Server) Ready(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return fmt.Errorf("metadata store: %w", err)
+	}
+	if err := leasedb.WritesRefused(s.db.Store); err != nil {
+		// It still reads, but can only answer 503 to every write.
+		return fmt.Errorf("metadata store refuses writes: %w", err)
 	}
 	bctx, cancel2 := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel2()

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,10 +24,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+	"github.com/blobgw/blobgw/backends/disk"
 	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/internal/gwtest"
 	"github.com/blobgw/blobgw/leasedb"
+	"github.com/blobgw/blobgw/leasedb/dbopen"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -366,6 +369,43 @@ func TestHealthEndpoints(t *testing.T) {
 	}
 	if code, _ := get(ops, "/healthz"); code != 200 {
 		t.Fatalf("/healthz while draining: %d", code)
+	}
+}
+
+// refusingWrites is a real store that says it refuses every write, as
+// the SQLite store does after a failed WAL flush (leasedb.WriteRefuser).
+type refusingWrites struct {
+	leasedb.Store
+	err error
+}
+
+func (r refusingWrites) WritesRefused() error { return r.err }
+
+// TestReadyRefusedWrites: /readyz answers 503 with the store's reason
+// while the store refuses every write, though it still reads.
+func TestReadyRefusedWrites(t *testing.T) {
+	store, err := dbopen.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	be, err := disk.New(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func(s leasedb.Store) (int, string) {
+		gw := gateway.New(&leasedb.DB{Store: s}, be, gwtest.DevAccounts(t), gwtest.Discard(), gateway.Options{})
+		t.Cleanup(func() { gw.Close(context.Background()) })
+		rec := httptest.NewRecorder()
+		gw.OpsHandler(false).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := probe(refusingWrites{Store: store}); code != 200 {
+		t.Fatalf("/readyz with writes accepted: %d %s", code, body)
+	}
+	code, body := probe(refusingWrites{Store: store, err: errors.New("an earlier WAL flush failed")})
+	if code != 503 || !strings.Contains(body, "refuses writes") || !strings.Contains(body, "WAL flush failed") {
+		t.Fatalf("/readyz with writes refused: %d %s", code, body)
 	}
 }
 

@@ -167,7 +167,13 @@ func TestUpdateAfterFailedWALFlush(t *testing.T) {
 		}
 		return nil
 	})
+	if err := leasedb.WritesRefused(s); err != nil {
+		t.Fatalf("WritesRefused before any flush failed: %v", err)
+	}
 	err := addIntentUpdate(ctx, s, "k/first")
+	if err := leasedb.WritesRefused(s); !errors.Is(err, eio) {
+		t.Fatalf("WritesRefused after the flush failed: %v, want the flush error", err)
+	}
 	if !errors.Is(err, eio) || !leasedb.MayHaveCommitted(err) {
 		t.Fatalf("Update whose flush failed: %v; want the flush error, commit-unknown", err)
 	}

@@ -94,7 +94,7 @@ func (s *Store) runWrite(ctx context.Context, fn func(leasedb.Tx) error) error {
 	// rollback from another goroutine when ctx ended would race the
 	// COMMIT.
 	bctx := context.WithoutCancel(ctx)
-	if err := s.wal.failed(); err != nil {
+	if err := s.WritesRefused(); err != nil {
 		// Nothing committed now could be made durable (groupsync.go):
 		// refused before it begins, so certainly not committed.
 		return fmt.Errorf("leasedb/sqlite: begin: %w: %w", leasedb.ErrUnavailable, err)
@@ -157,3 +157,9 @@ func release(conn *sql.Conn, rollback bool) {
 	}
 	_ = conn.Close()
 }
+
+var _ leasedb.WriteRefuser = (*Store)(nil)
+
+// WritesRefused implements leasedb.WriteRefuser: after a failed WAL flush
+// (groupsync.go) every write is refused until a restart.
+func (s *Store) WritesRefused() error { return s.wal.failed() }

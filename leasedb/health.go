@@ -1,0 +1,20 @@
+package leasedb
+
+// WriteRefuser is an optional Store method: a store that refuses every
+// write from some point on, until the process restarts, says why (the
+// SQLite store after a failed WAL flush: no later commit could be known
+// durable). The gateway's /readyz reports it, so that a load balancer
+// stops sending writes to a replica that can only answer 503 to them.
+type WriteRefuser interface {
+	// WritesRefused returns nil while writes are accepted.
+	WritesRefused() error
+}
+
+// WritesRefused is why s, or a store s wraps (Unwrapper), refuses every
+// write; nil when it does not, or cannot say.
+func WritesRefused(s Store) error {
+	if w, ok := optional[WriteRefuser](s); ok {
+		return w.WritesRefused()
+	}
+	return nil
+}
