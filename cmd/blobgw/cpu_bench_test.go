@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,8 @@ import (
 //
 // Per workload and set it prints the CPU per operation of every round (and
 // the MB/s of every round) and their median and spread (and, in the sums,
-// the process's read and write system calls per operation), and for each
+// the process's read and write system calls and its threads' context
+// switches per operation), and for each
 // before/after pair the ratio of
 // each round (the two ran one after the other) with its median and range,
 // the metric <workload>-<store>-after/before-x; then the report of the
@@ -43,7 +45,16 @@ import (
 //
 // Knobs as BenchmarkSmallOps: BLOBGW_BENCH_DURATION (default 5s),
 // BLOBGW_BENCH_CLIENTS (default 8); BLOBGW_BENCH_ROUNDS (default 2);
-// BLOBGW_BENCH_WORKLOADS, a comma-separated subset of the four workloads.
+// BLOBGW_BENCH_WORKLOADS, a comma-separated list of `blobgw bench`
+// workloads (default the four above; rmw-hot and the large ones run too);
+// BLOBGW_BENCH_STORES, sqlite, postgres or both (the default).
+// BLOBGW_BENCH_BEFORE_ENV and BLOBGW_BENCH_AFTER_ENV add space-separated
+// NAME=value entries to that set's serve environment; with
+// BLOBGW_BENCH_BEFORE_ENV alone, "before" is this binary too, so one
+// runtime setting is compared side by side:
+//
+//	BLOBGW_BENCH_BEFORE_ENV=GOMAXPROCS=1 go test ./cmd/blobgw -run '^$' -bench 'GatewayCPU$' -benchtime 1x -timeout 30m
+//
 // BLOBGW_BENCH_PPROF names a folder where each phase of the "after" sets
 // leaves a CPU profile of its serve process (<workload>-<set>-r<round>.pprof,
 // taken through --pprof for the phase's whole seconds); the profiler's own
@@ -54,6 +65,16 @@ func BenchmarkGatewayCPU(b *testing.B) {
 	dir, bins := cpuBenchBins(b)
 	pg := startBenchPG(b)
 
+	stores := map[string]bool{"sqlite": true, "postgres": true}
+	if v := os.Getenv("BLOBGW_BENCH_STORES"); v != "" {
+		stores = map[string]bool{}
+		for _, st := range strings.Split(v, ",") {
+			if st != "sqlite" && st != "postgres" {
+				b.Fatalf("BLOBGW_BENCH_STORES: %q is neither sqlite nor postgres", st)
+			}
+			stores[st] = true
+		}
+	}
 	pids := map[string]int{}
 	prof := newPhaseProfiler(os.Getenv("BLOBGW_BENCH_PPROF"), duration)
 	var sets []bench.Set
@@ -63,6 +84,9 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			continue
 		}
 		for _, st := range []struct{ name, dir string }{{"sqlite", "sqlite"}, {"postgres", "pg"}} {
+			if !stores[st.name] {
+				continue
+			}
 			var args []string
 			if st.name == "postgres" {
 				args = append(args, "--metadata", pg.NewDatabase(b))
@@ -71,7 +95,7 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			if which == "after" {
 				args = append(args, prof.serveArgs(b, name)...)
 			}
-			u, pid := startServeProc(b, bin, filepath.Join(dir, which+"-"+st.dir), args...)
+			u, pid := startServeProcEnv(b, bin, filepath.Join(dir, which+"-"+st.dir), cpuBenchEnv(b, which), args...)
 			pids[name] = pid
 			sets = append(sets, bench.Set{Name: name, Endpoints: devEndpoint(u)})
 		}
@@ -85,9 +109,11 @@ func BenchmarkGatewayCPU(b *testing.B) {
 		profiled := prof.start(b, set, workload)
 		gw0, db0 := cpuOf(pids[set]), treeCPU(pg.Pid())
 		rd0, wr0 := procSyscalls(pids[set])
+		cs0 := procSwitches(pids[set])
 		return func(r *bench.Result) {
 			profiled()
 			rd, wr := procSyscalls(pids[set])
+			cs := procSwitches(pids[set])
 			gw, db := math.NaN(), math.NaN() // no operation: no figure
 			if r.Ops > 0 {
 				ops := float64(r.Ops)
@@ -105,7 +131,8 @@ func BenchmarkGatewayCPU(b *testing.B) {
 				return
 			}
 			r.Extra = map[string]float64{"server-cpu-us/op": gw,
-				"reads/op": float64(rd-rd0) / float64(r.Ops), "writes/op": float64(wr-wr0) / float64(r.Ops)}
+				"reads/op": float64(rd-rd0) / float64(r.Ops), "writes/op": float64(wr-wr0) / float64(r.Ops),
+				"switches/op": float64(cs-cs0) / float64(r.Ops)}
 			if onPG {
 				r.Extra["db-cpu-us/op"] = db
 			}
@@ -158,7 +185,9 @@ func cpuBenchKnobs(b *testing.B) (duration time.Duration, clients, rounds int) {
 
 // cpuBenchBins builds this package's blobgw into a temporary folder and
 // returns that folder and the binaries to drive: "after" is the one just
-// built, "before" the one BLOBGW_BENCH_BEFORE names, if it is set.
+// built, "before" the one BLOBGW_BENCH_BEFORE names, if it is set, or
+// this one too when BLOBGW_BENCH_BEFORE_ENV alone is (one environment
+// setting compared side by side).
 func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
 	b.Helper()
 	dir = b.TempDir()
@@ -166,8 +195,25 @@ func cpuBenchBins(b *testing.B) (dir string, bins map[string]string) {
 	bins = map[string]string{"after": bin}
 	if before := os.Getenv("BLOBGW_BENCH_BEFORE"); before != "" {
 		bins["before"] = before
+	} else if os.Getenv("BLOBGW_BENCH_BEFORE_ENV") != "" {
+		bins["before"] = bin
 	}
 	return dir, bins
+}
+
+// cpuBenchEnv is the environment set which's serve processes get on top
+// of the benchmark's: BLOBGW_BENCH_BEFORE_ENV or BLOBGW_BENCH_AFTER_ENV,
+// space-separated NAME=value entries (say "GOMAXPROCS=1").
+func cpuBenchEnv(b testing.TB, which string) []string {
+	b.Helper()
+	name := "BLOBGW_BENCH_" + strings.ToUpper(which) + "_ENV"
+	env := strings.Fields(os.Getenv(name))
+	for _, e := range env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			b.Fatalf("%s: %q is not NAME=value", name, e)
+		}
+	}
+	return env
 }
 
 // startBenchPG starts a private Postgres server with the extra server
@@ -207,6 +253,56 @@ func procSyscalls(pid int) (reads, writes int64) {
 		}
 	}
 	return reads, writes
+}
+
+// procSwitches is the context switches, voluntary and not, of every
+// thread of a process (/proc/PID/task/*/status): a thread that sleeps and
+// is woken again, the runtime's monitor thread included, which a CPU
+// profile does not sample; threads that exited are not counted.
+func procSwitches(pid int) int64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches" {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+func TestCPUBenchEnv(t *testing.T) {
+	t.Setenv("BLOBGW_BENCH_AFTER_ENV", " GOMAXPROCS=1  GODEBUG=schedtrace=2147483647 ")
+	t.Setenv("BLOBGW_BENCH_BEFORE_ENV", "")
+	if got, want := cpuBenchEnv(t, "after"), []string{"GOMAXPROCS=1", "GODEBUG=schedtrace=2147483647"}; !slices.Equal(got, want) {
+		t.Errorf("after: %q, want %q", got, want)
+	}
+	if got := cpuBenchEnv(t, "before"); len(got) != 0 {
+		t.Errorf("before: %q, want nothing", got)
+	}
+}
+
+func TestProcSwitches(t *testing.T) {
+	pid := os.Getpid()
+	before := procSwitches(pid)
+	// Each sleep parks the goroutine and its thread waits in the kernel:
+	// a voluntary switch at least.
+	for range 5 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if after := procSwitches(pid); before <= 0 || after <= before {
+		t.Errorf("switches %d, then %d after sleeping", before, after)
+	}
+	if n := procSwitches(-1); n != 0 {
+		t.Errorf("no such process: %d switches", n)
+	}
 }
 
 // phaseProfiler takes a CPU profile of a serve process per benchmark

@@ -47,7 +47,11 @@ import (
 //
 // BLOBGW_BENCH_BEFORE_DSN and BLOBGW_BENCH_AFTER_DSN are appended to that
 // set's gateway DSN (pgxpool settings, say "&pool_max_conns=4"); with
-// BLOBGW_BENCH_BEFORE_DSN alone, "before" is this binary too.
+// BLOBGW_BENCH_BEFORE_DSN alone, "before" is this binary too. Likewise
+// BLOBGW_BENCH_BEFORE_ENV and BLOBGW_BENCH_AFTER_ENV, NAME=value entries
+// added to that set's serve environment:
+//
+//	BLOBGW_BENCH_BEFORE_ENV=GOMAXPROCS=1 go test ./cmd/blobgw -run '^$' -bench PostgresCPU -benchtime 1x
 //
 // Every phase also samples pg_stat_activity every 5 ms (waitSampler): the
 // share of the gateway's backends running, waiting on a lock or on the WAL
@@ -121,7 +125,7 @@ func BenchmarkPostgresCPU(b *testing.B) {
 			}
 			pool.Reset()
 		}
-		u, pid := startServeProc(b, bin, filepath.Join(dir, which), "--metadata", dsn+os.Getenv("BLOBGW_BENCH_"+strings.ToUpper(which)+"_DSN"))
+		u, pid := startServeProcEnv(b, bin, filepath.Join(dir, which), cpuBenchEnv(b, which), "--metadata", dsn+os.Getenv("BLOBGW_BENCH_"+strings.ToUpper(which)+"_DSN"))
 		g.pid = pid
 		gws[which] = g
 		sets = append(sets, bench.Set{Name: which, Endpoints: devEndpoint(u)})

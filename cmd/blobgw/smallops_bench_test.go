@@ -278,8 +278,17 @@ func benchServe(bin, addr, dataDir string, args ...string) *exec.Cmd {
 // returns its service URL and process id; it stops when b ends.
 func startServeProc(b *testing.B, bin, dataDir string, args ...string) (string, int) {
 	b.Helper()
+	return startServeProcEnv(b, bin, dataDir, nil, args...)
+}
+
+// startServeProcEnv is startServeProc with env ("NAME=value" entries)
+// added to the serve process's environment, after and so over the
+// benchmark's own.
+func startServeProcEnv(b *testing.B, bin, dataDir string, env []string, args ...string) (string, int) {
+	b.Helper()
 	addr := freeAddr(b)
 	cmd := benchServe(bin, addr, dataDir, args...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
