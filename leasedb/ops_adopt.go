@@ -136,14 +136,16 @@ func claimAdoptedKey(ctx context.Context, tx Tx, ref BlobRef, key string) error 
 	return tx.MoveAdoptedKey(ctx, key, ref)
 }
 
-// nameReferences reports whether the blob row of ref or one of its snapshot
-// rows references key. The blob row is read first: a key leaves a blob for
-// its snapshot only after the snapshot was written (Snapshot Blob, then an
-// overwrite), so a reader that misses it in the blob row finds it in the
-// snapshot rows. Adopting the key under ref again would need this record,
-// which the caller holds locked.
+// nameReferences reports whether the blob row of ref or one of its other
+// rows (snapshots, versions, soft-deleted rows) references key. It holds
+// ref's name lock while it reads them: the two reads are two statements,
+// and a key moves between them in both directions (an overwrite keeps the
+// old blob as a version or soft-deleted snapshot; Undelete Blob moves a
+// soft-deleted blob back), so unlocked reads could straddle such a move
+// and find the key in neither. Adopting the key under ref again would need
+// this record, which the caller holds locked.
 func nameReferences(ctx context.Context, tx Tx, ref BlobRef, key string) (bool, error) {
-	b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockNone)
+	b, err := tx.Blob(ctx, ref.Account, ref.Container, ref.Name, LockExclusive)
 	if err != nil {
 		return false, err
 	}
@@ -151,8 +153,6 @@ func nameReferences(ctx context.Context, tx Tx, ref BlobRef, key string) (bool, 
 	if b == nil {
 		rows = nil
 	}
-	// Versions too: a key leaves a blob for its version in the same
-	// transaction that writes the version row.
 	snaps, err := nameRows(ctx, tx, ref)
 	if err != nil {
 		return false, err

@@ -216,12 +216,22 @@ func (d *DB) keepOverwritten(ctx context.Context, tx Tx, ref BlobRef, now time.T
 // whose current version was deleted, without making any of them current
 // (restoring a version as current is a copy onto the base). A name with
 // no live blob and nothing to restore is 404 BlobNotFound; a live blob
-// with nothing soft-deleted succeeds and changes nothing.
+// with nothing soft-deleted succeeds and changes nothing. A row past its
+// retention (by the database clock) is never restored, as Azure deletes
+// it permanently then; the purge removes it.
 func (d *DB) UndeleteBlob(ctx context.Context, ref BlobRef) error {
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
-		rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+		all, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
 		if err != nil {
 			return err
+		}
+		// A row whose retention passed is permanently deleted, whether
+		// or not the collector has purged it yet: it stays for the purge.
+		rows := all[:0]
+		for _, r := range all {
+			if now.Before(r.DeleteExpires) {
+				rows = append(rows, r)
+			}
 		}
 		hasBase, hasVersions := false, false
 		for _, r := range rows {

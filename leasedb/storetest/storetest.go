@@ -114,6 +114,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"AccountSettings", testAccountSettings},
 		{"SoftDeletedRows", testSoftDeletedRows},
 		{"SoftDeleteOps", testSoftDeleteOps},
+		{"UndeleteAfterRetention", testUndeleteAfterRetention},
 		{"SoftDeletedVersions", testSoftDeletedVersions},
 		{"SoftDeleteVersionOps", testSoftDeleteVersionOps},
 		{"SoftDeletedManyRows", testSoftDeletedManyRows},
