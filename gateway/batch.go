@@ -204,7 +204,10 @@ func (s *Server) parseBatch(r *http.Request, batch *request, boundary string) ([
 		case name != op:
 			return nil, svcerr.New(svcerr.AllBatchSubRequestsShouldBeSameApi)
 		}
-		if batch.sas && sr.Header.Get("Authorization") == "" && !auth.IsSAS(sr.URL.Query()) {
+		if name != "" && batch.sas && sr.Header.Get("Authorization") == "" && !auth.IsSAS(sr.URL.Query()) {
+			// Only a query that parses: re-encoding one that does not
+			// would drop its malformed pairs and run a request never
+			// checked here (a Delete Container, say).
 			inheritSAS(sr, r)
 		}
 		subs = append(subs, subRequest{contentID: id, r: sr})

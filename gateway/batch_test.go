@@ -603,3 +603,42 @@ func TestBlobBatchMalformed(t *testing.T) {
 		t.Fatalf("anonymous batch: %d", resp3.StatusCode)
 	}
 }
+
+// TestBlobBatchSASMalformedQuery: a sub-request whose query does not
+// parse fails in its own part with 400 InvalidQueryParameterValue, also
+// when it inherits the batch's SAS. Giving it the token must not rewrite
+// its query into one that parses (the malformed pair dropped): that
+// request was never checked as a Delete Blob or Set Blob Tier of the
+// batch's scope, and here it would be a Delete Container.
+func TestBlobBatchSASMalformedQuery(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "mqb", "victim")
+	b.putBlobs(t, "mqb/a")
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acctSAS, err := sas.AccountSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().UTC().Add(time.Hour),
+		Permissions:   to.Ptr(sas.AccountPermissions{Delete: true, Read: true}).String(),
+		ResourceTypes: to.Ptr(sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String()}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"restype=container&x=%zz", "restype=container;x=1"} {
+		parts := []string{
+			b.rawSub(t, "DELETE", "mqb/a", nil, false),
+			b.rawSub(t, "DELETE", "victim?"+q, nil, false),
+		}
+		resp, subs := b.postBatch(t, "?comp=batch&"+acctSAS.Encode(), parts, false)
+		wantStatus(t, resp, 202, "", "batch")
+		if len(subs) == 2 {
+			wantSubs(t, subs, "202 ", "400 InvalidQueryParameterValue")
+		} else {
+			wantRefusedBatch(t, q, resp, subs, "InvalidQueryParameterValue")
+		}
+		if _, err := b.client.ServiceClient().NewContainerClient("victim").GetProperties(context.Background(), nil); err != nil {
+			t.Fatalf("%s: the container is gone after a batch of Delete Blob: %v", q, err)
+		}
+		b.putBlobs(t, "mqb/a")
+	}
+}
