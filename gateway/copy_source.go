@@ -134,12 +134,17 @@ func parseSourceRange(v string) (start, end int64, err error) {
 	return start, end, nil
 }
 
-// rangeLen is the requested window's length, -1 when open-ended.
+// rangeLen is the requested window's length, -1 when open-ended. It
+// saturates: "bytes=0-9223372036854775807" is longer than any block, not
+// a negative length.
 func (spec *copySpec) rangeLen() int64 {
 	if !spec.ranged || spec.end < 0 {
 		return -1
 	}
-	return spec.end - spec.start + 1
+	if n := spec.end - spec.start; n < math.MaxInt64 {
+		return n + 1
+	}
+	return math.MaxInt64
 }
 
 // cannotVerify is CannotVerifyCopySource with the status the source
@@ -383,8 +388,8 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	start, end := int64(0), b.Size // [start, end)
 	if spec.ranged {
 		start = spec.start
-		if spec.end >= 0 {
-			end = min(spec.end+1, b.Size)
+		if spec.end >= 0 && spec.end < b.Size {
+			end = spec.end + 1 // (compared first: end+1 overflows for the largest int64)
 		}
 		if start >= b.Size {
 			return nil, cannotVerify(http.StatusRequestedRangeNotSatisfiable, "The source range %d-%d is outside the source blob's %d bytes.", spec.start, spec.end, b.Size)
@@ -576,8 +581,8 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 			return nil, cannotVerify(http.StatusInternalServerError, "Reading the copy source failed: %v", err)
 		}
 		n := int64(math.MaxInt64)
-		if spec.end >= 0 {
-			n = spec.end - spec.start + 1
+		if l := spec.rangeLen(); l >= 0 {
+			n = l
 		}
 		src.size = -1 // at most n: the source may be shorter
 		if resp.ContentLength >= 0 {
