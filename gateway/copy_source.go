@@ -36,6 +36,9 @@ type copySpec struct {
 	start, end int64
 	// authz is x-ms-copy-source-authorization.
 	authz string
+	// leaseID is x-ms-source-lease-id: the copy reads the source only
+	// while this lease is active on it ("" when absent).
+	leaseID string
 	// max is the largest source length the operation accepts.
 	max int64
 	// want are the source digests Put Block, Append Block and Put Page
@@ -105,6 +108,9 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 		return nil, svcerr.Header(svcerr.UnsupportedHeader, "x-ms-source-content-crc64", v)
 	}
 	spec.authz = r.Header.Get("x-ms-copy-source-authorization")
+	if spec.leaseID, err = parseLeaseID("x-ms-source-lease-id", r.Header.Get("x-ms-source-lease-id"), false); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 
@@ -361,13 +367,14 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 	}
 	var b *leasedb.Blob
+	var now time.Time
 	var err error
 	if snapshot != "" {
-		b, _, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
+		b, now, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
 	} else if version != "" {
-		b, _, err = s.db.GetVersion(ctx, ref, version, spec.cond)
+		b, now, err = s.db.GetVersion(ctx, ref, version, spec.cond)
 	} else {
-		b, _, err = s.db.GetBlob(ctx, ref, "", spec.cond)
+		b, now, err = s.db.GetBlob(ctx, ref, "", spec.cond)
 	}
 	switch {
 	case err == nil:
@@ -380,6 +387,11 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 		return nil, err
 	default:
+		return nil, err
+	}
+	// x-ms-source-lease-id: the source's active lease must be this one
+	// (a snapshot or version has none), as x-ms-lease-id on a read.
+	if err := leasedb.CheckReadLease(b.Lease, spec.leaseID, leasedb.BlobTarget, now); err != nil {
 		return nil, err
 	}
 	if b.AccessTier == leasedb.TierArchive && !rehydrateByCopy(r, req, spec, ref) {
@@ -520,6 +532,10 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 	}
 	hreq.Header.Set("x-ms-version", DefaultVersion)
 	hreq.Header.Set("User-Agent", "blobgw-copy")
+	if spec.leaseID != "" {
+		// x-ms-source-lease-id is the source read's x-ms-lease-id.
+		hreq.Header.Set("x-ms-lease-id", spec.leaseID)
+	}
 	if spec.authz != "" {
 		if scheme, _, _ := strings.Cut(spec.authz, " "); !strings.EqualFold(scheme, "Bearer") {
 			cancel()
