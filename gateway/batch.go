@@ -204,7 +204,10 @@ func (s *Server) parseBatch(r *http.Request, batch *request, boundary string) ([
 		case name != op:
 			return nil, svcerr.New(svcerr.AllBatchSubRequestsShouldBeSameApi)
 		}
-		if batch.sas && sr.Header.Get("Authorization") == "" && !auth.IsSAS(sr.URL.Query()) {
+		if name != "" && batch.sas && sr.Header.Get("Authorization") == "" && !auth.IsSAS(sr.URL.Query()) {
+			// Only a query that parses: re-encoding one that does not
+			// would drop its malformed pairs and run a request never
+			// checked here (a Delete Container, say).
 			inheritSAS(sr, r)
 		}
 		subs = append(subs, subRequest{contentID: id, r: sr})
@@ -293,11 +296,12 @@ func inheritSAS(sr, batch *http.Request) {
 }
 
 // serveSub runs one sub-request as ServeHTTP runs a request: its own
-// request id, the batch's x-ms-version (Blob Batch: the batch's version
-// is used for all sub-requests), the same dispatch, and a panic answered
-// in its own part.
+// request id, the batch's client (scheme and address: a SAS's sip and
+// spr are checked against it) and x-ms-version (Blob Batch: the batch's
+// version is used for all sub-requests), the same dispatch, and a panic
+// answered in its own part.
 func (s *Server) serveSub(w http.ResponseWriter, r *http.Request, batch *request) {
-	req := &request{id: uuid.NewString(), start: time.Now(), version: batch.version}
+	req := &request{id: uuid.NewString(), start: time.Now(), version: batch.version, peer: batch.peer}
 	hv := newHeaderVals(w.Header(), 3)
 	setRequestHeaders(&hv, r, req)
 	rw := &statusWriter{ResponseWriter: w}

@@ -8,12 +8,15 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -21,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/blobgw/blobgw/gateway"
 	"github.com/blobgw/blobgw/internal/config"
 )
 
@@ -601,5 +605,102 @@ func TestBlobBatchMalformed(t *testing.T) {
 	resp3, _ := b.postBatchBody(t, "?comp=batch", "multipart/mixed; boundary=batch_b1", batchBody("batch_b1", []string{del("mal/keep2")}), false)
 	if resp3.StatusCode != 401 {
 		t.Fatalf("anonymous batch: %d", resp3.StatusCode)
+	}
+}
+
+// TestBlobBatchSASMalformedQuery: a sub-request whose query does not
+// parse fails in its own part with 400 InvalidQueryParameterValue, also
+// when it inherits the batch's SAS. Giving it the token must not rewrite
+// its query into one that parses (the malformed pair dropped): that
+// request was never checked as a Delete Blob or Set Blob Tier of the
+// batch's scope, and here it would be a Delete Container.
+func TestBlobBatchSASMalformedQuery(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "mqb", "victim")
+	b.putBlobs(t, "mqb/a")
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acctSAS, err := sas.AccountSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().UTC().Add(time.Hour),
+		Permissions:   to.Ptr(sas.AccountPermissions{Delete: true, Read: true}).String(),
+		ResourceTypes: to.Ptr(sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String()}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"restype=container&x=%zz", "restype=container;x=1"} {
+		parts := []string{
+			b.rawSub(t, "DELETE", "mqb/a", nil, false),
+			b.rawSub(t, "DELETE", "victim?"+q, nil, false),
+		}
+		resp, subs := b.postBatch(t, "?comp=batch&"+acctSAS.Encode(), parts, false)
+		wantStatus(t, resp, 202, "", "batch")
+		if len(subs) == 2 {
+			wantSubs(t, subs, "202 ", "400 InvalidQueryParameterValue")
+		} else {
+			wantRefusedBatch(t, q, resp, subs, "InvalidQueryParameterValue")
+		}
+		if _, err := b.client.ServiceClient().NewContainerClient("victim").GetProperties(context.Background(), nil); err != nil {
+			t.Fatalf("%s: the container is gone after a batch of Delete Blob: %v", q, err)
+		}
+		b.putBlobs(t, "mqb/a")
+	}
+}
+
+// TestBlobBatchSASClientChecks: a sub-request that inherits the batch's
+// SAS is checked against the batch's client, as a request of its own
+// would be: a token bound to the client's address (sip) or to HTTPS (spr,
+// here through a trusted proxy's X-Forwarded-Proto) admits the batch's
+// sub-requests too. They were checked against no client at all, so every
+// sub-request of such a batch failed 403.
+func TestBlobBatchSASClientChecks(t *testing.T) {
+	b := setup(t, "sqlite", setupOpts{options: gateway.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
+	ctx := context.Background()
+	createContainers(t, b.client, "sipc")
+	b.putBlobs(t, "sipc/a", "sipc/b")
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, tc := range []struct {
+		what  string
+		v     sas.BlobSignatureValues
+		proto string
+		name  string
+	}{
+		{"sip", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, IPRange: sas.IPRange{Start: net.ParseIP("127.0.0.1")}}, "", "a"},
+		{"spr=https", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPS}, "https", "b"},
+	} {
+		v := tc.v
+		v.StartTime, v.ExpiryTime, v.ContainerName = now.Add(-time.Minute), now.Add(time.Hour), "sipc"
+		v.Permissions = (&sas.ContainerPermissions{Delete: true}).String()
+		qp, err := v.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := &container.ClientOptions{}
+		if tc.proto != "" {
+			opts.PerCallPolicies = []policy.Policy{headerPolicy{"X-Forwarded-Proto": tc.proto}}
+		}
+		cc, err := container.NewClientWithNoCredential(b.serviceURL(0)+"sipc?"+qp.Encode(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bb, err := cc.NewBatchBuilder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bb.Delete(tc.name, nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cc.SubmitBatch(ctx, bb, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		wantResults(t, tc.what, subResults(t, resp.Responses), "")
+		if b.exists(t, "sipc/"+tc.name) {
+			t.Fatalf("%s: the blob is still there", tc.what)
+		}
 	}
 }

@@ -50,8 +50,9 @@ func parsePageLength(v string) (int64, error) {
 // is absent): "bytes=start-end", both ends inclusive and 512-aligned
 // (start a multiple of 512, end one less than one). It returns the
 // half-open [start, end). A missing range is 400 MissingRequiredHeader, a
-// malformed one 400 InvalidHeaderValue, a misaligned one 416
-// InvalidPageRange, the code Azure's error table gives for a page range.
+// malformed one 400 InvalidHeaderValue, a misaligned one or one past the
+// largest page blob 416 InvalidPageRange, the code Azure's error table
+// gives for a page range.
 func parsePageRange(h http.Header) (start, end int64, err error) {
 	name := "x-ms-range"
 	v := h.Get(name)
@@ -71,7 +72,10 @@ func parsePageRange(h http.Header) (start, end int64, err error) {
 	if err1 != nil || err2 != nil || start < 0 || last < start {
 		return 0, 0, svcerr.Header(svcerr.InvalidHeaderValue, name, v)
 	}
-	if start%leasedb.PageSize != 0 || (last+1)%leasedb.PageSize != 0 {
+	// No page blob reaches past MaxPageBlobSize; compared before adding,
+	// since last+1 overflows for the largest int64 (and would read as an
+	// empty range a clear applies).
+	if last >= leasedb.MaxPageBlobSize || start%leasedb.PageSize != 0 || (last+1)%leasedb.PageSize != 0 {
 		return 0, 0, svcerr.New(svcerr.InvalidPageRange)
 	}
 	return start, last + 1, nil

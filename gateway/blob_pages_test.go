@@ -432,6 +432,47 @@ func TestPageBlobRefusals(t *testing.T) {
 	})
 }
 
+// TestPageRangeOverflow: a Put Page range whose end is the largest int64
+// ("bytes=0-9223372036854775807": the last byte plus one overflows) is
+// past the end of every page blob, 416 InvalidPageRange, for an update
+// and a clear alike; it never reads as an empty range that a clear
+// "applies" with a new ETag.
+func TestPageRangeOverflow(t *testing.T) {
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "povf")
+		pb := pageClient(b.client, "povf", "p")
+		if _, err := pb.Create(ctx, 4096, nil); err != nil {
+			t.Fatal(err)
+		}
+		page := strings.Repeat("x", 512)
+		if _, err := pb.UploadPages(ctx, nopSeeker(page), rangeOf(0, 512), nil); err != nil {
+			t.Fatal(err)
+		}
+		before, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rng := range []string{"bytes=0-9223372036854775807", "bytes=9223372036854775296-9223372036854775807"} {
+			resp, _ := b.do(t, http.MethodPut, "povf/p?comp=page", "", map[string]string{"x-ms-page-write": "clear", "x-ms-range": rng})
+			wantStatus(t, resp, 416, "InvalidPageRange", "clear "+rng)
+			resp, _ = b.do(t, http.MethodPut, "povf/p?comp=page", page, map[string]string{"x-ms-page-write": "update", "x-ms-range": rng})
+			wantStatus(t, resp, 416, "InvalidPageRange", "update "+rng)
+		}
+		after, err := pb.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *after.ETag != *before.ETag {
+			t.Fatal("a refused Put Page changed the blob's ETag")
+		}
+		if got := downloadRange(t, pb, 0, 512); string(got) != page {
+			t.Fatalf("the written page reads %q", got)
+		}
+	})
+}
+
 // TestPageBlobModel writes and clears random page ranges (against an
 // in-memory model) and compares the whole blob, random ranges of it and
 // its page ranges byte for byte; then the objects of replaced runs are

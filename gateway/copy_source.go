@@ -36,6 +36,9 @@ type copySpec struct {
 	start, end int64
 	// authz is x-ms-copy-source-authorization.
 	authz string
+	// leaseID is x-ms-source-lease-id: the copy reads the source only
+	// while this lease is active on it ("" when absent).
+	leaseID string
 	// max is the largest source length the operation accepts.
 	max int64
 	// want are the source digests Put Block, Append Block and Put Page
@@ -105,6 +108,9 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 		return nil, svcerr.Header(svcerr.UnsupportedHeader, "x-ms-source-content-crc64", v)
 	}
 	spec.authz = r.Header.Get("x-ms-copy-source-authorization")
+	if spec.leaseID, err = parseLeaseID("x-ms-source-lease-id", r.Header.Get("x-ms-source-lease-id"), false); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 
@@ -134,12 +140,17 @@ func parseSourceRange(v string) (start, end int64, err error) {
 	return start, end, nil
 }
 
-// rangeLen is the requested window's length, -1 when open-ended.
+// rangeLen is the requested window's length, -1 when open-ended. It
+// saturates: "bytes=0-9223372036854775807" is longer than any block, not
+// a negative length.
 func (spec *copySpec) rangeLen() int64 {
 	if !spec.ranged || spec.end < 0 {
 		return -1
 	}
-	return spec.end - spec.start + 1
+	if n := spec.end - spec.start; n < math.MaxInt64 {
+		return n + 1
+	}
+	return math.MaxInt64
 }
 
 // cannotVerify is CannotVerifyCopySource with the status the source
@@ -356,13 +367,14 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 		}
 	}
 	var b *leasedb.Blob
+	var now time.Time
 	var err error
 	if snapshot != "" {
-		b, _, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
+		b, now, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
 	} else if version != "" {
-		b, _, err = s.db.GetVersion(ctx, ref, version, spec.cond)
+		b, now, err = s.db.GetVersion(ctx, ref, version, spec.cond)
 	} else {
-		b, _, err = s.db.GetBlob(ctx, ref, "", spec.cond)
+		b, now, err = s.db.GetBlob(ctx, ref, "", spec.cond)
 	}
 	switch {
 	case err == nil:
@@ -377,14 +389,19 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	default:
 		return nil, err
 	}
+	// x-ms-source-lease-id: the source's active lease must be this one
+	// (a snapshot or version has none), as x-ms-lease-id on a read.
+	if err := leasedb.CheckReadLease(b.Lease, spec.leaseID, leasedb.BlobTarget, now); err != nil {
+		return nil, err
+	}
 	if b.AccessTier == leasedb.TierArchive && !rehydrateByCopy(r, req, spec, ref) {
 		return nil, svcerr.New(svcerr.BlobArchived)
 	}
 	start, end := int64(0), b.Size // [start, end)
 	if spec.ranged {
 		start = spec.start
-		if spec.end >= 0 {
-			end = min(spec.end+1, b.Size)
+		if spec.end >= 0 && spec.end < b.Size {
+			end = spec.end + 1 // (compared first: end+1 overflows for the largest int64)
 		}
 		if start >= b.Size {
 			return nil, cannotVerify(http.StatusRequestedRangeNotSatisfiable, "The source range %d-%d is outside the source blob's %d bytes.", spec.start, spec.end, b.Size)
@@ -515,6 +532,10 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 	}
 	hreq.Header.Set("x-ms-version", DefaultVersion)
 	hreq.Header.Set("User-Agent", "blobgw-copy")
+	if spec.leaseID != "" {
+		// x-ms-source-lease-id is the source read's x-ms-lease-id.
+		hreq.Header.Set("x-ms-lease-id", spec.leaseID)
+	}
 	if spec.authz != "" {
 		if scheme, _, _ := strings.Cut(spec.authz, " "); !strings.EqualFold(scheme, "Bearer") {
 			cancel()
@@ -576,8 +597,8 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 			return nil, cannotVerify(http.StatusInternalServerError, "Reading the copy source failed: %v", err)
 		}
 		n := int64(math.MaxInt64)
-		if spec.end >= 0 {
-			n = spec.end - spec.start + 1
+		if l := spec.rangeLen(); l >= 0 {
+			n = l
 		}
 		src.size = -1 // at most n: the source may be shorter
 		if resp.ContentLength >= 0 {

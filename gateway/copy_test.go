@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
@@ -669,4 +670,75 @@ func TestCopyRawRequests(t *testing.T) {
 	if got := download(t, b.client, "box", "d"); string(got) != "234" {
 		t.Fatalf("ranged block %q", got)
 	}
+}
+
+// TestCopySourceLease: x-ms-source-lease-id (the Python SDK's
+// source_lease) makes Copy Blob copy only when it names the source's
+// active lease: 412 LeaseIdMismatchWithBlobOperation for another id, 412
+// LeaseNotPresentWithBlobOperation when the source has no lease, 400
+// InvalidHeaderValue for a malformed id. It was ignored: the copy went
+// ahead whatever the source's lease.
+func TestCopySourceLease(t *testing.T) {
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "slc")
+		for _, n := range []string{"leased", "free"} {
+			if _, err := b.client.UploadBuffer(ctx, "slc", n, []byte("source "+n), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lc, err := lease.NewBlobClient(blockClient(b.client, "slc", "leased"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lc.AcquireLease(ctx, -1, nil); err != nil {
+			t.Fatal(err)
+		}
+		other := "0f0e0d0c-0b0a-0908-0706-050403020100"
+		withSourceLease := func(id string) *blob.Client {
+			c, err := blob.NewClientWithSharedKeyCredential(blockClient(b.client, "slc", "dst").URL(), b.cred,
+				&blob.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: azpolicy.RetryOptions{MaxRetries: -1},
+					PerCallPolicies: []azpolicy.Policy{headerPolicy{"x-ms-source-lease-id": id}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		for _, tc := range []struct {
+			src, id string
+			status  int
+			code    string
+		}{
+			{"leased", other, 412, "LeaseIdMismatchWithBlobOperation"},
+			{"free", other, 412, "LeaseNotPresentWithBlobOperation"},
+			{"leased", "not-a-lease-id", 400, "InvalidHeaderValue"},
+		} {
+			_, err := withSourceLease(tc.id).StartCopyFromURL(ctx, blockClient(b.client, "slc", tc.src).URL(), nil)
+			wantErr(t, err, tc.status, tc.code)
+			if _, err := blockClient(b.client, "slc", "dst").GetProperties(ctx, nil); statusOf(err) != 404 {
+				t.Fatalf("source %s, x-ms-source-lease-id %s: the refused copy wrote the destination (status %d)", tc.src, tc.id, statusOf(err))
+			}
+		}
+		if _, err := withSourceLease(*lc.LeaseID()).StartCopyFromURL(ctx, blockClient(b.client, "slc", "leased").URL(), nil); err != nil {
+			t.Fatalf("Copy Blob with the source's own lease id: %v", err)
+		}
+		if got := download(t, b.client, "slc", "dst"); string(got) != "source leased" {
+			t.Fatalf("the copy reads %q", got)
+		}
+		// A remote source is read with the id as its x-ms-lease-id.
+		var sent string
+		web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sent = r.Header.Get("x-ms-lease-id")
+			w.Write([]byte("remote"))
+		}))
+		defer web.Close()
+		if _, err := withSourceLease(other).StartCopyFromURL(ctx, web.URL+"/f", nil); err != nil {
+			t.Fatal(err)
+		}
+		if sent != other {
+			t.Fatalf("the remote source was read with x-ms-lease-id %q, want %q", sent, other)
+		}
+		b.collectNoLeak(t)
+	})
 }

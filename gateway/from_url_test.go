@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"net/http"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -105,5 +106,41 @@ func TestPutBlockFromURL(t *testing.T) {
 			t.Fatal("append blob from URL differs")
 		}
 		b.collectNoLeak(t)
+	})
+}
+
+// TestSourceRangeOverflow: an x-ms-source-range ending at the largest
+// int64 ("bytes=0-9223372036854775807": its length overflows) is a block
+// longer than Put Block From URL or Append Block From URL takes, 413
+// RequestBodyTooLarge as "bytes=5-9223372036854775807" is, never a 500;
+// nothing is staged or appended.
+func TestSourceRangeOverflow(t *testing.T) {
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "sro")
+		src := putBlocks(t, b.client, "sro", "src", randBytes(10<<10, 52), 2<<10)
+		ab := b.client.ServiceClient().NewContainerClient("sro").NewAppendBlobClient("log")
+		if _, err := ab.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, rng := range []string{"bytes=0-9223372036854775807", "bytes=5-9223372036854775807"} {
+			hdr := map[string]string{"x-ms-copy-source": src.URL(), "x-ms-source-range": rng}
+			resp, _ := b.do(t, http.MethodPut, "sro/dst?comp=block&blockid=YmxrMQ==", "", hdr)
+			wantStatus(t, resp, 413, "RequestBodyTooLarge", "Put Block From URL "+rng)
+			resp, _ = b.do(t, http.MethodPut, "sro/log?comp=appendblock", "", hdr)
+			wantStatus(t, resp, 413, "RequestBodyTooLarge", "Append Block From URL "+rng)
+		}
+		p, err := ab.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *p.ContentLength != 0 {
+			t.Fatalf("the append blob has %d bytes after refused appends", *p.ContentLength)
+		}
+		if _, err := blockClient(b.client, "sro", "dst").GetBlockList(ctx, blockblob.BlockListTypeAll, nil); statusOf(err) != 404 {
+			t.Fatalf("a refused Put Block From URL left a block list (status %d)", statusOf(err))
+		}
+		b.checkNoLeak(t)
 	})
 }

@@ -1,7 +1,7 @@
 package gateway
 
 // Fuzz targets for the gateway's parsers of client bytes: Range /
-// x-ms-range, the conditional headers and their HTTP dates, the Put Block
+// x-ms-range, Put Page's range, x-ms-source-range, the conditional headers and their HTTP dates, the Put Block
 // List, Set Container ACL and Set Blob Service Properties bodies, block ids,
 // container and blob names in the URL, the query string and the
 // x-ms-lease-* headers. Seeds are values azblob sends (see the tests beside
@@ -61,6 +61,57 @@ func FuzzParseRange(f *testing.F) {
 			if start < 0 || start >= end || end > size {
 				t.Fatalf("parseRange(%q, %d) = [%d, %d), outside the blob", v, size, start, end)
 			}
+		}
+	})
+}
+
+// FuzzParsePageRange: Put Page's x-ms-range / Range. A result is a
+// non-empty run of whole pages inside the largest page blob, else a 4xx.
+func FuzzParsePageRange(f *testing.F) {
+	for _, s := range []string{
+		"bytes=0-511", "bytes=512-1023", "bytes=0-510", "bytes=1-512", "bytes=0-", "bytes=-511", "bytes=",
+		"bytes=0-9223372036854775807", "bytes=9223372036854775296-9223372036854775807",
+		"bytes=8796093021696-8796093022207", "bytes=8796093022208-8796093022719", " bytes=0-511 ",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		h.Set("x-ms-range", v)
+		start, end, err := parsePageRange(h)
+		if err != nil {
+			svcerrtest.ClientError(t, "parsePageRange", err)
+			return
+		}
+		if start < 0 || start >= end || end > leasedb.MaxPageBlobSize || start%leasedb.PageSize != 0 || end%leasedb.PageSize != 0 {
+			t.Fatalf("parsePageRange(%q) = [%d, %d): not whole pages of a page blob", v, start, end)
+		}
+	})
+}
+
+// FuzzParseSourceRange: x-ms-source-range of the From URL operations. A
+// result is a window whose length (rangeLen) is positive, or -1 for an
+// open end, else a 4xx.
+func FuzzParseSourceRange(f *testing.F) {
+	for _, s := range []string{
+		"bytes=0-99", "bytes=5-", "bytes=0-0", "bytes=5-4", "bytes=-5", "bytes=", "items=0-1",
+		"bytes=0-9223372036854775807", "bytes=9223372036854775807-", "bytes=1-9223372036854775807",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		start, end, err := parseSourceRange(v)
+		if err != nil {
+			svcerrtest.ClientError(t, "parseSourceRange", err)
+			return
+		}
+		spec := &copySpec{ranged: true, start: start, end: end}
+		n := spec.rangeLen()
+		switch {
+		case start < 0:
+			t.Fatalf("parseSourceRange(%q) starts at %d", v, start)
+		case end < 0 && n != -1, end >= 0 && n < 1:
+			t.Fatalf("parseSourceRange(%q) = %d-%d, length %d", v, start, end, n)
 		}
 	})
 }
