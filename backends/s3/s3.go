@@ -998,6 +998,15 @@ func (s *Store) stat(ctx context.Context, op, key string) (backends.ObjectInfo, 
 	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)})
 	if err != nil {
 		if isNotFound(err) {
+			// A HEAD's 404 has no body, so it says NoSuchKey and
+			// NoSuchBucket alike: a missing bucket is an outage
+			// (unavailableCodes), never a missing object.
+			if _, berr := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(s.bucket)}); berr != nil {
+				if isNotFound(berr) {
+					return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w: bucket %s: NoSuchBucket", op, key, backends.ErrUnavailable, s.bucket)
+				}
+				return backends.ObjectInfo{}, s.wrap(ctx, op, key, berr)
+			}
 			return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w", op, key, backends.ErrNotFound)
 		}
 		return backends.ObjectInfo{}, s.wrap(ctx, op, key, err)

@@ -612,3 +612,30 @@ func TestHungServer(t *testing.T) {
 		t.Fatalf("Put = %v, want DeadlineExceeded", err)
 	}
 }
+
+// A bucket that is gone (NoSuchBucket: removed behind the gateway, or a
+// distributed MinIO node that has not loaded it yet) is an outage, never a
+// missing object: Stat's HeadObject gets a 404 without a body, which alone
+// cannot tell the two apart, and /readyz (a Stat of an absent key) must not
+// call a Store that serves nothing ready.
+func TestStatMissingBucket(t *testing.T) {
+	srv := miniotest.SharedServer(t)
+	cfg := srv.Config(fmt.Sprintf("gone-%d", time.Now().UnixNano()))
+	cfg.MaxRetries = -1
+	s := newStore(t, cfg)
+	ctx := context.Background()
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat in a missing bucket = %v, want ErrUnavailable", err)
+	}
+	if rc, err := s.Open(ctx, "k", 0, 0); !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrNotFound) {
+		if err == nil {
+			rc.Close()
+		}
+		t.Errorf("Open(k, 0, 0) in a missing bucket = %v, want ErrUnavailable", err)
+	}
+	// In a bucket that exists, an absent key is still ErrNotFound.
+	s = newStore(t, miniotest.NewBucket(t))
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat of an absent key = %v, want ErrNotFound", err)
+	}
+}
