@@ -756,15 +756,24 @@ func wrapBodyErr(key string, err error) error {
 // the upload.
 func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, bufs *partBuffers, first []byte) error {
 	objKey := s.objectKey(key)
-	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
+	// The upload is created whatever becomes of ctx: cancelled while the
+	// server answers, the upload would exist with an id nobody learnt,
+	// left for ever (no listing or collector looks for uploads). A
+	// short, bounded request; ctx is checked right after.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	created, err := s.client.CreateMultipartUpload(cctx, &awss3.CreateMultipartUploadInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               objKey,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
 	})
+	ccancel()
 	if err != nil {
 		return s.putErr(ctx, key, "create multipart upload", err)
 	}
 	uploadID := created.UploadId
+	if err := ctx.Err(); err != nil {
+		return s.abort(ctx, key, uploadID, fmt.Errorf("s3: put %s: %w", key, err))
+	}
 
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()

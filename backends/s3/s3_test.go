@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -638,4 +640,35 @@ func TestStatMissingBucket(t *testing.T) {
 	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
 		t.Errorf("Stat of an absent key = %v, want ErrNotFound", err)
 	}
+}
+
+// A client gone while CreateMultipartUpload is answered (the server made
+// the upload, the caller's context ended before the response arrived)
+// leaves no multipart upload behind: nothing else would ever learn its id
+// to abort it.
+func TestMultipartCreateCancelled(t *testing.T) {
+	cfg := smallParts(t)
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxy := httputil.NewSingleHostReverseProxy(target) // keeps the signed Host
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method == http.MethodPost && resp.Request.URL.Query().Has("uploads") {
+			cancel() // the upload exists; its id has not reached the Store
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	cfg.Endpoint = ps.URL
+	s := newStore(t, cfg)
+	const size = s3.MinPartSize + 1000
+	if err := s.Put(ctx, "cancel/create", backendtest.NewReader(size, 1), size); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put = %v, want context.Canceled", err)
+	}
+	checkAbsent(t, s, "cancel/create")
+	checkNoUploads(t, s)
 }
