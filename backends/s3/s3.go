@@ -18,7 +18,9 @@
 // all bounded by timeouts: a dead endpoint fails a call, it never hangs it.
 //
 // Two limits of S3 remain: a Put whose body has been fully sent but whose
-// response is lost may have stored the object although it returns an error,
+// response is lost may have stored the object although it returns an error
+// (a multipart completion retried after a lost answer is checked against
+// the parts' ETags and succeeds, or fails with ErrUnavailable),
 // and a multipart upload whose abort fails after a failed Put lingers,
 // invisible, until a bucket lifecycle rule (AbortIncompleteMultipartUpload)
 // removes it. Configure that rule on production buckets.
@@ -27,7 +29,9 @@ package s3
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +54,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/blobgw/blobgw/backends"
@@ -857,7 +862,21 @@ func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, buf
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}
 	for attempt := 0; ; attempt++ {
-		_, err = s.client.CompleteMultipartUpload(ctx, in)
+		var sent int // requests the SDK sent: more than one is a retry
+		_, err = s.client.CompleteMultipartUpload(ctx, in, countAttempts(&sent))
+		if err != nil && sent > 1 && (isPreconditionFailed(err) || hasCode(err, "NoSuchUpload")) {
+			// A retry after an attempt whose answer was lost (a 5xx,
+			// a cut connection) that may have completed the upload:
+			// the upload is gone or the object exists. The object is
+			// ours if its ETag is that of our parts; if that cannot
+			// be told, the Put failed for the store's sake, not the
+			// caller's (no ErrExists).
+			if s.completed(ctx, objKey, parts) {
+				err = nil
+			} else {
+				err = fmt.Errorf("%w: a retried completion was refused, an earlier attempt may have completed it: %v", backends.ErrUnavailable, err)
+			}
+		}
 		// 409 ConditionalRequestConflict: a concurrent conditional
 		// write to the key is in flight; S3 asks to retry.
 		if err == nil || !hasCode(err, "ConditionalRequestConflict") || attempt == 4 {
@@ -872,6 +891,38 @@ func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, buf
 		return s.abort(ctx, key, uploadID, s.putErr(ctx, key, "complete multipart upload", err))
 	}
 	return nil
+}
+
+// countAttempts is a per-call option counting into *n the requests the
+// SDK sends for one call, retries included.
+func countAttempts(n *int) func(*awss3.Options) {
+	return func(o *awss3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("blobgwCountAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					*n++
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}
+
+// completed reports whether the object objKey is the completion of parts:
+// its ETag is S3's multipart ETag of them, the MD5 of their MD5s followed
+// by "-" and their count. False when that cannot be told (a part's ETag is
+// not an MD5, as with SSE-KMS).
+func (s *Store) completed(ctx context.Context, objKey *string, parts []types.CompletedPart) bool {
+	h := md5.New()
+	for _, p := range parts {
+		sum, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(sum) != md5.Size {
+			return false
+		}
+		h.Write(sum)
+	}
+	want := fmt.Sprintf("%x-%d", h.Sum(nil), len(parts))
+	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: objKey})
+	return err == nil && strings.Trim(aws.ToString(out.ETag), `"`) == want
 }
 
 // abort aborts a multipart upload after cause made the Put fail, even if ctx

@@ -672,3 +672,67 @@ func TestMultipartCreateCancelled(t *testing.T) {
 	checkAbsent(t, s, "cancel/create")
 	checkNoUploads(t, s)
 }
+
+// A CompleteMultipartUpload whose response is lost (the server completed
+// the upload; the client saw a 500 and the SDK retried) is the Put's
+// success: the retry, answered NoSuchUpload or PreconditionFailed
+// (If-None-Match: * against the object the first attempt made), must not
+// fail the Put with ErrExists, which the gateway answers 500. When the
+// object's ETag does not tell that it is ours (here HeadObject's is
+// altered), the Put fails with ErrUnavailable (503, retried by the client).
+func TestMultipartCompleteResponseLost(t *testing.T) {
+	for _, unknownETag := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unknown ETag %t", unknownETag), func(t *testing.T) {
+			testCompleteResponseLost(t, unknownETag)
+		})
+	}
+}
+
+func testCompleteResponseLost(t *testing.T, unknownETag bool) {
+	cfg := smallParts(t)
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		q := resp.Request.URL.Query()
+		if unknownETag && resp.Request.Method == http.MethodHead {
+			resp.Header.Set("ETag", `"not-an-md5"`)
+		}
+		if resp.Request.Method == http.MethodPost && q.Has("uploadId") && resp.StatusCode == http.StatusOK && lost.Add(1) == 1 {
+			// Completed; the answer never reaches the Store.
+			resp.Body.Close()
+			resp.StatusCode = http.StatusInternalServerError
+			resp.Status = "500 Internal Server Error"
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>lost</Message></Error>`
+			resp.Body = io.NopCloser(strings.NewReader(body))
+			resp.ContentLength = int64(len(body))
+			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	cfg.Endpoint = ps.URL
+	s := newStore(t, cfg)
+	const size = 2*s3.MinPartSize + 1000
+	err = s.Put(context.Background(), "lost/complete", backendtest.NewReader(size, 7), size)
+	if lost.Load() != 1 {
+		t.Fatalf("%d completions answered, want 1 (the test did not lose one)", lost.Load())
+	}
+	checkNoUploads(t, s)
+	if unknownETag {
+		if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrExists) {
+			t.Fatalf("Put = %v, want ErrUnavailable", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Put = %v, want success (the upload was completed)", err)
+	}
+	if got := readAll(t, s, "lost/complete"); !bytes.Equal(got, backendtest.Data(size, 7)) {
+		t.Fatal("read back different bytes")
+	}
+}
