@@ -736,3 +736,66 @@ func testCompleteResponseLost(t *testing.T, unknownETag bool) {
 		t.Fatal("read back different bytes")
 	}
 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// A part the store refuses (503 SlowDown, after the retries) fails the Put
+// with ErrUnavailable (503 ServerBusy to the client) as soon as the parts
+// in flight are done: the rest of the body is not read (a client would
+// otherwise send gigabytes to a Put already lost), and the upload is
+// aborted.
+func TestMultipartPartRefused(t *testing.T) {
+	cfg := smallParts(t)
+	cfg.MaxRetries = -1
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "1" {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	cfg.Endpoint = ps.URL
+	s := newStore(t, cfg)
+	const parts = 10
+	for _, known := range []bool{true, false} {
+		t.Run(fmt.Sprintf("known size %t", known), func(t *testing.T) {
+			size := int64(parts * s3.MinPartSize)
+			body := &countingReader{r: backendtest.NewReader(size, 3)}
+			sz := size
+			if !known {
+				sz = -1
+			}
+			err := s.Put(context.Background(), "refused/part", body, sz)
+			if !errors.Is(err, backends.ErrUnavailable) {
+				t.Fatalf("Put = %v, want ErrUnavailable", err)
+			}
+			// Part 1, the parts that were in flight, and one more read
+			// while the failure was being learnt.
+			if got, limit := body.n.Load(), int64(5*s3.MinPartSize); got > limit {
+				t.Errorf("Put read %d bytes of the body (%d parts) after its first part failed, want at most %d", got, got/s3.MinPartSize, limit)
+			}
+			checkAbsent(t, s, "refused/part")
+			checkNoUploads(t, s)
+		})
+	}
+}
