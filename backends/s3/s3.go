@@ -19,8 +19,8 @@
 //
 // Two limits of S3 remain: a Put whose body has been fully sent but whose
 // response is lost may have stored the object although it returns an error
-// (a multipart completion retried after a lost answer is checked against
-// the parts' ETags and succeeds, or fails with ErrUnavailable),
+// (a buffered or multipart write retried after a lost answer is checked
+// against the object's ETag and succeeds, or fails with ErrUnavailable),
 // and a multipart upload whose abort fails after a failed Put lingers,
 // invisible, until a bucket lifecycle rule (AbortIncompleteMultipartUpload)
 // removes it. Configure that rule on production buckets.
@@ -418,13 +418,19 @@ func (s *Store) putEmpty(ctx context.Context, key string, r io.Reader) error {
 // conditional PutObject. The body is seekable, so the SDK signs and
 // checksums it and may retry.
 func (s *Store) putObject(ctx context.Context, key string, body []byte) error {
+	objKey := s.objectKey(key)
+	var sent int
 	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
-		Key:               s.objectKey(key),
+		Key:               objKey,
 		Body:              bytes.NewReader(body),
 		ContentLength:     aws.Int64(int64(len(body))),
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+	}, countAttempts(&sent))
+	err = s.afterRetry(ctx, objKey, sent, err, func() (string, bool) {
+		sum := md5.Sum(body) // a single PutObject's ETag, but with SSE-KMS
+		return hex.EncodeToString(sum[:]), true
 	})
 	if err != nil {
 		return s.putErr(ctx, key, "", err)
@@ -864,19 +870,7 @@ func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, buf
 	for attempt := 0; ; attempt++ {
 		var sent int // requests the SDK sent: more than one is a retry
 		_, err = s.client.CompleteMultipartUpload(ctx, in, countAttempts(&sent))
-		if err != nil && sent > 1 && (isPreconditionFailed(err) || hasCode(err, "NoSuchUpload")) {
-			// A retry after an attempt whose answer was lost (a 5xx,
-			// a cut connection) that may have completed the upload:
-			// the upload is gone or the object exists. The object is
-			// ours if its ETag is that of our parts; if that cannot
-			// be told, the Put failed for the store's sake, not the
-			// caller's (no ErrExists).
-			if s.completed(ctx, objKey, parts) {
-				err = nil
-			} else {
-				err = fmt.Errorf("%w: a retried completion was refused, an earlier attempt may have completed it: %v", backends.ErrUnavailable, err)
-			}
-		}
+		err = s.afterRetry(ctx, objKey, sent, err, func() (string, bool) { return multipartETag(parts) })
 		// 409 ConditionalRequestConflict: a concurrent conditional
 		// write to the key is in flight; S3 asks to retry.
 		if err == nil || !hasCode(err, "ConditionalRequestConflict") || attempt == 4 {
@@ -907,22 +901,40 @@ func countAttempts(n *int) func(*awss3.Options) {
 	}
 }
 
-// completed reports whether the object objKey is the completion of parts:
-// its ETag is S3's multipart ETag of them, the MD5 of their MD5s followed
-// by "-" and their count. False when that cannot be told (a part's ETag is
-// not an MD5, as with SSE-KMS).
-func (s *Store) completed(ctx context.Context, objKey *string, parts []types.CompletedPart) bool {
+// afterRetry judges err, the failure of a conditional write (If-None-Match:
+// *) the SDK sent sent times. A retry after an attempt whose answer was
+// lost (a 5xx, a cut connection) that had stored the object is refused,
+// PreconditionFailed (the object exists) or NoSuchUpload (the upload was
+// completed): the write succeeded if the object's ETag is etag's; when
+// that cannot be told, the Put failed for the store's sake, not the
+// caller's (ErrUnavailable, never ErrExists). Any other err is returned
+// as it is.
+func (s *Store) afterRetry(ctx context.Context, objKey *string, sent int, err error, etag func() (string, bool)) error {
+	if err == nil || sent < 2 || !(isPreconditionFailed(err) || hasCode(err, "NoSuchUpload")) {
+		return err
+	}
+	if want, ok := etag(); ok {
+		out, herr := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: objKey})
+		if herr == nil && strings.Trim(aws.ToString(out.ETag), `"`) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: a retried write was refused, an earlier attempt may have made it: %v", backends.ErrUnavailable, err)
+}
+
+// multipartETag is S3's ETag of an object completed from parts: the MD5
+// of their MD5s, "-" and their count. False when a part's ETag is not an
+// MD5 (SSE-KMS).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
 	h := md5.New()
 	for _, p := range parts {
 		sum, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
 		if err != nil || len(sum) != md5.Size {
-			return false
+			return "", false
 		}
 		h.Write(sum)
 	}
-	want := fmt.Sprintf("%x-%d", h.Sum(nil), len(parts))
-	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: objKey})
-	return err == nil && strings.Trim(aws.ToString(out.ETag), `"`) == want
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
 }
 
 // abort aborts a multipart upload after cause made the Put fail, even if ctx

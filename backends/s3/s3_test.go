@@ -689,40 +689,23 @@ func TestMultipartCompleteResponseLost(t *testing.T) {
 }
 
 func testCompleteResponseLost(t *testing.T, unknownETag bool) {
-	cfg := smallParts(t)
-	target, err := url.Parse(cfg.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lost atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		q := resp.Request.URL.Query()
-		if unknownETag && resp.Request.Method == http.MethodHead {
-			resp.Header.Set("ETag", `"not-an-md5"`)
-		}
-		if resp.Request.Method == http.MethodPost && q.Has("uploadId") && resp.StatusCode == http.StatusOK && lost.Add(1) == 1 {
-			// Completed; the answer never reaches the Store.
-			resp.Body.Close()
-			resp.StatusCode = http.StatusInternalServerError
-			resp.Status = "500 Internal Server Error"
-			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>lost</Message></Error>`
-			resp.Body = io.NopCloser(strings.NewReader(body))
-			resp.ContentLength = int64(len(body))
-			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
-		}
-		return nil
-	}
-	ps := httptest.NewServer(proxy)
-	defer ps.Close()
-	cfg.Endpoint = ps.URL
-	s := newStore(t, cfg)
+	s, lost := loseFirstAnswer(t, unknownETag, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId")
+	})
 	const size = 2*s3.MinPartSize + 1000
-	err = s.Put(context.Background(), "lost/complete", backendtest.NewReader(size, 7), size)
+	err := s.Put(context.Background(), "lost/complete", backendtest.NewReader(size, 7), size)
 	if lost.Load() != 1 {
 		t.Fatalf("%d completions answered, want 1 (the test did not lose one)", lost.Load())
 	}
 	checkNoUploads(t, s)
+	checkLostAnswerPut(t, s, "lost/complete", err, unknownETag, backendtest.Data(size, 7))
+}
+
+// checkLostAnswerPut checks err, the outcome of a Put whose answer was lost:
+// ErrUnavailable when the object's ETag was made unknown, else success and
+// want stored.
+func checkLostAnswerPut(t *testing.T, s *s3.Store, key string, err error, unknownETag bool, want []byte) {
+	t.Helper()
 	if unknownETag {
 		if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrExists) {
 			t.Fatalf("Put = %v, want ErrUnavailable", err)
@@ -730,9 +713,9 @@ func testCompleteResponseLost(t *testing.T, unknownETag bool) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("Put = %v, want success (the upload was completed)", err)
+		t.Fatalf("Put = %v, want success (the object was stored)", err)
 	}
-	if got := readAll(t, s, "lost/complete"); !bytes.Equal(got, backendtest.Data(size, 7)) {
+	if got := readAll(t, s, key); !bytes.Equal(got, want) {
 		t.Fatal("read back different bytes")
 	}
 }
@@ -797,5 +780,61 @@ func TestMultipartPartRefused(t *testing.T) {
 			checkAbsent(t, s, "refused/part")
 			checkNoUploads(t, s)
 		})
+	}
+}
+
+// loseFirstAnswer returns a Store (on a fresh bucket) behind a proxy that
+// replaces the first 200 answer to a request lose matches with a 500
+// InternalError, as a cut connection or a proxy would: the server did the
+// work, the Store does not know. The counter says how many were lost. With
+// unknownETag, HeadObject answers an ETag that is no object's.
+func loseFirstAnswer(t *testing.T, unknownETag bool, lose func(*http.Request) bool) (*s3.Store, *atomic.Int64) {
+	cfg := smallParts(t)
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if unknownETag && resp.Request.Method == http.MethodHead {
+			resp.Header.Set("ETag", `"not-an-md5"`)
+		}
+		if resp.StatusCode == http.StatusOK && lose(resp.Request) && lost.CompareAndSwap(0, 1) {
+			resp.Body.Close()
+			resp.StatusCode = http.StatusInternalServerError
+			resp.Status = "500 Internal Server Error"
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>lost</Message></Error>`
+			resp.Body = io.NopCloser(strings.NewReader(body))
+			resp.ContentLength = int64(len(body))
+			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	cfg.Endpoint = ps.URL
+	return newStore(t, cfg), &lost
+}
+
+// A buffered PutObject (a body of unknown size within one part, or an
+// empty one) whose answer is lost is retried by the SDK; the retry's
+// PreconditionFailed (If-None-Match: * against the object the first
+// attempt stored) is the Put's success, not ErrExists (a 500).
+func TestPutObjectResponseLost(t *testing.T) {
+	for _, n := range []int{1000, 0} {
+		for _, unknownETag := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d bytes, unknown ETag %t", n, unknownETag), func(t *testing.T) {
+				s, lost := loseFirstAnswer(t, unknownETag, func(r *http.Request) bool {
+					return r.Method == http.MethodPut && !r.URL.Query().Has("partNumber")
+				})
+				want := backendtest.Data(n, 9)
+				err := s.Put(context.Background(), "lost/put", bytes.NewReader(want), -1)
+				if lost.Load() != 1 {
+					t.Fatalf("%d answers lost, want 1", lost.Load())
+				}
+				checkLostAnswerPut(t, s, "lost/put", err, unknownETag, want)
+			})
+		}
 	}
 }
