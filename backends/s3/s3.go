@@ -1073,11 +1073,15 @@ func (s *Store) stat(ctx context.Context, op, key string) (backends.ObjectInfo, 
 			// A HEAD's 404 has no body, so it says NoSuchKey and
 			// NoSuchBucket alike: a missing bucket is an outage
 			// (unavailableCodes), never a missing object.
+			// (A HeadBucket refused otherwise, say 403 to
+			// credentials without s3:ListBucket, leaves the 404.)
 			if _, berr := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(s.bucket)}); berr != nil {
 				if isNotFound(berr) {
 					return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w: bucket %s: NoSuchBucket", op, key, backends.ErrUnavailable, s.bucket)
 				}
-				return backends.ObjectInfo{}, s.wrap(ctx, op, key, berr)
+				if ctx.Err() != nil || isUnavailable(berr) {
+					return backends.ObjectInfo{}, s.wrap(ctx, op, key, berr)
+				}
 			}
 			return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w", op, key, backends.ErrNotFound)
 		}

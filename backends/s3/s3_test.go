@@ -640,6 +640,20 @@ func TestStatMissingBucket(t *testing.T) {
 	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
 		t.Errorf("Stat of an absent key = %v, want ErrNotFound", err)
 	}
+	// And so it is when HeadBucket is refused (403: credentials without
+	// s3:ListBucket), which says nothing of the bucket being gone.
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fake" || r.URL.Path == "/fake/" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer fake.Close()
+	s = newStore(t, s3.Config{Endpoint: fake.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret", PathStyle: true, MaxRetries: -1})
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat of an absent key, HeadBucket refused = %v, want ErrNotFound", err)
+	}
 }
 
 // A client gone while CreateMultipartUpload is answered (the server made
