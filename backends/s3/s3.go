@@ -1011,6 +1011,12 @@ func (s *Store) Open(ctx context.Context, key string, offset, length int64) (io.
 		}
 		return nil, fmt.Errorf("s3: open %s: range offset %d length %d beyond the object", key, offset, length)
 	}
+	if in.Range != nil && !strings.HasPrefix(aws.ToString(out.ContentRange), "bytes "+strconv.FormatInt(offset, 10)+"-") {
+		// A 200 with the whole object: HTTP lets a server (or a proxy)
+		// ignore Range, and its first bytes are not those at offset.
+		out.Body.Close()
+		return nil, fmt.Errorf("s3: open %s: range offset %d length %d: the answer is not that range (Content-Range %q)", key, offset, length, aws.ToString(out.ContentRange))
+	}
 	n := aws.ToInt64(out.ContentLength)
 	if length > 0 && n != length {
 		out.Body.Close()

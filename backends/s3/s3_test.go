@@ -852,3 +852,33 @@ func TestPutObjectResponseLost(t *testing.T) {
 		}
 	}
 }
+
+// A server (or a proxy in front of it) may ignore Range and answer 200
+// with the whole object; HTTP allows it. Open must then fail rather than
+// hand out the object's first bytes as those at the offset.
+func TestOpenRangeIgnored(t *testing.T) {
+	const object = "0123456789"
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(object)))
+		w.Header().Set("ETag", `"x"`)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, object)
+		}
+	}))
+	defer fake.Close()
+	s := newStore(t, s3.Config{Endpoint: fake.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret", PathStyle: true, MaxRetries: -1})
+	ctx := context.Background()
+	for _, r := range []struct{ off, n int64 }{{3, -1}, {3, 7}, {0, 4}} {
+		rc, err := s.Open(ctx, "k", r.off, r.n)
+		if err != nil {
+			continue
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		t.Errorf("Open(k, %d, %d) of a server ignoring Range read %q, want an error", r.off, r.n, got)
+	}
+	// The whole object needs no range.
+	if got := readAll(t, s, "k"); string(got) != object {
+		t.Fatalf("read %q, want %q", got, object)
+	}
+}
