@@ -94,10 +94,17 @@ func TestBackendOutage(t *testing.T) {
 	}
 	_, err = client.DownloadStream(ctx, "cont", "gone", nil)
 	wantErr(t, err, http.StatusInternalServerError, "InternalError")
+	if err := gw.Ready(ctx); err != nil {
+		t.Fatalf("Ready before the outage: %v", err)
+	}
 
-	// The bucket goes; its objects with it.
+	// The bucket goes; its objects with it. /readyz says so (its probe,
+	// a HEAD, gets a bodiless 404 like that of a missing object).
 	if err := srv.RemoveBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
+	}
+	if err := gw.Ready(ctx); err == nil {
+		t.Error("Ready with the bucket gone: nil, want an error")
 	}
 	_, err = client.DownloadStream(ctx, "cont", "kept", nil)
 	wantErr(t, err, http.StatusServiceUnavailable, "ServerBusy")

@@ -966,6 +966,24 @@ func (s *suite) testLargeStreamed(t *testing.T) {
 	if got := read(t, b, "large", off, length); !bytes.Equal(got, want) {
 		t.Fatalf("ranged read of the large object: %s", diffAt(got, want))
 	}
+
+	// Of unknown size too (a copy source without a length): a backend
+	// must not buffer the body to learn it. A fresh backend, so that
+	// nothing the first Put pooled is reused.
+	b = s.newBackend(t)
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	if err := b.Put(ctx, "large", NewReader(size, seed), -1); err != nil {
+		t.Fatalf("Put of %d bytes, size -1 = %v", size, err)
+	}
+	runtime.ReadMemStats(&m1)
+	checkAlloc(t, "Put of unknown size", m0, m1, size, budget)
+	if got := read(t, b, "large", off, length); !bytes.Equal(got, want) {
+		t.Fatalf("ranged read of the large object put with size -1: %s", diffAt(got, want))
+	}
+	if info, err := b.Stat(ctx, "large"); err != nil || info.Size != size {
+		t.Fatalf("Stat = %+v, %v, want size %d", info, err, size)
+	}
 }
 
 func checkAlloc(t *testing.T, what string, m0, m1 runtime.MemStats, size, budget int64) {

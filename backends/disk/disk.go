@@ -197,7 +197,14 @@ func (s *Store) path(key string) (string, error) {
 // is checked before every read of r and once more before the object is
 // committed; a Read that blocks must itself return when the context is
 // cancelled (HTTP request bodies do).
-func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
+	defer func() {
+		// A full filesystem (or quota) is the store's outage, as S3's
+		// XMinioStorageFull is: 503 ServerBusy, not a 500.
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			err = fmt.Errorf("%w: %w", err, backends.ErrUnavailable)
+		}
+	}()
 	final, err := s.path(key)
 	if err != nil {
 		return fmt.Errorf("disk: put %q: %w", key, err)

@@ -18,7 +18,9 @@
 // all bounded by timeouts: a dead endpoint fails a call, it never hangs it.
 //
 // Two limits of S3 remain: a Put whose body has been fully sent but whose
-// response is lost may have stored the object although it returns an error,
+// response is lost may have stored the object although it returns an error
+// (a buffered or multipart write retried after a lost answer is checked
+// against the object's ETag and succeeds, or fails with ErrUnavailable),
 // and a multipart upload whose abort fails after a failed Put lingers,
 // invisible, until a bucket lifecycle rule (AbortIncompleteMultipartUpload)
 // removes it. Configure that rule on production buckets.
@@ -27,7 +29,9 @@ package s3
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +54,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/blobgw/blobgw/backends"
@@ -413,13 +418,19 @@ func (s *Store) putEmpty(ctx context.Context, key string, r io.Reader) error {
 // conditional PutObject. The body is seekable, so the SDK signs and
 // checksums it and may retry.
 func (s *Store) putObject(ctx context.Context, key string, body []byte) error {
+	objKey := s.objectKey(key)
+	var sent int
 	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
-		Key:               s.objectKey(key),
+		Key:               objKey,
 		Body:              bytes.NewReader(body),
 		ContentLength:     aws.Int64(int64(len(body))),
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+	}, countAttempts(&sent))
+	err = s.afterRetry(ctx, objKey, sent, err, func() (string, bool) {
+		sum := md5.Sum(body) // a single PutObject's ETag, but with SSE-KMS
+		return hex.EncodeToString(sum[:]), true
 	})
 	if err != nil {
 		return s.putErr(ctx, key, "", err)
@@ -756,15 +767,24 @@ func wrapBodyErr(key string, err error) error {
 // the upload.
 func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, bufs *partBuffers, first []byte) error {
 	objKey := s.objectKey(key)
-	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
+	// The upload is created whatever becomes of ctx: cancelled while the
+	// server answers, the upload would exist with an id nobody learnt,
+	// left for ever (no listing or collector looks for uploads). A
+	// short, bounded request; ctx is checked right after.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	created, err := s.client.CreateMultipartUpload(cctx, &awss3.CreateMultipartUploadInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               objKey,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
 	})
+	ccancel()
 	if err != nil {
 		return s.putErr(ctx, key, "create multipart upload", err)
 	}
 	uploadID := created.UploadId
+	if err := ctx.Err(); err != nil {
+		return s.abort(ctx, key, uploadID, fmt.Errorf("s3: put %s: %w", key, err))
+	}
 
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -848,7 +868,9 @@ func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, buf
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}
 	for attempt := 0; ; attempt++ {
-		_, err = s.client.CompleteMultipartUpload(ctx, in)
+		var sent int // requests the SDK sent: more than one is a retry
+		_, err = s.client.CompleteMultipartUpload(ctx, in, countAttempts(&sent))
+		err = s.afterRetry(ctx, objKey, sent, err, func() (string, bool) { return multipartETag(parts) })
 		// 409 ConditionalRequestConflict: a concurrent conditional
 		// write to the key is in flight; S3 asks to retry.
 		if err == nil || !hasCode(err, "ConditionalRequestConflict") || attempt == 4 {
@@ -863,6 +885,56 @@ func (s *Store) multipart(ctx context.Context, key string, body *bodyReader, buf
 		return s.abort(ctx, key, uploadID, s.putErr(ctx, key, "complete multipart upload", err))
 	}
 	return nil
+}
+
+// countAttempts is a per-call option counting into *n the requests the
+// SDK sends for one call, retries included.
+func countAttempts(n *int) func(*awss3.Options) {
+	return func(o *awss3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("blobgwCountAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					*n++
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}
+
+// afterRetry judges err, the failure of a conditional write (If-None-Match:
+// *) the SDK sent sent times. A retry after an attempt whose answer was
+// lost (a 5xx, a cut connection) that had stored the object is refused,
+// PreconditionFailed (the object exists) or NoSuchUpload (the upload was
+// completed): the write succeeded if the object's ETag is etag's; when
+// that cannot be told, the Put failed for the store's sake, not the
+// caller's (ErrUnavailable, never ErrExists). Any other err is returned
+// as it is.
+func (s *Store) afterRetry(ctx context.Context, objKey *string, sent int, err error, etag func() (string, bool)) error {
+	if err == nil || sent < 2 || !(isPreconditionFailed(err) || hasCode(err, "NoSuchUpload")) {
+		return err
+	}
+	if want, ok := etag(); ok {
+		out, herr := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: objKey})
+		if herr == nil && strings.Trim(aws.ToString(out.ETag), `"`) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: a retried write was refused, an earlier attempt may have made it: %v", backends.ErrUnavailable, err)
+}
+
+// multipartETag is S3's ETag of an object completed from parts: the MD5
+// of their MD5s, "-" and their count. False when a part's ETag is not an
+// MD5 (SSE-KMS).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
+	h := md5.New()
+	for _, p := range parts {
+		sum, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(sum) != md5.Size {
+			return "", false
+		}
+		h.Write(sum)
+	}
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
 }
 
 // abort aborts a multipart upload after cause made the Put fail, even if ctx
@@ -939,6 +1011,12 @@ func (s *Store) Open(ctx context.Context, key string, offset, length int64) (io.
 		}
 		return nil, fmt.Errorf("s3: open %s: range offset %d length %d beyond the object", key, offset, length)
 	}
+	if in.Range != nil && !strings.HasPrefix(aws.ToString(out.ContentRange), "bytes "+strconv.FormatInt(offset, 10)+"-") {
+		// A 200 with the whole object: HTTP lets a server (or a proxy)
+		// ignore Range, and its first bytes are not those at offset.
+		out.Body.Close()
+		return nil, fmt.Errorf("s3: open %s: range offset %d length %d: the answer is not that range (Content-Range %q)", key, offset, length, aws.ToString(out.ContentRange))
+	}
 	n := aws.ToInt64(out.ContentLength)
 	if length > 0 && n != length {
 		out.Body.Close()
@@ -998,6 +1076,19 @@ func (s *Store) stat(ctx context.Context, op, key string) (backends.ObjectInfo, 
 	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)})
 	if err != nil {
 		if isNotFound(err) {
+			// A HEAD's 404 has no body, so it says NoSuchKey and
+			// NoSuchBucket alike: a missing bucket is an outage
+			// (unavailableCodes), never a missing object.
+			// (A HeadBucket refused otherwise, say 403 to
+			// credentials without s3:ListBucket, leaves the 404.)
+			if _, berr := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(s.bucket)}); berr != nil {
+				if isNotFound(berr) {
+					return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w: bucket %s: NoSuchBucket", op, key, backends.ErrUnavailable, s.bucket)
+				}
+				if ctx.Err() != nil || isUnavailable(berr) {
+					return backends.ObjectInfo{}, s.wrap(ctx, op, key, berr)
+				}
+			}
 			return backends.ObjectInfo{}, fmt.Errorf("s3: %s %s: %w", op, key, backends.ErrNotFound)
 		}
 		return backends.ObjectInfo{}, s.wrap(ctx, op, key, err)

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -610,5 +612,273 @@ func TestHungServer(t *testing.T) {
 	err = s.Put(ctx, "k", backendtest.NewReader(1000, 1), 1000)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Put = %v, want DeadlineExceeded", err)
+	}
+}
+
+// A bucket that is gone (NoSuchBucket: removed behind the gateway, or a
+// distributed MinIO node that has not loaded it yet) is an outage, never a
+// missing object: Stat's HeadObject gets a 404 without a body, which alone
+// cannot tell the two apart, and /readyz (a Stat of an absent key) must not
+// call a Store that serves nothing ready.
+func TestStatMissingBucket(t *testing.T) {
+	srv := miniotest.SharedServer(t)
+	cfg := srv.Config(fmt.Sprintf("gone-%d", time.Now().UnixNano()))
+	cfg.MaxRetries = -1
+	s := newStore(t, cfg)
+	ctx := context.Background()
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat in a missing bucket = %v, want ErrUnavailable", err)
+	}
+	if rc, err := s.Open(ctx, "k", 0, 0); !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrNotFound) {
+		if err == nil {
+			rc.Close()
+		}
+		t.Errorf("Open(k, 0, 0) in a missing bucket = %v, want ErrUnavailable", err)
+	}
+	// In a bucket that exists, an absent key is still ErrNotFound.
+	s = newStore(t, miniotest.NewBucket(t))
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat of an absent key = %v, want ErrNotFound", err)
+	}
+	// And so it is when HeadBucket is refused (403: credentials without
+	// s3:ListBucket), which says nothing of the bucket being gone.
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fake" || r.URL.Path == "/fake/" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer fake.Close()
+	s = newStore(t, s3.Config{Endpoint: fake.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret", PathStyle: true, MaxRetries: -1})
+	if _, err := s.Stat(ctx, "k"); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Stat of an absent key, HeadBucket refused = %v, want ErrNotFound", err)
+	}
+}
+
+// A client gone while CreateMultipartUpload is answered (the server made
+// the upload, the caller's context ended before the response arrived)
+// leaves no multipart upload behind: nothing else would ever learn its id
+// to abort it.
+func TestMultipartCreateCancelled(t *testing.T) {
+	cfg := smallParts(t)
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxy := httputil.NewSingleHostReverseProxy(target) // keeps the signed Host
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method == http.MethodPost && resp.Request.URL.Query().Has("uploads") {
+			cancel() // the upload exists; its id has not reached the Store
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	cfg.Endpoint = ps.URL
+	s := newStore(t, cfg)
+	const size = s3.MinPartSize + 1000
+	if err := s.Put(ctx, "cancel/create", backendtest.NewReader(size, 1), size); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put = %v, want context.Canceled", err)
+	}
+	checkAbsent(t, s, "cancel/create")
+	checkNoUploads(t, s)
+}
+
+// A CompleteMultipartUpload whose response is lost (the server completed
+// the upload; the client saw a 500 and the SDK retried) is the Put's
+// success: the retry, answered NoSuchUpload or PreconditionFailed
+// (If-None-Match: * against the object the first attempt made), must not
+// fail the Put with ErrExists, which the gateway answers 500. When the
+// object's ETag does not tell that it is ours (here HeadObject's is
+// altered), the Put fails with ErrUnavailable (503, retried by the client).
+func TestMultipartCompleteResponseLost(t *testing.T) {
+	for _, unknownETag := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unknown ETag %t", unknownETag), func(t *testing.T) {
+			testCompleteResponseLost(t, unknownETag)
+		})
+	}
+}
+
+func testCompleteResponseLost(t *testing.T, unknownETag bool) {
+	s, lost := loseFirstAnswer(t, unknownETag, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId")
+	})
+	const size = 2*s3.MinPartSize + 1000
+	err := s.Put(context.Background(), "lost/complete", backendtest.NewReader(size, 7), size)
+	if lost.Load() != 1 {
+		t.Fatalf("%d completions answered, want 1 (the test did not lose one)", lost.Load())
+	}
+	checkNoUploads(t, s)
+	checkLostAnswerPut(t, s, "lost/complete", err, unknownETag, backendtest.Data(size, 7))
+}
+
+// checkLostAnswerPut checks err, the outcome of a Put whose answer was lost:
+// ErrUnavailable when the object's ETag was made unknown, else success and
+// want stored.
+func checkLostAnswerPut(t *testing.T, s *s3.Store, key string, err error, unknownETag bool, want []byte) {
+	t.Helper()
+	if unknownETag {
+		if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrExists) {
+			t.Fatalf("Put = %v, want ErrUnavailable", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Put = %v, want success (the object was stored)", err)
+	}
+	if got := readAll(t, s, key); !bytes.Equal(got, want) {
+		t.Fatal("read back different bytes")
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// A part the store refuses (503 SlowDown, after the retries) fails the Put
+// with ErrUnavailable (503 ServerBusy to the client) as soon as the parts
+// in flight are done: the rest of the body is not read (a client would
+// otherwise send gigabytes to a Put already lost), and the upload is
+// aborted.
+func TestMultipartPartRefused(t *testing.T) {
+	cfg := smallParts(t)
+	cfg.MaxRetries = -1
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "1" {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	cfg.Endpoint = ps.URL
+	s := newStore(t, cfg)
+	const parts = 10
+	for _, known := range []bool{true, false} {
+		t.Run(fmt.Sprintf("known size %t", known), func(t *testing.T) {
+			size := int64(parts * s3.MinPartSize)
+			body := &countingReader{r: backendtest.NewReader(size, 3)}
+			sz := size
+			if !known {
+				sz = -1
+			}
+			err := s.Put(context.Background(), "refused/part", body, sz)
+			if !errors.Is(err, backends.ErrUnavailable) {
+				t.Fatalf("Put = %v, want ErrUnavailable", err)
+			}
+			// Part 1, the parts that were in flight, and one more read
+			// while the failure was being learnt.
+			if got, limit := body.n.Load(), int64(5*s3.MinPartSize); got > limit {
+				t.Errorf("Put read %d bytes of the body (%d parts) after its first part failed, want at most %d", got, got/s3.MinPartSize, limit)
+			}
+			checkAbsent(t, s, "refused/part")
+			checkNoUploads(t, s)
+		})
+	}
+}
+
+// loseFirstAnswer returns a Store (on a fresh bucket) behind a proxy that
+// replaces the first 200 answer to a request lose matches with a 500
+// InternalError, as a cut connection or a proxy would: the server did the
+// work, the Store does not know. The counter says how many were lost. With
+// unknownETag, HeadObject answers an ETag that is no object's.
+func loseFirstAnswer(t *testing.T, unknownETag bool, lose func(*http.Request) bool) (*s3.Store, *atomic.Int64) {
+	cfg := smallParts(t)
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if unknownETag && resp.Request.Method == http.MethodHead {
+			resp.Header.Set("ETag", `"not-an-md5"`)
+		}
+		if resp.StatusCode == http.StatusOK && lose(resp.Request) && lost.CompareAndSwap(0, 1) {
+			resp.Body.Close()
+			resp.StatusCode = http.StatusInternalServerError
+			resp.Status = "500 Internal Server Error"
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>lost</Message></Error>`
+			resp.Body = io.NopCloser(strings.NewReader(body))
+			resp.ContentLength = int64(len(body))
+			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	cfg.Endpoint = ps.URL
+	return newStore(t, cfg), &lost
+}
+
+// A buffered PutObject (a body of unknown size within one part, or an
+// empty one) whose answer is lost is retried by the SDK; the retry's
+// PreconditionFailed (If-None-Match: * against the object the first
+// attempt stored) is the Put's success, not ErrExists (a 500).
+func TestPutObjectResponseLost(t *testing.T) {
+	for _, n := range []int{1000, 0} {
+		for _, unknownETag := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d bytes, unknown ETag %t", n, unknownETag), func(t *testing.T) {
+				s, lost := loseFirstAnswer(t, unknownETag, func(r *http.Request) bool {
+					return r.Method == http.MethodPut && !r.URL.Query().Has("partNumber")
+				})
+				want := backendtest.Data(n, 9)
+				err := s.Put(context.Background(), "lost/put", bytes.NewReader(want), -1)
+				if lost.Load() != 1 {
+					t.Fatalf("%d answers lost, want 1", lost.Load())
+				}
+				checkLostAnswerPut(t, s, "lost/put", err, unknownETag, want)
+			})
+		}
+	}
+}
+
+// A server (or a proxy in front of it) may ignore Range and answer 200
+// with the whole object; HTTP allows it. Open must then fail rather than
+// hand out the object's first bytes as those at the offset.
+func TestOpenRangeIgnored(t *testing.T) {
+	const object = "0123456789"
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(object)))
+		w.Header().Set("ETag", `"x"`)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, object)
+		}
+	}))
+	defer fake.Close()
+	s := newStore(t, s3.Config{Endpoint: fake.URL, Region: "us-east-1", Bucket: "fake", AccessKey: "k", SecretKey: "secret", PathStyle: true, MaxRetries: -1})
+	ctx := context.Background()
+	for _, r := range []struct{ off, n int64 }{{3, -1}, {3, 7}, {0, 4}} {
+		rc, err := s.Open(ctx, "k", r.off, r.n)
+		if err != nil {
+			continue
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		t.Errorf("Open(k, %d, %d) of a server ignoring Range read %q, want an error", r.off, r.n, got)
+	}
+	// The whole object needs no range.
+	if got := readAll(t, s, "k"); string(got) != object {
+		t.Fatalf("read %q, want %q", got, object)
 	}
 }
