@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+)
+
+// TestCreateOnlySASCannotSealOrAbort: a create-only SAS (c without w) may
+// write a blob that does not exist yet, nothing more. Append Blob Seal
+// and Abort Copy Blob act on a blob that exists and need w: with c alone
+// they are 403 AuthorizationPermissionMismatch, and the blob stays
+// unsealed; with w they run. Incremental Copy Blob with c alone creates
+// its destination but is 403 UnauthorizedBlobOverwrite onto an existing
+// one.
+func TestCreateOnlySASCannotSealOrAbort(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "cosw")
+	ab := b.client.ServiceClient().NewContainerClient("cosw").NewAppendBlobClient("ab")
+	if _, err := ab.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	tok := func(p sas.ContainerPermissions) string {
+		u := b.sasURL(t, "cosw", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, StartTime: now.Add(-time.Minute),
+			ExpiryTime: now.Add(time.Hour), Permissions: p.String(), ContainerName: "cosw"})
+		return u[:indexQuery(u)] + "/ab" + u[indexQuery(u):]
+	}
+	co, err := appendblob.NewClientWithNoCredential(tok(sas.ContainerPermissions{Create: true}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = co.Seal(ctx, nil)
+	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
+	props, err := ab.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props.IsSealed != nil && *props.IsSealed {
+		t.Fatal("a create-only SAS sealed an existing append blob")
+	}
+	_, err = co.AbortCopyFromURL(ctx, "c0ffee00-0000-0000-0000-000000000000", nil)
+	wantErr(t, err, 403, "AuthorizationPermissionMismatch")
+
+	w, err := appendblob.NewClientWithNoCredential(tok(sas.ContainerPermissions{Write: true}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Seal(ctx, nil); err != nil {
+		t.Fatalf("Seal with w: %v", err)
+	}
+
+	// Incremental Copy Blob: c creates the destination, never overwrites it.
+	src := pageClient(b.client, "cosw", "disk")
+	if _, err := src.Create(ctx, 4096, nil); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := src.CreateSnapshot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcSAS := withSAS(t, src.URL(), b.cred, "cosw", "disk", "r")
+	u := tok(sas.ContainerPermissions{Create: true})
+	dst, err := pageblob.NewClientWithNoCredential(u[:indexQuery(u)]+".bak"+u[indexQuery(u):], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.StartCopyIncremental(ctx, srcSAS, *s1.Snapshot, nil); err != nil {
+		t.Fatalf("first incremental copy with c: %v", err)
+	}
+	s2, err := src.CreateSnapshot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dst.StartCopyIncremental(ctx, srcSAS, *s2.Snapshot, nil)
+	wantErr(t, err, 403, "UnauthorizedBlobOverwrite")
+}
