@@ -5,9 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"github.com/blobgw/blobgw/internal/config"
 )
 
 // TestCreateOnlySASCannotSealOrAbort: a create-only SAS (c without w) may
@@ -79,4 +84,50 @@ func TestCreateOnlySASCannotSealOrAbort(t *testing.T) {
 	}
 	_, err = dst.StartCopyIncremental(ctx, srcSAS, *s2.Snapshot, nil)
 	wantErr(t, err, 403, "UnauthorizedBlobOverwrite")
+}
+
+// TestSASEncryptionScopeRefused: a SAS's signed encryption scope (ses)
+// names the scope its writes are encrypted with. The gateway has the
+// account's own scope only: a service or account SAS naming another is
+// 400 UnsupportedQueryParameter and stores nothing, never a write stored
+// as if the scope had not been asked for; ses=$account-encryption-key
+// writes.
+func TestSASEncryptionScopeRefused(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "scoped")
+	cred, err := azblob.NewSharedKeyCredential(config.DevAccountName, config.DevAccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, scope := range []string{"scope1", "$account-encryption-key"} {
+		svc, err := sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, StartTime: now.Add(-time.Minute), ExpiryTime: now.Add(time.Hour),
+			ContainerName: "scoped", Permissions: (&sas.ContainerPermissions{Create: true, Write: true}).String(), EncryptionScope: scope}.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acct, err := sas.AccountSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: now.Add(time.Hour),
+			Permissions:   to.Ptr(sas.AccountPermissions{Create: true, Write: true}).String(),
+			ResourceTypes: to.Ptr(sas.AccountResourceTypes{Object: true}).String(), EncryptionScope: scope}.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kind, qp := range map[string]sas.QueryParameters{"service": svc, "account": acct} {
+			name := kind + "-" + scope
+			bb := noCredBlob(t, b.serviceURL(0)+"scoped/"+name+"?"+qp.Encode())
+			_, err := bb.Upload(ctx, nopSeeker("x"), nil)
+			if scope == "$account-encryption-key" {
+				if err != nil {
+					t.Fatalf("%s SAS with ses=%s: %v", kind, scope, err)
+				}
+				continue
+			}
+			wantErr(t, err, 400, "UnsupportedQueryParameter")
+			_, err = b.client.ServiceClient().NewContainerClient("scoped").NewBlobClient(name).GetProperties(ctx, nil)
+			if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+				t.Fatalf("%s SAS with ses=%s: the blob after the refusal: %v", kind, scope, err)
+			}
+		}
+	}
 }
