@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -129,5 +130,47 @@ func TestSASEncryptionScopeRefused(t *testing.T) {
 				t.Fatalf("%s SAS with ses=%s: the blob after the refusal: %v", kind, scope, err)
 			}
 		}
+	}
+}
+
+// TestSharedKeyCoversRepeatedIfMatch: the Shared Key string-to-sign holds
+// one line for If-Match, and Delete Blob acts on every If-Match value
+// sent. A second If-Match added to a signed request (the ETag the blob has
+// now, where the signer asked for the one it had) must not verify: 403
+// AuthenticationFailed, and the blob stays. The same request without the
+// added header still gets the 412 its signer asked for.
+func TestSharedKeyCoversRepeatedIfMatch(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "cond")
+	old, err := b.client.UploadBuffer(ctx, "cond", "doc", []byte("v1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.client.UploadBuffer(ctx, "cond", "doc", []byte("v2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := func(extra bool) *http.Response {
+		r, err := http.NewRequest(http.MethodDelete, b.serviceURL(0)+"cond/doc", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("If-Match", string(*old.ETag))
+		b.sign(t, r)
+		if extra {
+			r.Header.Add("If-Match", string(*cur.ETag))
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	wantStatus(t, del(true), 403, "AuthenticationFailed", "Delete Blob with an If-Match added after signing")
+	wantStatus(t, del(false), 412, "ConditionNotMet", "Delete Blob as signed")
+	if got := string(download(t, b.client, "cond", "doc")); got != "v2" {
+		t.Fatalf("the blob after the refused deletes: %q", got)
 	}
 }
