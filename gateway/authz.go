@@ -70,6 +70,11 @@ func (s *Server) publicRead(r *http.Request, req *request) bool {
 	if req.op.public == notPublic {
 		return false
 	}
+	if typ := req.query["blocklisttype"]; req.op.name == "GetBlockList" && typ != "" && typ != "committed" {
+		// Get Block List is public for the committed blocks only: the
+		// uncommitted ones are the owner's.
+		return false
+	}
 	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, "")
 	if err != nil || c == nil {
 		return false

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
@@ -172,5 +173,44 @@ func TestSharedKeyCoversRepeatedIfMatch(t *testing.T) {
 	wantStatus(t, del(false), 412, "ConditionNotMet", "Delete Blob as signed")
 	if got := string(download(t, b.client, "cond", "doc")); got != "v2" {
 		t.Fatalf("the blob after the refused deletes: %q", got)
+	}
+}
+
+// TestAnonymousBlockListCommittedOnly: a public container (blob or
+// container level) lets an anonymous caller run Get Block List for the
+// committed blocks only; the uncommitted list (blocklisttype=uncommitted
+// or all) stays the owner's: 401 NoAuthenticationInformation, as for any
+// operation the level does not open.
+func TestAnonymousBlockListCommittedOnly(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	for _, level := range []container.PublicAccessType{container.PublicAccessTypeBlob, container.PublicAccessTypeContainer} {
+		name := "pub" + string(level)
+		cc := b.client.ServiceClient().NewContainerClient(name)
+		if _, err := cc.Create(ctx, &container.CreateOptions{Access: &level}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, name, "doc", []byte("committed"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cc.NewBlockBlobClient("doc").StageBlock(ctx, "c2VjcmV0", nopSeeker("staged"), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{"", "committed", "uncommitted", "all"} {
+			u := b.serviceURL(0) + name + "/doc?comp=blocklist"
+			if typ != "" {
+				u += "&blocklisttype=" + typ
+			}
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if typ == "" || typ == "committed" {
+				wantStatus(t, resp, 200, "", "anonymous Get Block List "+typ+" at level "+string(level))
+			} else {
+				wantStatus(t, resp, 401, "NoAuthenticationInformation", "anonymous Get Block List "+typ+" at level "+string(level))
+			}
+		}
 	}
 }
