@@ -214,3 +214,44 @@ func TestAnonymousBlockListCommittedOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestListBlobsTagsNeedTagPermission: List Blobs include=tags shows what
+// Get Blob Tags reads, so a SAS must grant t as well as l (403
+// AuthorizationPermissionMismatch otherwise), and an anonymous listing of
+// a public container cannot ask for them (401 NoAuthenticationInformation);
+// the same listings without include=tags run.
+func TestListBlobsTagsNeedTagPermission(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	level := container.PublicAccessTypeContainer
+	cc := b.client.ServiceClient().NewContainerClient("tagged")
+	if _, err := cc.Create(ctx, &container.CreateOptions{Access: &level}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.UploadBuffer(ctx, "tagged", "doc", []byte("x"), &azblob.UploadBufferOptions{Tags: map[string]string{"secret": "s3"}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	list := func(u string, tags bool) *http.Response {
+		if tags {
+			u += "&include=tags"
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	tok := func(p sas.ContainerPermissions) string {
+		return b.sasURL(t, "tagged", sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, StartTime: now.Add(-time.Minute),
+			ExpiryTime: now.Add(time.Hour), Permissions: p.String(), ContainerName: "tagged"}) + "&restype=container&comp=list"
+	}
+	l := tok(sas.ContainerPermissions{List: true})
+	wantStatus(t, list(l, false), 200, "", "List Blobs with l")
+	wantStatus(t, list(l, true), 403, "AuthorizationPermissionMismatch", "List Blobs include=tags with l")
+	wantStatus(t, list(tok(sas.ContainerPermissions{List: true, Tag: true}), true), 200, "", "List Blobs include=tags with l and t")
+	anon := b.serviceURL(0) + "tagged?restype=container&comp=list"
+	wantStatus(t, list(anon, false), 200, "", "anonymous List Blobs")
+	wantStatus(t, list(anon, true), 401, "NoAuthenticationInformation", "anonymous List Blobs include=tags")
+}
