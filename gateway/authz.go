@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/blobgw/blobgw/gateway/auth"
 	"github.com/blobgw/blobgw/svcerr"
@@ -54,6 +55,12 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 			err = nil
 		}
 	}
+	if err == nil && op == auth.OpListBlobs && listsTags(req) {
+		// List Blobs include=tags shows what Get Blob Tags reads: the
+		// token must grant t too.
+		sreq.Op = auth.OpBlobTags
+		_, err = auth.VerifySAS(sreq, s.accounts, policies)
+	}
 	if dbErr != nil {
 		return dbErr
 	}
@@ -63,11 +70,31 @@ func (s *Server) authorizeSAS(r *http.Request, req *request, q map[string][]stri
 	return err
 }
 
+// listsTags reports whether a List Blobs asks for the blobs' tags
+// (include=tags), as parseInclude reads include.
+func listsTags(req *request) bool {
+	for _, p := range strings.Split(req.query["include"], ",") {
+		if strings.EqualFold(strings.TrimSpace(p), "tags") {
+			return true
+		}
+	}
+	return false
+}
+
 // publicRead reports whether an anonymous request is an operation the
 // container's public access level allows: "blob" opens blob reads,
 // "container" also container properties and listing.
 func (s *Server) publicRead(r *http.Request, req *request) bool {
 	if req.op.public == notPublic {
+		return false
+	}
+	if typ := req.query["blocklisttype"]; req.op.name == "GetBlockList" && typ != "" && typ != "committed" {
+		// Get Block List is public for the committed blocks only: the
+		// uncommitted ones are the owner's.
+		return false
+	}
+	if req.op.sas == auth.OpListBlobs && listsTags(req) {
+		// Tags are never public (Get Blob Tags is not).
 		return false
 	}
 	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, "")

@@ -75,7 +75,7 @@ func (s *Server) incrementalCopy(w http.ResponseWriter, r *http.Request, req *re
 	copyID := uuid.NewString()
 	info := &leasedb.CopyInfo{ID: copyID, Source: withoutSignature(spec.raw), Status: "success",
 		Incremental: true, SourceName: ref.Account + "/" + ref.Container + "/" + ref.Name, SourceSnapshot: snap}
-	preq := leasedb.PutBlobRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond, Type: "PageBlob",
+	preq := leasedb.PutBlobRequest{Ref: req.ref(), LeaseID: leaseID, Cond: cond, Type: "PageBlob", CreateOnly: req.createOnly,
 		Copy: leasedb.CopyTarget{Incremental: true, Info: info}}
 	if err := s.db.Precheck(ctx, preq); err != nil {
 		return err

@@ -20,6 +20,13 @@ func (s *Server) refuse(r *http.Request, req *request) error {
 	if err := refuseOperation(r, req); err != nil {
 		return err
 	}
+	if v := req.query["ses"]; req.sas && v != "" && !isAccountScope(v) {
+		// A SAS's signed encryption scope (ses) asks for what
+		// x-ms-encryption-scope does.
+		e := svcerr.Query(svcerr.UnsupportedQueryParameter, "ses", v, "")
+		e.Message = "Encryption scopes other than " + accountScope + " do not exist in this gateway."
+		return e
+	}
 	return refuseHeaders(r.Header)
 }
 

@@ -276,14 +276,17 @@ var operations = []operation{
 		handle: (*Server).setBlobTags, sas: auth.OpBlobTags},
 	{name: "SetBlobTier", on: blobTarget, methods: mPut, comp: "tier",
 		handle: (*Server).setBlobTier, sas: auth.OpWriteBlobProps},
-	// Abort Copy Blob: write permission on the destination.
+	// Abort Copy Blob: write permission on the destination, never create
+	// alone (it acts on a blob that exists; authz.go's create-only
+	// fallback is for OpOverwriteBlob).
 	{name: "AbortCopyBlob", on: blobTarget, methods: mPut, comp: "copy",
-		handle: (*Server).abortCopy, sas: auth.OpOverwriteBlob},
+		handle: (*Server).abortCopy, sas: auth.OpWriteBlobProps},
 	{name: "SnapshotBlob", on: blobTarget, methods: mPut, comp: "snapshot",
 		handle: (*Server).createSnapshot, sas: auth.OpSnapshotBlob},
-	// Append Blob Seal: "a SAS that has write permissions".
+	// Append Blob Seal: "a SAS that has write permissions"; create alone
+	// never seals a blob that exists.
 	{name: "AppendBlobSeal", on: blobTarget, methods: mPut, comp: "seal",
-		handle: (*Server).sealBlob, sas: auth.OpOverwriteBlob},
+		handle: (*Server).sealBlob, sas: auth.OpWriteBlobProps},
 	// Put Page needs write, never create alone (the blob exists): the
 	// permission of Set Blob Properties.
 	{name: "PutPageFromURL", on: blobTarget, methods: mPut, comp: "page", headers: []headerIs{hCopySource},

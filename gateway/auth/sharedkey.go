@@ -200,29 +200,45 @@ var stsPool = sync.Pool{New: func() any { return &stsBuilder{b: make([]byte, 0, 
 // writeStringToSign writes r's string-to-sign in the form c into b.
 func writeStringToSign(b *stsBuilder, r *http.Request, account string, q url.Values, c canon) {
 	h := r.Header
-	date := h.Get("Date")
+	date := signedValue(h, "Date")
 	if c.emptyDate {
 		date = ""
 	}
 	for _, part := range [...]string{
 		strings.ToUpper(r.Method),
-		h.Get("Content-Encoding"),
-		h.Get("Content-Language"),
+		signedValue(h, "Content-Encoding"),
+		signedValue(h, "Content-Language"),
 		contentLength(r),
-		h.Get("Content-Md5"),
-		h.Get("Content-Type"),
+		signedValue(h, "Content-Md5"),
+		signedValue(h, "Content-Type"),
 		date,
-		h.Get("If-Modified-Since"),
-		h.Get("If-Match"),
-		h.Get("If-None-Match"),
-		h.Get("If-Unmodified-Since"),
-		h.Get("Range"),
+		signedValue(h, "If-Modified-Since"),
+		signedValue(h, "If-Match"),
+		signedValue(h, "If-None-Match"),
+		signedValue(h, "If-Unmodified-Since"),
+		signedValue(h, "Range"),
 	} {
 		b.WriteString(part)
 		b.WriteByte('\n')
 	}
 	writeCanonicalizedHeaders(b, h, c)
 	writeCanonicalizedResource(b, account, rawPath(r), q, c)
+}
+
+// signedValue is a standard header's line of the string-to-sign: its
+// value, or a repeated header's values joined by ',' (the one value HTTP
+// makes of them), so that a value added after signing (a second If-Match,
+// which Delete Blob would act on too) changes the signature. The SDKs send
+// each of these headers once.
+func signedValue(h http.Header, key string) string {
+	vs := h[key]
+	if len(vs) > 1 {
+		return strings.Join(vs, ",")
+	}
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
 }
 
 // contentLength is part 4. Go's server keeps Content-Length in r.Header for

@@ -350,6 +350,17 @@ func TestVerifySharedKey(t *testing.T) {
 			},
 		},
 		{
+			// Delete Blob and Put Blob act on every If-Match value: one
+			// added after signing is a different request.
+			name:     "second If-Match added after signing",
+			req:      afterSigning(func(r *http.Request) { r.Header.Add("If-Match", `"0x8E"`) }),
+			wantCode: svcerr.AuthenticationFailed,
+		},
+		{
+			name: "repeated If-Match signed as its values joined by ','",
+			req:  signed(devKey, func(r *http.Request) { r.Header.Add("If-Match", `"0x8E"`) }),
+		},
+		{
 			name:    "no Authorization header",
 			req:     func(t *testing.T) *http.Request { return base() },
 			wantErr: ErrNoCredentials,
