@@ -679,8 +679,15 @@ func (s *Store) newPartBuffers(size int64) *partBuffers {
 	return &partBuffers{s: s, size: size, max: s.concurrency, free: make(chan []byte, s.concurrency)}
 }
 
-// get returns a free buffer, waiting for one while max are in use.
+// get returns a free buffer, waiting for one while max are in use, or
+// ctx's cause once ctx is done, even while a buffer is free: a failed
+// part cancels ctx before it gives its buffer back, and the reading loop
+// must stop there rather than read the rest of the client's body into
+// the buffers the canceled uploads keep returning.
 func (pb *partBuffers) get(ctx context.Context) ([]byte, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	select {
 	case b := <-pb.free:
 		return b, nil

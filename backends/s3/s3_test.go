@@ -759,13 +759,28 @@ func TestMultipartPartRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
+	// The other parts are forwarded only once part 1's refusal is on its
+	// way: otherwise, on a loaded machine, they could all be stored before
+	// the refusal arrived, freeing their buffers for the rest of the body
+	// (the Put reads on while no part has failed, rightly).
+	var refused atomic.Pointer[chan struct{}]
 	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "1" {
+		part := r.URL.Query().Get("partNumber")
+		if r.Method == http.MethodPut && part == "1" {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+			w.(http.Flusher).Flush()
+			close(*refused.Load())
 			return
+		}
+		if r.Method == http.MethodPut && part != "" {
+			select {
+			case <-*refused.Load():
+			case <-r.Context().Done():
+				return
+			}
 		}
 		rp.ServeHTTP(w, r)
 	})
@@ -776,6 +791,8 @@ func TestMultipartPartRefused(t *testing.T) {
 	const parts = 10
 	for _, known := range []bool{true, false} {
 		t.Run(fmt.Sprintf("known size %t", known), func(t *testing.T) {
+			gate := make(chan struct{})
+			refused.Store(&gate)
 			size := int64(parts * s3.MinPartSize)
 			body := &countingReader{r: backendtest.NewReader(size, 3)}
 			sz := size
