@@ -37,10 +37,15 @@ var (
 // wait on the lock and come out stale. At READ COMMITTED a row changed by
 // the transaction that held the lock is re-read (its newest version, or
 // none when it was deleted or moved).
-var lockBlobSQL = sqlq.OneBlobHead(dialect.Placeholder,
-	`WITH locked AS MATERIALIZED (SELECT name, `+sqlq.BlobHeadCols+` FROM blobs
-	WHERE account = $1 AND container = $2 AND name = $3 AND (SELECT pg_advisory_xact_lock_shared($4)::text) IS NOT NULL FOR UPDATE) `,
-	"locked", "clock_timestamp()")
+var lockBlobSQL = sqlq.OneBlobHead(dialect.Placeholder, lockedHeadCTE(sqlq.BlobHeadCols), "locked", "clock_timestamp()")
+
+// lockedHeadCTE is the WITH clause of lockBlobSQL and lockBlobTierSQL:
+// cols of the row a/c/name ($1..$3) FOR UPDATE as locked, once the
+// container's advisory lock ($4) is held shared.
+func lockedHeadCTE(cols string) string {
+	return `WITH locked AS MATERIALIZED (SELECT name, ` + cols + ` FROM blobs
+	WHERE account = $1 AND container = $2 AND name = $3 AND (SELECT pg_advisory_xact_lock_shared($4)::text) IS NOT NULL FOR UPDATE) `
+}
 
 // commitBlobLeaseSQL is CommitBlobLease's write: one row back when the
 // row was there.

@@ -30,10 +30,7 @@ var (
 // (sqlq.BlobTierCols), never its extents, FOR UPDATE in a MATERIALIZED
 // CTE so that clock_timestamp() is read once the locks are granted, as
 // lockBlobSQL does.
-var lockBlobTierSQL = sqlq.OneBlobTierHead(dialect.Placeholder,
-	`WITH locked AS MATERIALIZED (SELECT name, `+sqlq.BlobTierCols+` FROM blobs
-	WHERE account = $1 AND container = $2 AND name = $3 AND (SELECT pg_advisory_xact_lock_shared($4)::text) IS NOT NULL FOR UPDATE) `,
-	"locked", "clock_timestamp()")
+var lockBlobTierSQL = sqlq.OneBlobTierHead(dialect.Placeholder, lockedHeadCTE(sqlq.BlobTierCols), "locked", "clock_timestamp()")
 
 // commitBlobTagsSQL and commitBlobTierSQL are CommitBlobTags' and
 // CommitBlobTier's writes: one row back when the row was there.
