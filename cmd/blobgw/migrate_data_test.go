@@ -76,6 +76,12 @@ func newMigGatewayWith(t testing.TB, wrap func(http.Handler) http.Handler, opt g
 // accountSAS returns the gateway's service URL with a read/list account SAS.
 func (g *migGateway) accountSAS(t testing.TB) string { return devAccountSAS(t, g.url) }
 
+// tagsSAS is accountSAS that may also read tags (t): List Blobs
+// include=tags needs it, as Get Blob Tags does.
+func (g *migGateway) tagsSAS(t testing.TB) string {
+	return devAccountSASWith(t, g.url, sas.AccountPermissions{Read: true, List: true, Tag: true})
+}
+
 // devAccountSAS returns serviceURL with a read/list account SAS of the dev
 // account (the gateways' and Azurite's).
 func devAccountSAS(t testing.TB, serviceURL string) string {
@@ -615,7 +621,7 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 	dst := newMigGateway(t, countWrites(&writes))
 	kinds := fillKinds(t, src.client)
 	blobs := kindSrcBlobs(kinds)
-	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
+	args := []string{"import", "azure", "--source-url", src.tagsSAS(t), "--dest-url", dst.url}
 
 	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds)))
 	checkImported(t, src, dst, blobs, kindsContainer)
@@ -736,7 +742,7 @@ func TestImportAzureReplacesWrongType(t *testing.T) {
 			}
 		}
 	}
-	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url}
+	args := []string{"import", "azure", "--source-url", src.tagsSAS(t), "--dest-url", dst.url}
 	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied %d, skipped 0, failed 0", len(kinds)))
 	checkImported(t, src, dst, kindSrcBlobs(kinds))
 	checkKinds(t, dst.client, kinds, true)
@@ -754,7 +760,7 @@ func TestImportAzureAppendInterrupted(t *testing.T) {
 		return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock" && strings.HasSuffix(r.URL.Path, "/log/app.log")
 	}))
 	kinds := fillKinds(t, src.client)
-	args := []string{"import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url, "--parallel", "1"}
+	args := []string{"import", "azure", "--source-url", src.tagsSAS(t), "--dest-url", dst.url, "--parallel", "1"}
 	out := runInterrupted(t, ctx, args...)
 	p, err := dst.client.ServiceClient().NewContainerClient(kindsContainer).NewBlobClient("log/app.log").GetProperties(context.Background(), nil)
 	if err != nil {
@@ -772,7 +778,8 @@ func TestImportAzureAppendInterrupted(t *testing.T) {
 
 // refuseTagListing answers List Blobs with include=tags as Azure does for
 // a SAS without the t permission: 403 AuthorizationPermissionMismatch.
-// (Azurite and the gateway list tags to any SAS that may list.)
+// (The gateway now refuses it so too; Azurite lists tags to any SAS that
+// may list.)
 func refuseTagListing(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
