@@ -35,10 +35,12 @@ var ErrAdoptChanged = errors.New("leasedb: the adopted object's size changed sin
 var ErrAdoptQueued = errors.New("leasedb: the object is queued for collection")
 
 // ErrAdoptShared is returned by AdoptBlob when another blob name already
-// references the object. Extents are shared only between a blob and its
-// own snapshots, and collection counts on it (a key is queued when the last
-// row of its name drops it): a second name for one object would let a
-// delete of either blob collect the other's bytes.
+// references the object. Across names extents are shared only where
+// extent_shares records it (a copy that shares its source's extents), and
+// collection counts on that (a key is queued when the last row of its
+// name drops it and no share names it): a second name adopting one object,
+// with no share recorded, would let a delete of either blob collect the
+// other's bytes.
 var ErrAdoptShared = errors.New("leasedb: the object is already adopted as another blob")
 
 // AdoptBlob makes an existing backend object the block blob ref, in one
