@@ -105,21 +105,32 @@ type BlobLeaseCommitter interface {
 // gets the head of the locked row (nil when absent) and the clock, after
 // ContainerNotFound is decided.
 func withExistingBlob(ctx context.Context, tx Tx, ref BlobRef, fn func(tx Tx, now time.Time, b *BlobHead) error) error {
-	l, ok := tx.(BlobLocker)
+	return withHead(ctx, tx, ref, BlobLocker.LockBlob, blobHead, fn)
+}
+
+// withHead is withBlob for a write that decides on the row's head H
+// alone: where tx offers the locker L, lock takes the locks and reads the
+// head (nil when absent), the container check and the clock in one call;
+// else the row is read whole the Tx way and head makes its H. fn gets the
+// head and the clock after ContainerNotFound is decided.
+func withHead[L, H any](ctx context.Context, tx Tx, ref BlobRef,
+	lock func(L, context.Context, string, string, string) (*H, bool, time.Time, error),
+	head func(*Blob) *H, fn func(tx Tx, now time.Time, h *H) error) error {
+	l, ok := tx.(L)
 	if !ok {
 		return withBlob(ctx, tx, ref, LockShare, LockExclusive, func(tx Tx, now time.Time, b *Blob) error {
-			return fn(tx, now, blobHead(b))
+			return fn(tx, now, head(b))
 		})
 	}
-	b, containerExists, now, err := l.LockBlob(ctx, ref.Account, ref.Container, ref.Name)
+	h, containerExists, now, err := lock(l, ctx, ref.Account, ref.Container, ref.Name)
 	if err != nil {
 		return err
 	}
 	// A blob row never outlives its container (foreign key).
-	if b == nil && !containerExists {
+	if h == nil && !containerExists {
 		return svcerr.New(svcerr.ContainerNotFound)
 	}
-	return fn(tx, now, b)
+	return fn(tx, now, h)
 }
 
 // readBlob reads what GetBlob decides on: the row (nil when absent),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/blobgw/blobgw/svcerr"
 )
 
 // Set Blob Tags, Set Blob Tier and Get Blob Tags on the row's head. None
@@ -95,26 +93,10 @@ type BlobHeadReader interface {
 	ReadBlobHead(ctx context.Context, account, container, name string) (b *BlobHead, containerExists bool, now time.Time, err error)
 }
 
-// withTierHead is withBlob for Set Blob Tags and Set Blob Tier: fn gets
-// the head of the locked row (nil when absent) and the clock, after
-// ContainerNotFound is decided; LockBlobTier where tx offers it, else the
-// container shared, the name exclusive and the row read whole.
+// withTierHead is withHead for Set Blob Tags and Set Blob Tier: the
+// head with what Set Blob Tier's rule reads, through BlobTierLocker.
 func withTierHead(ctx context.Context, tx Tx, ref BlobRef, fn func(tx Tx, now time.Time, h *BlobTierHead) error) error {
-	l, ok := tx.(BlobTierLocker)
-	if !ok {
-		return withBlob(ctx, tx, ref, LockShare, LockExclusive, func(tx Tx, now time.Time, b *Blob) error {
-			return fn(tx, now, tierHead(b))
-		})
-	}
-	h, containerExists, now, err := l.LockBlobTier(ctx, ref.Account, ref.Container, ref.Name)
-	if err != nil {
-		return err
-	}
-	// A blob row never outlives its container (foreign key).
-	if h == nil && !containerExists {
-		return svcerr.New(svcerr.ContainerNotFound)
-	}
-	return fn(tx, now, h)
+	return withHead(ctx, tx, ref, BlobTierLocker.LockBlobTier, tierHead, fn)
 }
 
 // putBlobTags stores h's tags and lease, which are all Set Blob Tags
