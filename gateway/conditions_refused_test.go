@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
@@ -65,5 +67,87 @@ func TestContainerIfTagsRefused(t *testing.T) {
 			ModifiedAccessConditions: &container.ModifiedAccessConditions{IfModifiedSince: to.Ptr(after.LastModified.AddDate(-1, 0, 0))}}); err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// TestBlobConditionsOutsideOperationRefused: Set Blob Tier and Get Block
+// List take x-ms-if-tags alone, Put Block, Put Block From URL and Undelete
+// Blob no condition at all; If-Match, If-None-Match, If-Modified-Since or
+// If-Unmodified-Since sent to them is 400 ConditionHeadersNotSupported
+// naming the header, never ignored (the tier changed, the block was
+// staged, although the condition failed).
+func TestBlobConditionsOutsideOperationRefused(t *testing.T) {
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "only")
+		b.setRetention(t, 2)
+		if _, err := b.client.UploadBuffer(ctx, "only", "b", []byte("bytes"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.UploadBuffer(ctx, "only", "gone", []byte("gone"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.DeleteBlob(ctx, "only", "gone", nil); err != nil {
+			t.Fatal(err)
+		}
+		bc := blockClient(b.client, "only", "b")
+		snap, err := bc.CreateSnapshot(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failing := map[string]string{
+			"If-Match":            `"0x8D000000DEADBEE"`,
+			"If-None-Match":       "*",
+			"If-Modified-Since":   "Fri, 01 Jan 2100 00:00:00 GMT",
+			"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT",
+		}
+		src := b.serviceURL(0) + "only/b"
+		for name, value := range failing {
+			for _, tc := range []struct {
+				what, method, path, body string
+				hdr                      map[string]string
+			}{
+				{"Set Blob Tier", "PUT", "only/b?comp=tier", "", map[string]string{"x-ms-access-tier": "Cool"}},
+				{"Get Block List", "GET", "only/b?comp=blocklist", "", nil},
+				{"Get Block List of a snapshot", "GET", "only/b?comp=blocklist&snapshot=" + *snap.Snapshot, "", nil},
+				{"Put Block", "PUT", "only/b?comp=block&blockid=YmxvY2sx", "xyz", nil},
+				{"Put Block From URL", "PUT", "only/b?comp=block&blockid=YmxvY2sx", "", map[string]string{"x-ms-copy-source": src}},
+				{"Undelete Blob", "PUT", "only/gone?comp=undelete", "", nil},
+			} {
+				hdr := map[string]string{name: value}
+				for k, v := range tc.hdr {
+					hdr[k] = v
+				}
+				resp, body := b.do(t, tc.method, tc.path, tc.body, hdr)
+				wantStatus(t, resp, http.StatusBadRequest, "ConditionHeadersNotSupported", tc.what+" with "+name)
+				if !strings.Contains(body, "<HeaderName>"+name+"</HeaderName>") {
+					t.Errorf("%s: the refusal does not name %s: %s", tc.what, name, body)
+				}
+			}
+		}
+		p, err := bc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.AccessTier != nil && *p.AccessTier != string(blob.AccessTierHot) {
+			t.Fatalf("a refused Set Blob Tier changed the tier to %s", *p.AccessTier)
+		}
+		bl, err := bc.GetBlockList(ctx, blockblob.BlockListTypeUncommitted, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bl.UncommittedBlocks) != 0 {
+			t.Fatalf("a refused Put Block staged %d blocks", len(bl.UncommittedBlocks))
+		}
+		if _, err := blockClient(b.client, "only", "gone").GetProperties(ctx, nil); statusOf(err) != http.StatusNotFound {
+			t.Fatalf("a refused Undelete Blob restored the blob: %v", err)
+		}
+		// What the operations do take still works: x-ms-if-tags on Set
+		// Blob Tier is evaluated (no tags: 412).
+		resp, _ := b.do(t, "PUT", "only/b?comp=tier", "", map[string]string{"x-ms-access-tier": "Cool", "x-ms-if-tags": `"k" = 'v'`})
+		wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Set Blob Tier with a failing x-ms-if-tags")
+		resp, _ = b.do(t, "PUT", "only/b?comp=block&blockid=YmxvY2sx", "xyz", nil)
+		wantStatus(t, resp, http.StatusCreated, "", "Put Block without conditions")
 	})
 }
