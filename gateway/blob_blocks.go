@@ -294,7 +294,7 @@ func (s *Server) getBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	tagCond, err := ifTagsOnly.parseOnly(r.Header)
+	tagCond, err := ifTagsOnly.parse(r.Header)
 	if err != nil {
 		return err
 	}

@@ -74,10 +74,12 @@ func (n conditionHeaders) parse(h http.Header) (leasedb.Conditions, error) {
 	return c, nil
 }
 
-// parseOnly is parse for an operation that takes only the conditions n
-// names (ifTagsOnly, noConditions): a standard condition header it does
-// not name is 400 ConditionHeadersNotSupported naming it, never ignored,
-// so what the client meant to guard is not done unguarded.
+// parseOnly is parse for a write that takes only the conditions n names
+// (ifTagsOnly, noConditions): a standard condition header it does not
+// name is 400 ConditionHeadersNotSupported naming it, never ignored, so
+// what the client meant to guard is not done unguarded. Reads (Get Block
+// List) keep parse: a browser's cache adds If-None-Match and
+// If-Modified-Since to a GET it revalidates, and Azure answers those.
 func (n conditionHeaders) parseOnly(h http.Header) (leasedb.Conditions, error) {
 	own := n.names()
 	for i, name := range standardConditions.names() {

@@ -19,7 +19,7 @@ func (s *Server) getSnapshotBlockList(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	cond, err := ifTagsOnly.parseOnly(r.Header)
+	cond, err := ifTagsOnly.parse(r.Header)
 	if err != nil {
 		return err
 	}
