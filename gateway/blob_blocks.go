@@ -81,6 +81,9 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 	if err != nil {
 		return err
 	}
+	if _, err := noConditions.parseOnly(r.Header); err != nil {
+		return err
+	}
 	// The pre-check (a read of its own) runs first only where
 	// it pays, as Put Blob's does (precheckFirst): a small body is read
 	// and staged first and the commit decides, with the pre-check's

@@ -33,7 +33,7 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	cond, err := ifTagsOnly.parse(r.Header)
+	cond, err := ifTagsOnly.parseOnly(r.Header)
 	if err != nil {
 		return err
 	}

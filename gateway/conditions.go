@@ -29,6 +29,9 @@ var (
 	standardConditions = conditionHeaders{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "x-ms-if-tags"}
 	// ifTagsOnly: Set Blob Tier and Get Block List accept only x-ms-if-tags.
 	ifTagsOnly = conditionHeaders{ifTags: "x-ms-if-tags"}
+	// noConditions: Put Block, Put Block From URL and Undelete Blob
+	// accept none.
+	noConditions = conditionHeaders{}
 	// blobTagConditions: Get/Set Blob Tags take the standard conditions in
 	// their x-ms-blob-if-* spelling (newer SDKs send them there).
 	blobTagConditions = conditionHeaders{"x-ms-blob-if-match", "x-ms-blob-if-none-match",
@@ -69,6 +72,24 @@ func (n conditionHeaders) parse(h http.Header) (leasedb.Conditions, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// parseOnly is parse for a write that takes only the conditions n names
+// (ifTagsOnly, noConditions): a standard condition header it does not
+// name is 400 ConditionHeadersNotSupported naming it, never ignored, so
+// what the client meant to guard is not done unguarded. Reads (Get Block
+// List) keep parse: a browser's cache adds If-None-Match and
+// If-Modified-Since to a GET it revalidates, and Azure answers those.
+func (n conditionHeaders) parseOnly(h http.Header) (leasedb.Conditions, error) {
+	own := n.names()
+	for i, name := range standardConditions.names() {
+		if own[i] != name {
+			if vs := values(h, name); len(vs) > 0 {
+				return leasedb.Conditions{}, svcerr.Header(svcerr.ConditionHeadersNotSupported, name, strings.Join(vs, ","))
+			}
+		}
+	}
+	return n.parse(h)
 }
 
 // values is h.Values(name), nothing for an unnamed condition.

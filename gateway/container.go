@@ -38,11 +38,16 @@ func (s *Server) getContainerProperties(w http.ResponseWriter, r *http.Request, 
 
 // containerConditions parses the conditions a container operation accepts:
 // the date conditions only; If-Match/If-None-Match are 400
-// ConditionHeadersNotSupported, as on Azure's container operations.
+// ConditionHeadersNotSupported, as on Azure's container operations, and
+// so is x-ms-if-tags (a container has no tags to match: leasedb would pass
+// it, so the operation would run unguarded).
 func containerConditions(r *http.Request, allowIUS bool) (leasedb.Conditions, error) {
 	cond, err := parseConditions(r.Header)
 	if err != nil {
 		return cond, err
+	}
+	if cond.IfTags != nil {
+		return cond, svcerr.Header(svcerr.ConditionHeadersNotSupported, "x-ms-if-tags", cond.IfTags.String())
 	}
 	if len(cond.IfMatch) > 0 || len(cond.IfNoneMatch) > 0 || (!allowIUS && cond.HadIUS) {
 		return cond, svcerr.New(svcerr.ConditionHeadersNotSupported)

@@ -108,7 +108,7 @@ func parseCopySpec(r *http.Request, op copyOp, max int64) (*copySpec, error) {
 		return nil, svcerr.Header(svcerr.UnsupportedHeader, "x-ms-source-content-crc64", v)
 	}
 	spec.authz = r.Header.Get("x-ms-copy-source-authorization")
-	if spec.leaseID, err = parseLeaseID("x-ms-source-lease-id", r.Header.Get("x-ms-source-lease-id"), false); err != nil {
+	if spec.leaseID, err = parseLeaseID("x-ms-source-lease-id", leaseHeader(r.Header, "x-ms-source-lease-id"), false); err != nil {
 		return nil, err
 	}
 	return spec, nil

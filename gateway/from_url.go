@@ -170,6 +170,9 @@ func (s *Server) putBlockFromURL(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return err
 	}
+	if _, err := noConditions.parseOnly(r.Header); err != nil {
+		return err
+	}
 	if err := s.db.PrecheckBlock(ctx, req.ref(), leaseID); err != nil {
 		return err
 	}

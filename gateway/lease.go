@@ -15,8 +15,8 @@ import (
 // missing one before any state is looked at.
 func parseLease(r *http.Request) (leasedb.LeaseRequest, error) {
 	h := r.Header
-	return parseLeaseRequest(hdrGet(h, hdrLeaseAction), hdrGet(h, hdrLeaseID),
-		hdrGet(h, hdrProposedLeaseID), hdrGet(h, hdrLeaseDuration), hdrGet(h, hdrLeaseBreakPeriod))
+	return parseLeaseRequest(leaseHeader(h, hdrLeaseAction), leaseHeader(h, hdrLeaseID),
+		leaseHeader(h, hdrProposedLeaseID), leaseHeader(h, hdrLeaseDuration), leaseHeader(h, hdrLeaseBreakPeriod))
 }
 
 // leaseStatus is the success status Azure answers per x-ms-lease-action
@@ -120,7 +120,7 @@ func containerLeaseText(err error) error {
 func parsePutLease(r *http.Request, leaseID string) (leasedb.PutLease, error) {
 	var pl leasedb.PutLease
 	h := r.Header
-	action := h.Get("X-Ms-Lease-Action")
+	action := leaseHeader(h, hdrLeaseAction)
 	switch action {
 	case "":
 		return pl, nil
@@ -129,7 +129,7 @@ func parsePutLease(r *http.Request, leaseID string) (leasedb.PutLease, error) {
 			return pl, svcerr.Header(svcerr.MissingRequiredHeader, "x-ms-lease-id", "")
 		}
 	case leasedb.PutLeaseAcquire:
-		lr, err := parseLeaseRequest(string(leasedb.LeaseAcquire), "", h.Get(hdrProposedLeaseID), h.Get(hdrLeaseDuration), "")
+		lr, err := parseLeaseRequest(string(leasedb.LeaseAcquire), "", leaseHeader(h, hdrProposedLeaseID), leaseHeader(h, hdrLeaseDuration), "")
 		if err != nil {
 			return pl, err
 		}

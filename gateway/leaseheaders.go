@@ -24,7 +24,19 @@ const (
 // leaseIDHeader reads and normalizes x-ms-lease-id, "" when absent: the
 // lease a read or write names.
 func leaseIDHeader(h http.Header) (string, error) {
-	return parseLeaseID(hdrLeaseID, hdrGet(h, hdrLeaseID), false)
+	return parseLeaseID(hdrLeaseID, leaseHeader(h, hdrLeaseID), false)
+}
+
+// leaseHeader is the value of lease header name: a header sent on several
+// lines is their values joined by "," (how the request is signed and how
+// Azure reads it), so two lease ids are no GUID and are refused, never
+// the first taken for the lease the request names.
+func leaseHeader(h http.Header, name string) string {
+	v := h[hdrKey(name)]
+	if len(v) > 1 {
+		return strings.Join(v, ",")
+	}
+	return hdrGet(h, name)
 }
 
 // parseLeaseRequest validates the raw header values of a Lease Blob /

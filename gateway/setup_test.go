@@ -80,6 +80,8 @@ type setupOpts struct {
 	// retentionDay, when set, is the length of a blob delete retention
 	// day (leasedb.DB.RetentionDay), to see a retention pass.
 	retentionDay time.Duration
+	// strict is strict_conditions (leasedb.DB.StrictConditions).
+	strict bool
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -149,7 +151,7 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		db := &leasedb.DB{Store: store, Grace: o.grace, RetentionDay: o.retentionDay}
+		db := &leasedb.DB{Store: store, Grace: o.grace, RetentionDay: o.retentionDay, StrictConditions: o.strict}
 		if i == 0 {
 			b.db = db
 		}

@@ -74,6 +74,9 @@ func (s *Server) undeleteBlob(w http.ResponseWriter, r *http.Request, req *reque
 		e.Message = "x-ms-undelete-source applies to accounts with a hierarchical namespace, which this gateway does not have."
 		return e
 	}
+	if _, err := noConditions.parseOnly(r.Header); err != nil {
+		return err
+	}
 	if err := s.db.UndeleteBlob(r.Context(), req.ref()); err != nil {
 		return err
 	}

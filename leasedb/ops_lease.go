@@ -25,6 +25,9 @@ import (
 func (d *DB) LeaseBlob(ctx context.Context, ref BlobRef, req LeaseRequest, cond Conditions, newID string) (*BlobHead, LeaseResult, error) {
 	var out *BlobHead
 	var res LeaseResult
+	if err := d.checkWrite(cond); err != nil {
+		return nil, res, err
+	}
 	err := d.existingBlobTx(ctx, ref, func(tx Tx, now time.Time, b *BlobHead) error {
 		if b == nil {
 			return cond.missingBlob()

@@ -27,6 +27,9 @@ func ParseSnapshot(v string) (string, error) {
 // unless the request supplies metadata (meta non-nil), which gives it its
 // own. Snapshots have no lease.
 func (d *DB) CreateSnapshot(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, meta map[string]string) (*Blob, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		if err := checkReadLeaseUpdate(b, leaseID, cond, now); err != nil {
@@ -89,6 +92,9 @@ func (d *DB) GetSnapshot(ctx context.Context, ref BlobRef, snapshot string, cond
 // extents are collected unless the base blob or another snapshot still
 // references them. Snapshots cannot be leased, so no lease id is needed.
 func (d *DB) DeleteSnapshot(ctx context.Context, ref BlobRef, snapshot string, cond Conditions) error {
+	if err := d.checkWrite(cond); err != nil {
+		return err
+	}
 	return d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		return d.deleteNameRow(ctx, tx, ref, now, b, cond,
 			func() (*Blob, error) { return tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, snapshot) },

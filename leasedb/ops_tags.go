@@ -17,6 +17,9 @@ import (
 // (ValidateTags). Neither the extents nor a small blob's inline bytes are
 // read or written where the store offers BlobTierLocker.
 func (d *DB) SetBlobTags(ctx context.Context, ref BlobRef, leaseID string, cond Conditions, tags map[string]string) (*BlobHead, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
 	var out *BlobHead
 	err := d.Store.Update(ctx, func(tx Tx) error {
 		return withTierHead(ctx, tx, ref, func(tx Tx, now time.Time, h *BlobTierHead) error {

@@ -187,6 +187,9 @@ func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond
 // OperationNotAllowedOnRootBlob, as Azure answers): a Delete Blob without
 // versionid deletes the current blob.
 func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, cond Conditions) (soft bool, err error) {
+	if err := d.checkWrite(cond); err != nil {
+		return false, err
+	}
 	err = d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		soft = false // the transaction may run again
 		if b != nil && b.VersionID == versionID {
@@ -213,6 +216,9 @@ func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, c
 // given, must match); a previous version through its own row. cond is
 // evaluated against the version. Nothing else of a version changes.
 func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions, fn func(v *Blob) error) (*Blob, error) {
+	if err := d.checkWrite(cond); err != nil {
+		return nil, err
+	}
 	var out *Blob
 	err := d.blobTx(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		v, err := versionOf(ctx, tx, ref, b, versionID)
