@@ -244,6 +244,7 @@ func rollback(ctx context.Context, ptx interface{ Rollback(context.Context) erro
 
 // markUnavailable tags errors that say the database, not the request, failed
 // (connection exceptions, administrator shutdown, too many connections, a
+// statement cut by the server's statement_timeout or lock_timeout, a
 // connection lost mid-transaction) with leasedb.ErrUnavailable.
 func markUnavailable(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil || errors.Is(err, leasedb.ErrUnavailable) {
@@ -254,7 +255,13 @@ func markUnavailable(ctx context.Context, err error) error {
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "57P"), // operator intervention: shutdown, cannot connect now
-			pgErr.Code == "53300":                // too many connections
+			pgErr.Code == "53300",                // too many connections
+			// A statement the server cut: statement_timeout (or an
+			// operator's pg_cancel_backend; pgx ends a canceled
+			// context by a deadline on the socket, and ctx ended is
+			// returned above), lock_timeout. The statement failed,
+			// nothing committed; the database was too slow.
+			pgErr.Code == "57014", pgErr.Code == "55P03":
 			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
 		return err
