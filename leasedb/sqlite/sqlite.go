@@ -172,12 +172,18 @@ func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
 }
 
 // retry runs attempt until it succeeds, fails with something other than
-// SQLITE_BUSY, the context ends or maxAttempts is reached.
+// SQLITE_BUSY, the context ends or maxAttempts is reached. A lock still
+// busy then (another connection to the file, say another process, held it
+// through every busy timeout) is leasedb.ErrUnavailable: the database
+// could not serve the request, which did nothing wrong.
 func (s *Store) retry(ctx context.Context, attempt func() error) error {
 	for i := 1; ; i++ {
 		err := attempt()
-		if err == nil || !isBusy(err) || i >= maxAttempts || ctx.Err() != nil {
+		if err == nil || !isBusy(err) {
 			return err
+		}
+		if i >= maxAttempts || ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(i)); err != nil {
 			return fmt.Errorf("leasedb/sqlite: retry after busy: %w", err)
