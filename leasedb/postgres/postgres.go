@@ -243,9 +243,10 @@ func rollback(ctx context.Context, ptx interface{ Rollback(context.Context) erro
 }
 
 // markUnavailable tags errors that say the database, not the request, failed
-// (connection exceptions, administrator shutdown, too many connections, a
-// statement cut by the server's statement_timeout or lock_timeout, a
-// connection lost mid-transaction) with leasedb.ErrUnavailable.
+// (connection exceptions, administrator shutdown, too many connections, the
+// server's disk full, a statement cut by the server's statement_timeout or
+// lock_timeout, a connection lost mid-transaction) with
+// leasedb.ErrUnavailable.
 func markUnavailable(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil || errors.Is(err, leasedb.ErrUnavailable) {
 		return err
@@ -256,6 +257,7 @@ func markUnavailable(ctx context.Context, err error) error {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "57P"), // operator intervention: shutdown, cannot connect now
 			pgErr.Code == "53300",                // too many connections
+			pgErr.Code == "53100",                // disk full: as the disk backend's full filesystem
 			// A statement the server cut: statement_timeout (or an
 			// operator's pg_cancel_backend; pgx ends a canceled
 			// context by a deadline on the socket, and ctx ended is

@@ -23,6 +23,7 @@ func TestMarkUnavailable(t *testing.T) {
 		{"admin shutdown", context.Background(), fmt.Errorf("get blob: %w", &pgconn.PgError{Code: "57P01"}), true},
 		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, true},
 		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, true},
+		{"disk full", context.Background(), &pgconn.PgError{Code: "53100"}, true},
 		{"statement timeout", context.Background(), &pgconn.PgError{Code: "57014"}, true},
 		{"lock timeout", context.Background(), &pgconn.PgError{Code: "55P03"}, true},
 		{"unique violation", context.Background(), &pgconn.PgError{Code: "23505"}, false},
