@@ -21,17 +21,21 @@ import (
 // "fresh" the WAL must grow for the first write after the filesystem
 // filled; in "checkpointed" the WAL was checkpointed and is reused from
 // its start (no growth), so the writes go on until a checkpoint needs
-// the database file to grow and cannot, and the WAL then must grow.
+// the database file to grow and cannot, and the WAL then must grow; in
+// "spilled" each write is larger than SQLite's page cache, which spills
+// to the WAL in the middle of the transaction, so a statement, not the
+// COMMIT, meets the full filesystem.
 func TestFilesystemFull(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		before int // writes before the filesystem fills
-	}{{"fresh", 0}, {"checkpointed", 1200}} {
-		t.Run(tc.name, func(t *testing.T) { testFilesystemFull(t, tc.before) })
+		rows   int // rows per write
+	}{{"fresh", 0, 1}, {"checkpointed", 1200, 1}, {"spilled", 0, 1000}} {
+		t.Run(tc.name, func(t *testing.T) { testFilesystemFull(t, tc.before, tc.rows) })
 	}
 }
 
-func testFilesystemFull(t *testing.T, before int) {
+func testFilesystemFull(t *testing.T, before, rows int) {
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=32m"); err != nil {
 		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
@@ -52,10 +56,20 @@ func testFilesystemFull(t *testing.T, before int) {
 		t.Fatal(err)
 	}
 	value := strings.Repeat("v", 6000)
+	// A write is rows blobs: name, then name/1 ... name/(rows-1).
 	put := func(name string) error {
 		return s.Update(ctx, func(tx leasedb.Tx) error {
-			return tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: name, Type: "BlockBlob",
-				ETag: `"e"`, Metadata: map[string]string{"m": value}})
+			for i := range rows {
+				n := name
+				if i > 0 {
+					n = fmt.Sprintf("%s/%d", name, i)
+				}
+				if err := tx.PutBlob(ctx, &leasedb.Blob{Account: "a", Container: "c", Name: n, Type: "BlockBlob",
+					ETag: `"e"`, Metadata: map[string]string{"m": value}}); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	var acked []string
@@ -74,6 +88,7 @@ func testFilesystemFull(t *testing.T, before int) {
 	filler := filepath.Join(dir, "filler")
 	fill(t, filler)
 	failed := 0
+	var refused []string // certainly not committed
 	for i := 0; i < 3000 && failed < 20; i++ {
 		name := fmt.Sprintf("b%03d", i)
 		err := put(name)
@@ -83,6 +98,9 @@ func testFilesystemFull(t *testing.T, before int) {
 		case errors.Is(err, leasedb.ErrUnavailable):
 			if failed == 0 {
 				t.Logf("first refusal: %v", err)
+			}
+			if !leasedb.MayHaveCommitted(err) {
+				refused = append(refused, name)
 			}
 			failed++
 		default:
@@ -110,12 +128,26 @@ func testFilesystemFull(t *testing.T, before int) {
 	defer s2.Close()
 	if err := s2.View(ctx, func(tx leasedb.Tx) error {
 		for _, name := range acked {
+			for _, n := range []string{name, fmt.Sprintf("%s/%d", name, rows-1)} {
+				if rows == 1 && n != name {
+					continue
+				}
+				b, err := tx.Blob(ctx, "a", "c", n, leasedb.LockNone)
+				if err != nil {
+					return err
+				}
+				if b == nil || b.Metadata["m"] != value {
+					t.Errorf("acknowledged write %s lost after the restart", n)
+				}
+			}
+		}
+		for _, name := range refused {
 			b, err := tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
 			if err != nil {
 				return err
 			}
-			if b == nil || b.Metadata["m"] != value {
-				t.Errorf("acknowledged write %s lost after the restart", name)
+			if b != nil {
+				t.Errorf("write %s was refused as not committed, and its row is there after the restart", name)
 			}
 		}
 		return nil
