@@ -106,9 +106,10 @@ func (s *Store) Close() error {
 }
 
 // Update runs fn in a READ COMMITTED transaction and commits it when fn
-// returns nil. On serialization_failure (40001) or deadlock_detected (40P01)
-// it rolls back and runs fn again, up to 10 times in all, with a short
-// randomized backoff. Errors returned by fn are returned unchanged.
+// returns nil. On serialization_failure (40001), deadlock_detected (40P01)
+// or a prepared statement the schema changed under (planChanged) it rolls
+// back and runs fn again, up to 10 times in all, with a short randomized
+// backoff. Errors returned by fn are returned unchanged.
 //
 // After a statement fails inside the transaction (say PutBlob into a
 // deleted container), Postgres refuses every further statement until
@@ -304,6 +305,13 @@ func retryable(err error) bool {
 	}
 	if errors.Is(err, errStale) {
 		return true // CommitReplace wrote nothing; the next run reads afresh
+	}
+	if planChanged(err) {
+		// A prepared statement the schema changed under (a migration
+		// another replica ran) failed before COMMIT; the pair sender
+		// closed its connection and pgx forgot its cached statement, so
+		// the next run prepares it afresh.
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
