@@ -175,6 +175,10 @@ func TestPairPreparedAgainAfterSchemaChange(t *testing.T) {
 	if err := read(); err != nil {
 		t.Fatal(err)
 	}
+	// A one-statement read on the pool (Get Blob's), cached too.
+	if _, _, _, err := s.ReadBlob(ctx, "a", "c", "b"); err != nil {
+		t.Fatal(err)
+	}
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +191,9 @@ func TestPairPreparedAgainAfterSchemaChange(t *testing.T) {
 	// connection: pool_max_conns=1).
 	if err := read(); err != nil {
 		t.Errorf("a Tx read after the schema change: %v", err)
+	}
+	if _, _, _, err := s.ReadBlob(ctx, "a", "c", "b"); err != nil {
+		t.Errorf("ReadBlob after the schema change: %v", err)
 	}
 	failed := 0
 	for i := range 4 {
