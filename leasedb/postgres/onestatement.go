@@ -44,7 +44,8 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 
 // retryRead runs read, a one-statement read on the pool, again when it
 // failed before reaching the server (as View retries a BEGIN that did
-// not). A failure that ends the attempts is marked as the store being
+// not) or on a statement the schema changed under (planChanged: pgx
+// forgot it, the next run prepares it afresh). A failure that ends the attempts is marked as the store being
 // unavailable where it is (markUnavailable); a wait cut short by ctx is
 // "retry: " and ctx's error.
 func retryRead(ctx context.Context, read func() error) error {
@@ -53,7 +54,7 @@ func retryRead(ctx context.Context, read func() error) error {
 		if err == nil {
 			return nil
 		}
-		if !pgconn.SafeToRetry(err) || attempt >= maxAttempts || ctx.Err() != nil {
+		if !(pgconn.SafeToRetry(err) || planChanged(err)) || attempt >= maxAttempts || ctx.Err() != nil {
 			return markUnavailable(ctx, sqlq.CtxErr(ctx, err))
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {

@@ -106,9 +106,10 @@ func (s *Store) Close() error {
 }
 
 // Update runs fn in a READ COMMITTED transaction and commits it when fn
-// returns nil. On serialization_failure (40001) or deadlock_detected (40P01)
-// it rolls back and runs fn again, up to 10 times in all, with a short
-// randomized backoff. Errors returned by fn are returned unchanged.
+// returns nil. On serialization_failure (40001), deadlock_detected (40P01)
+// or a prepared statement the schema changed under (planChanged) it rolls
+// back and runs fn again, up to 10 times in all, with a short randomized
+// backoff. Errors returned by fn are returned unchanged.
 //
 // After a statement fails inside the transaction (say PutBlob into a
 // deleted container), Postgres refuses every further statement until
@@ -243,8 +244,10 @@ func rollback(ctx context.Context, ptx interface{ Rollback(context.Context) erro
 }
 
 // markUnavailable tags errors that say the database, not the request, failed
-// (connection exceptions, administrator shutdown, too many connections, a
-// connection lost mid-transaction) with leasedb.ErrUnavailable.
+// (connection exceptions, administrator shutdown, too many connections, the
+// server's disk full, a statement cut by the server's statement_timeout or
+// lock_timeout, a connection lost mid-transaction) with
+// leasedb.ErrUnavailable.
 func markUnavailable(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil || errors.Is(err, leasedb.ErrUnavailable) {
 		return err
@@ -254,7 +257,14 @@ func markUnavailable(ctx context.Context, err error) error {
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "57P"), // operator intervention: shutdown, cannot connect now
-			pgErr.Code == "53300":                // too many connections
+			pgErr.Code == "53300",                // too many connections
+			pgErr.Code == "53100",                // disk full: as the disk backend's full filesystem
+			// A statement the server cut: statement_timeout (or an
+			// operator's pg_cancel_backend; pgx ends a canceled
+			// context by a deadline on the socket, and ctx ended is
+			// returned above), lock_timeout. The statement failed,
+			// nothing committed; the database was too slow.
+			pgErr.Code == "57014", pgErr.Code == "55P03":
 			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
 		return err
@@ -295,6 +305,13 @@ func retryable(err error) bool {
 	}
 	if errors.Is(err, errStale) {
 		return true // CommitReplace wrote nothing; the next run reads afresh
+	}
+	if planChanged(err) {
+		// A prepared statement the schema changed under (a migration
+		// another replica ran) failed before COMMIT; the pair sender
+		// closed its connection and pgx forgot its cached statement, so
+		// the next run prepares it afresh.
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

@@ -172,12 +172,25 @@ func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
 }
 
 // retry runs attempt until it succeeds, fails with something other than
-// SQLITE_BUSY, the context ends or maxAttempts is reached.
+// SQLITE_BUSY, the context ends or maxAttempts is reached. A lock still
+// busy then (another connection to the file, say another process, held it
+// through every busy timeout) is leasedb.ErrUnavailable: the database
+// could not serve the request, which did nothing wrong. So is a full
+// filesystem or an I/O error met by a statement (diskFault).
 func (s *Store) retry(ctx context.Context, attempt func() error) error {
 	for i := 1; ; i++ {
 		err := attempt()
-		if err == nil || !isBusy(err) || i >= maxAttempts || ctx.Err() != nil {
+		if err == nil {
+			return nil
+		}
+		if !isBusy(err) {
+			if diskFault(err) && !errors.Is(err, leasedb.ErrUnavailable) {
+				return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
+			}
 			return err
+		}
+		if i >= maxAttempts || ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(i)); err != nil {
 			return fmt.Errorf("leasedb/sqlite: retry after busy: %w", err)
@@ -738,6 +751,16 @@ func code(err error) int {
 		return e.Code()
 	}
 	return 0
+}
+
+// diskFault reports whether err is SQLITE_FULL or SQLITE_IOERR (any
+// extended code): the file's filesystem is full or failed a read or write.
+// A statement that meets it fails and its transaction rolls back (a
+// transaction larger than the page cache writes to the WAL before its
+// COMMIT); a COMMIT that meets it has its own classification (runWrite).
+func diskFault(err error) bool {
+	c := code(err) & 0xff
+	return c == sqlite3.SQLITE_FULL || c == sqlite3.SQLITE_IOERR
 }
 
 // isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended

@@ -370,3 +370,43 @@ func emptyStore(t *testing.T) (s *sqlite.Store, path string, latest int) {
 	t.Cleanup(func() { s.Close() })
 	return s, path, latest
 }
+
+// A write that cannot get the write lock because another connection to
+// the file holds it (another process: `blobgw gc`, a sqlite3 shell, a
+// stopped sibling) beyond the busy timeout and the retries is an outage
+// of the database (leasedb.ErrUnavailable: 503 ServerBusy), not a failure
+// of the request (500), and certainly not committed.
+func TestBusyIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	ctx := context.Background()
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holder, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.ExecContext(ctx, "ROLLBACK")
+	// The caller's deadline ends the retries after the first busy wait.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = s.Update(short, func(tx leasedb.Tx) error {
+		return tx.InsertContainer(short, &leasedb.Container{Account: "a", Name: "c", ETag: `"e"`})
+	})
+	if err == nil {
+		t.Fatal("the write committed while another connection held the write lock")
+	}
+	if !errors.Is(err, leasedb.ErrUnavailable) {
+		t.Errorf("Update while the write lock is held elsewhere: %v, want leasedb.ErrUnavailable", err)
+	}
+	if leasedb.MayHaveCommitted(err) {
+		t.Errorf("a write refused at BEGIN is marked as maybe committed: %v", err)
+	}
+}
