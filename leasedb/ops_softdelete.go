@@ -62,8 +62,9 @@ func DeletedKey(b *Blob) string {
 const MaxRetentionDays = 365
 
 // ClockOffsetter is implemented by stores whose database clock a test can
-// move forward (Tx.Now returns the clock plus the offset), to test what
-// the database clock decides (retention expiry) without waiting days.
+// move forward (Tx.Now, and the clock the one-statement reads return, are
+// the clock plus the offset), to test what the database clock decides
+// (retention expiry, lease expiry) without waiting days.
 type ClockOffsetter interface {
 	SetClockOffset(d time.Duration)
 }

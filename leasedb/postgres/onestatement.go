@@ -68,7 +68,7 @@ func (s *Store) readBlob(ctx context.Context, account, container, name string) (
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
-	return b, ok, now.UTC().Truncate(time.Microsecond), nil
+	return b, ok, s.offsetNow(now), nil
 }
 
 // queryOneBlob runs q, a sqlq.OneBlob statement whose extra column is the
@@ -130,7 +130,7 @@ func (s *Store) readContainer(ctx context.Context, account, name string) (*lease
 		// No row, no clock: a missing container needs none.
 		return nil, time.Time{}, nil
 	}
-	return cs[0], now.UTC().Truncate(time.Microsecond), nil
+	return cs[0], s.offsetNow(now), nil
 }
 
 // withTail scans the columns after those the caller names into tail.

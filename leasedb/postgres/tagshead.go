@@ -106,7 +106,7 @@ func (s *Store) ReadBlobHead(ctx context.Context, account, container, name strin
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/postgres: read blob head %s: %w", ref, err)
 	}
-	return h, ok, now.UTC().Truncate(time.Microsecond), nil
+	return h, ok, s.offsetNow(now), nil
 }
 
 // scanOneBlobTierHead is scanOneBlobHead for the row of lockBlobTierSQL

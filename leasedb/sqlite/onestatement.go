@@ -46,7 +46,7 @@ func (s *Store) ReadBlob(ctx context.Context, account, container, name string) (
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob %s/%s/%s: %w", account, container, name, sqlq.CtxErr(ctx, err))
 	}
-	return b, exists, time.Now().UTC().Truncate(time.Microsecond), nil
+	return b, exists, s.now(), nil
 }
 
 // readPoint runs read, a few point lookups, on a connection of the read

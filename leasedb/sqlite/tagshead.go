@@ -66,5 +66,5 @@ func (s *Store) ReadBlobHead(ctx context.Context, account, container, name strin
 	if err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("leasedb/sqlite: read blob head %s: %w", ref, sqlq.CtxErr(ctx, err))
 	}
-	return h, exists, time.Now().UTC().Truncate(time.Microsecond), nil
+	return h, exists, s.now(), nil
 }

@@ -115,6 +115,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"SoftDeletedRows", testSoftDeletedRows},
 		{"SoftDeleteOps", testSoftDeleteOps},
 		{"UndeleteAfterRetention", testUndeleteAfterRetention},
+		{"ClockOffsetReads", testClockOffsetReads},
 		{"SoftDeletedVersions", testSoftDeletedVersions},
 		{"SoftDeleteVersionOps", testSoftDeleteVersionOps},
 		{"SoftDeletedManyRows", testSoftDeletedManyRows},
