@@ -93,3 +93,34 @@ func TestPutSyncsNewDirectoryChain(t *testing.T) {
 		t.Fatalf("Put into a directory made again after pruning fsynced %q, want %q", got, want)
 	}
 }
+
+// TestDeleteSyncsPrunedParent: a Delete whose directory a concurrent
+// Delete pruned before this one's fsync (the fsync meets ENOENT) makes
+// the removal of that directory durable instead, by fsyncing the nearest
+// directory still there; otherwise nothing it did is known durable.
+func TestDeleteSyncsPrunedParent(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "store")
+	s, err := disk.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := filepath.Join(root, "objects")
+	ctx := context.Background()
+	for _, k := range []string{"b/aa/keep", "b/aa/bb/gone"} {
+		if err := s.Put(ctx, k, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaf := filepath.Join(objects, "b", "aa", "bb")
+	syncs := watchSyncs(t, objects, func(dir string) {
+		if dir == leaf {
+			os.Remove(leaf) // the concurrent Delete's prune
+		}
+	})
+	if err := s.Delete(ctx, "b/aa/bb/gone"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := syncs(), []string{"b/aa", "b/aa/bb"}; !slices.Equal(got, want) {
+		t.Fatalf("Delete whose directory was pruned fsynced %q, want %q", got, want)
+	}
+}

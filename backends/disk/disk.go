@@ -613,11 +613,32 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("disk: delete %s: %w", key, err)
 	}
 	parent := filepath.Dir(p)
-	if err := syncDir(parent); err != nil && !notFound(err) {
-		return fmt.Errorf("disk: delete %s: %w", key, err)
+	if err := syncDir(parent); err != nil {
+		if !notFound(err) {
+			return fmt.Errorf("disk: delete %s: %w", key, err)
+		}
+		// A concurrent Delete pruned parent after the removal, perhaps
+		// after its own fsync of parent: neither that fsync nor its
+		// rmdir covers this removal. Make the rmdir durable instead, so
+		// the object cannot come back with its directory.
+		if err := s.syncNearest(filepath.Dir(parent)); err != nil {
+			return fmt.Errorf("disk: delete %s: %w", key, err)
+		}
 	}
 	s.prune(parent)
 	return nil
+}
+
+// syncNearest fsyncs dir or, when it is gone too, its nearest ancestor
+// that exists, up to objects/.
+func (s *Store) syncNearest(dir string) error {
+	for {
+		err := syncDir(dir)
+		if err == nil || !notFound(err) || len(dir) <= len(s.objects) {
+			return err
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // prune removes dir and its ancestors below objects/ while they are empty.
