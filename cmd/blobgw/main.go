@@ -163,7 +163,7 @@ func newLogger(level string) *slog.Logger {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "blobgw",
 		Usage: "an Azure Blob Storage gateway over local disk or S3, with SQL-kept ETags and leases",
 		// main decides the exit status; Run must not exit the process.
@@ -257,6 +257,8 @@ func newApp() *cli.App {
 			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
+	refuseArguments(app.Commands)
+	return app
 }
 
 func ensureDataDir(cfg config.Config) error {
