@@ -3,7 +3,6 @@ package leasedb
 import (
 	"context"
 	"encoding/base64"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -207,7 +206,7 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 			return err
 		}
 		if delimiter != "" {
-			res.Items, res.Next, err = delimitedPage(ctx, tx, account, container, prefix, delimiter, after, max, inc, res.Now)
+			res.Items, res.Next, err = delimitedPage(ctx, tx, account, container, prefix, delimiter, after, max, inc)
 			return err
 		}
 		cursor := after
@@ -226,10 +225,6 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 			}
 			requery := false
 			for _, row := range rows {
-				if pastRetention(row, res.Now) {
-					cursor = posOf(row.Blob)
-					continue
-				}
 				name := row.Blob.Name
 				item, next := row, posOf(row.Blob)
 				if delimiter != "" {
@@ -277,7 +272,7 @@ const restBatch = 64
 // more follow. One Tx.ListDelimited reads the page, seeking past each
 // prefix, so the page costs about what it returns however many names lie
 // under its prefixes.
-func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delimiter string, after listPos, max int, inc ListInclude, now time.Time) ([]ListItem, string, error) {
+func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delimiter string, after listPos, max int, inc ListInclude) ([]ListItem, string, error) {
 	var items []ListItem
 	from := after.name
 	if after.snapshot != "" && strings.HasPrefix(after.name, prefix) {
@@ -305,28 +300,15 @@ func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delim
 		items = append(items, rows...)
 	}
 	if len(items) <= max {
-		return dropPastRetention(items, now), "", nil
+		return items, "", nil
 	}
-	// At least one more item exists: the page is full (with fewer items
-	// when some were past their retention, as Azure may answer a page).
+	// At least one more item exists: the page is full.
 	last := items[max-1]
 	next := listPos{name: last.Prefix + maxRune}
 	if last.Prefix == "" {
 		next = posOf(last.Blob)
 	}
-	return dropPastRetention(items[:max], now), encodeListMarker(next), nil
-}
-
-// pastRetention reports whether item is a soft-deleted blob or snapshot
-// whose retention has passed at now: permanently deleted, as Undelete
-// Blob holds, though the collector may not have purged it yet.
-func pastRetention(item ListItem, now time.Time) bool {
-	return item.Blob != nil && !item.VersionsOnly && !item.Blob.DeletedTime.IsZero() && !now.Before(item.Blob.DeleteExpires)
-}
-
-// dropPastRetention is items without those pastRetention reports.
-func dropPastRetention(items []ListItem, now time.Time) []ListItem {
-	return slices.DeleteFunc(items, func(it ListItem) bool { return pastRetention(it, now) })
+	return items[:max], encodeListMarker(next), nil
 }
 
 // restOfName returns the entries of the name at p that come after p (its
