@@ -12,6 +12,17 @@ import (
 	"github.com/blobgw/blobgw/backends/disk"
 )
 
+// storeAndObjects is a new store and the path of its objects/.
+func storeAndObjects(t *testing.T) (*disk.Store, string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "store")
+	s, err := disk.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, filepath.Join(root, "objects")
+}
+
 // watchSyncs records every directory fsync (relative to the store's
 // objects/) while the test runs; disturb, when set, runs before each.
 func watchSyncs(t *testing.T, objects string, disturb func(dir string)) func() []string {
@@ -50,12 +61,7 @@ func watchSyncs(t *testing.T, objects string, disturb func(dir string)) func() [
 // store uses the directory; later Puts into it fsync the directory alone,
 // and a directory pruned and made again is new again.
 func TestPutSyncsNewDirectoryChain(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "store")
-	s, err := disk.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objects := filepath.Join(root, "objects")
+	s, objects := storeAndObjects(t)
 	// As a concurrent Put between its mkdir and its parent's fsync.
 	if err := os.MkdirAll(filepath.Join(objects, "b", "aa", "bb"), 0o750); err != nil {
 		t.Fatal(err)
@@ -99,12 +105,7 @@ func TestPutSyncsNewDirectoryChain(t *testing.T) {
 // the removal of that directory durable instead, by fsyncing the nearest
 // directory still there; otherwise nothing it did is known durable.
 func TestDeleteSyncsPrunedParent(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "store")
-	s, err := disk.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objects := filepath.Join(root, "objects")
+	s, objects := storeAndObjects(t)
 	ctx := context.Background()
 	for _, k := range []string{"b/aa/keep", "b/aa/bb/gone"} {
 		if err := s.Put(ctx, k, strings.NewReader("x"), 1); err != nil {
