@@ -11,8 +11,12 @@ import (
 )
 
 // zeroBody refuses a From URL request that carries a body (Content-Length
-// must be 0: the bytes come from the source).
+// must be 0: the bytes come from the source). A body sent chunked has no
+// Content-Length to be 0, and is refused rather than ignored.
 func zeroBody(r *http.Request) error {
+	if r.ContentLength < 0 {
+		return svcerr.New(svcerr.MissingContentLengthHeader)
+	}
 	if r.ContentLength > 0 {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "Content-Length", strconv.FormatInt(r.ContentLength, 10))
 	}

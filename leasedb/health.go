@@ -1,9 +1,9 @@
 package leasedb
 
 // WriteRefuser is an optional Store method: a store that refuses every
-// write from some point on, until the process restarts, says why (the
-// SQLite store after a failed WAL flush: no later commit could be known
-// durable). The gateway's /readyz reports it, so that a load balancer
+// write says why (the SQLite store after a failed WAL flush, until the
+// process restarts: no later commit could be known durable; the Postgres
+// store while its server is a standby in recovery). The gateway's /readyz reports it, so that a load balancer
 // stops sending writes to a replica that can only answer 503 to them.
 type WriteRefuser interface {
 	// WritesRefused returns nil while writes are accepted.

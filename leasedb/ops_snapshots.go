@@ -151,11 +151,26 @@ func (d *DB) deleteNameRow(ctx context.Context, tx Tx, ref BlobRef, now time.Tim
 
 // nextSnapshotID is a new snapshot id of ref at now. Ids are unique per
 // blob: under the blob lock, it steps past an id taken in the same 100 ns
-// tick.
+// tick, by a live snapshot or a soft-deleted one (the clock standing still
+// or stepped back), which Undelete Blob would bring back beside it.
 func nextSnapshotID(ctx context.Context, tx Tx, ref BlobRef, now time.Time) (string, error) {
+	var deleted map[string]bool
 	return firstFreeSnapshotID(now, func(id string) (bool, error) {
 		existing, err := tx.Snapshot(ctx, ref.Account, ref.Container, ref.Name, id)
-		return existing != nil, err
+		if err != nil || existing != nil {
+			return existing != nil, err
+		}
+		if deleted == nil {
+			rows, err := tx.DeletedBlobs(ctx, ref.Account, ref.Container, ref.Name)
+			if err != nil {
+				return false, err
+			}
+			deleted = make(map[string]bool, len(rows))
+			for _, r := range rows {
+				deleted[r.Snapshot] = true
+			}
+		}
+		return deleted[id], nil
 	})
 }
 

@@ -92,6 +92,13 @@ func RemainingDays(b *Blob, now time.Time, day time.Duration) int {
 	return int((left + day - 1) / day)
 }
 
+// PastRetention reports whether b is a soft-deleted row whose retention
+// has passed at now: permanently deleted, as Undelete Blob holds, though
+// the collector may not have purged it yet.
+func PastRetention(b *Blob, now time.Time) bool {
+	return !b.DeletedTime.IsZero() && !now.Before(b.DeleteExpires)
+}
+
 // SetServicePropertiesRetention is Set Blob Service Properties: it stores
 // the document and, in the same transaction, the effective blob delete
 // retention (days, 0 when DeleteRetentionPolicy is off) in the account's

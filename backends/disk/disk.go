@@ -119,6 +119,15 @@ type Store struct {
 
 	mu     sync.Mutex
 	active map[string]struct{} // base names of temp files of in-flight Puts
+
+	// dirsMu guards synced, the directories under objects/ whose entry,
+	// and each ancestor's, this process has fsynced: a Put into one of
+	// them fsyncs only the directory itself. A Put into any other (made by
+	// a concurrent Put that has not fsynced its parent yet, or by an
+	// earlier process) fsyncs the whole chain up to objects/ first. prune
+	// forgets a directory as it removes it, under dirsMu.
+	dirsMu sync.Mutex
+	synced map[string]struct{}
 }
 
 // New opens the store rooted at root, creating root, root/objects and
@@ -138,6 +147,7 @@ func New(root string) (*Store, error) {
 		objects: filepath.Join(abs, objectsDir),
 		tmp:     filepath.Join(abs, tmpDir),
 		active:  make(map[string]struct{}),
+		synced:  make(map[string]struct{}),
 	}
 	for _, d := range []string{s.objects, s.tmp} {
 		if err := os.MkdirAll(d, dirPerm); err != nil {
@@ -254,6 +264,17 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (e
 	if err != nil {
 		return fmt.Errorf("disk: put %s: %w", key, err)
 	}
+	leaf := filepath.Dir(final)
+	chain := !s.dirSynced(leaf)
+	if chain {
+		// The directory may be new and its entry not yet durable (another
+		// Put created it and has not fsynced the parent yet): the object's
+		// own fsyncs would not make it reachable after a crash.
+		for d := leaf; len(d) > len(s.objects); {
+			d = filepath.Dir(d)
+			dirty[d] = struct{}{}
+		}
+	}
 	// The complete body is under its final name; now make body and name
 	// durable. The file first: on journaling filesystems its fsync also
 	// commits the new directory entry, so the directory fsyncs after it
@@ -274,7 +295,29 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (e
 		os.Remove(final)
 		return fmt.Errorf("disk: put %s: %w", key, err)
 	}
+	if chain {
+		s.markSynced(leaf, final)
+	}
 	return nil
+}
+
+// dirSynced reports whether dir's chain of entries is known durable.
+func (s *Store) dirSynced(dir string) bool {
+	s.dirsMu.Lock()
+	defer s.dirsMu.Unlock()
+	_, ok := s.synced[dir]
+	return ok
+}
+
+// markSynced records dir, whose chain the caller fsynced, while the
+// caller's object final still holds it: prune cannot remove dir before
+// forgetting it.
+func (s *Store) markSynced(dir, final string) {
+	s.dirsMu.Lock()
+	defer s.dirsMu.Unlock()
+	if _, err := os.Lstat(final); err == nil {
+		s.synced[dir] = struct{}{}
+	}
 }
 
 // checkVacant reports ErrExists or ErrKeyConflict when final is taken.
@@ -441,8 +484,11 @@ func (s *Store) mkdirs(dir string) ([]string, error) {
 }
 
 // syncDir fsyncs a directory so entries added to or removed from it are
-// durable.
-func syncDir(dir string) error {
+// durable (a variable for the tests that watch which directories a Put or
+// Delete fsyncs).
+var syncDir = fsyncDir
+
+func fsyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync directory: %w", err)
@@ -567,11 +613,32 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("disk: delete %s: %w", key, err)
 	}
 	parent := filepath.Dir(p)
-	if err := syncDir(parent); err != nil && !notFound(err) {
-		return fmt.Errorf("disk: delete %s: %w", key, err)
+	if err := syncDir(parent); err != nil {
+		if !notFound(err) {
+			return fmt.Errorf("disk: delete %s: %w", key, err)
+		}
+		// A concurrent Delete pruned parent after the removal, perhaps
+		// after its own fsync of parent: neither that fsync nor its
+		// rmdir covers this removal. Make the rmdir durable instead, so
+		// the object cannot come back with its directory.
+		if err := s.syncNearest(filepath.Dir(parent)); err != nil {
+			return fmt.Errorf("disk: delete %s: %w", key, err)
+		}
 	}
 	s.prune(parent)
 	return nil
+}
+
+// syncNearest fsyncs dir or, when it is gone too, its nearest ancestor
+// that exists, up to objects/.
+func (s *Store) syncNearest(dir string) error {
+	for {
+		err := syncDir(dir)
+		if err == nil || !notFound(err) || len(dir) <= len(s.objects) {
+			return err
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // prune removes dir and its ancestors below objects/ while they are empty.
@@ -580,7 +647,13 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 func (s *Store) prune(dir string) {
 	prefix := s.objects + string(filepath.Separator)
 	for strings.HasPrefix(dir, prefix) {
-		if err := syscall.Rmdir(dir); err != nil {
+		s.dirsMu.Lock()
+		err := syscall.Rmdir(dir)
+		if err == nil {
+			delete(s.synced, dir)
+		}
+		s.dirsMu.Unlock()
+		if err != nil {
 			return
 		}
 		dir = filepath.Dir(dir)

@@ -8,3 +8,6 @@ var DirectWrites = &directWritesOn
 
 // DirectMin lets tests write small bodies with O_DIRECT too.
 var DirectMin = &directMinBytes
+
+// SyncDir lets tests watch (and disturb) the directory fsyncs.
+var SyncDir = &syncDir

@@ -53,7 +53,7 @@ func configFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "gc-grace", EnvVars: []string{"BLOBGW_GC_GRACE"}, Usage: "how long replaced bytes stay readable (default 15m)"},
 		&cli.DurationFlag{Name: "gc-interval", EnvVars: []string{"BLOBGW_GC_INTERVAL"}, Usage: "collector pass interval (default 30s)"},
 		&cli.DurationFlag{Name: "intent-ttl", EnvVars: []string{"BLOBGW_INTENT_TTL"}, Usage: "longest upload before its staged bytes are collectable (default 24h)"},
-		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408 (default 60s)"},
+		&cli.DurationFlag{Name: "body-idle-timeout", EnvVars: []string{"BLOBGW_BODY_IDLE_TIMEOUT"}, Usage: "fail a request body that sends nothing for this long with 408, and cut a response the client reads nothing of for as long (default 60s)"},
 		&cli.IntFlag{Name: "max-uploads", EnvVars: []string{"BLOBGW_MAX_UPLOADS"}, Usage: "uploads served at once per replica; more get 503 ServerBusy (default 256)"},
 		&cli.Int64Flag{Name: "inline-max-bytes", EnvVars: []string{"BLOBGW_INLINE_MAX_BYTES"}, Usage: "keep a Put Blob or Append Block body up to this size in the metadata row, not the backend; 0: off (default 8192, at most 65536)"},
 		&cli.IntFlag{Name: "max-connections", EnvVars: []string{"BLOBGW_MAX_CONNECTIONS"}, Usage: "connections held at once per replica; more get 503 ServerBusy (default 4096)"},
@@ -163,7 +163,7 @@ func newLogger(level string) *slog.Logger {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "blobgw",
 		Usage: "an Azure Blob Storage gateway over local disk or S3, with SQL-kept ETags and leases",
 		// main decides the exit status; Run must not exit the process.
@@ -257,6 +257,8 @@ func newApp() *cli.App {
 			importCommand(), exportCommand(), benchCommand(),
 		},
 	}
+	refuseArguments(app.Commands)
+	return app
 }
 
 func ensureDataDir(cfg config.Config) error {
@@ -363,10 +365,11 @@ func serve(c *cli.Context) error {
 	// would record ciphertext: names are lowercased there. The connection
 	// limit counts raw TCP connections (under TLS an over-limit connection
 	// is closed: its busy answer would need the handshake).
+	// A response that makes no progress for body_idle_timeout is cut.
 	if cfg.TLSCert == "" {
-		ln = gateway.PreserveHeaderCase(gateway.LimitConnections(ln, cfg.MaxConnections))
+		ln = gateway.PreserveHeaderCase(gateway.LimitWriteStalls(gateway.LimitConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout))
 	} else {
-		ln = gateway.LimitTLSConnections(ln, cfg.MaxConnections)
+		ln = gateway.LimitWriteStalls(gateway.LimitTLSConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}

@@ -116,7 +116,20 @@ func Sealed(stored string) bool { return strings.HasPrefix(stored, sealedPrefix)
 
 // Build opens every stored account into the verifier's table.
 func (s *Sealer) Build(rows []leasedb.AccountKeys) (auth.MapAccounts, error) {
+	m, err := s.build(rows)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// build opens every stored key it can: a key that does not open is left
+// out of the table (an account with none is not served) and reported in
+// the error, so that one account's unreadable key never keeps another
+// account's removed key working.
+func (s *Sealer) build(rows []leasedb.AccountKeys) (auth.MapAccounts, error) {
 	m := auth.MapAccounts{}
+	var errs []error
 	for _, r := range rows {
 		a := &auth.Account{Name: r.Name}
 		for _, k := range []string{r.Key1, r.Key2} {
@@ -125,13 +138,16 @@ func (s *Sealer) Build(rows []leasedb.AccountKeys) (auth.MapAccounts, error) {
 			}
 			raw, err := s.Open(r.Name, k)
 			if err != nil {
-				return nil, err
+				errs = append(errs, err)
+				continue
 			}
 			a.Keys = append(a.Keys, raw)
 		}
-		m[r.Name] = a
+		if len(a.Keys) > 0 {
+			m[r.Name] = a
+		}
 	}
-	return m, nil
+	return m, errors.Join(errs...)
 }
 
 // NewKey returns a fresh random account key (64 bytes, base64, as Azure's).
@@ -158,6 +174,9 @@ type Table struct {
 	cur atomic.Pointer[auth.MapAccounts]
 	mu  sync.Mutex // serializes Refresh
 	gen int64
+	// keysErr is the keys of generation gen that did not open, reported
+	// by every Refresh until the generation moves.
+	keysErr error
 }
 
 var _ auth.Accounts = (*Table)(nil)
@@ -195,8 +214,11 @@ func (t *Table) Names() []string {
 	return out
 }
 
-// Refresh rereads the accounts when the store's generation moved. On an
-// error the current table stays.
+// Refresh rereads the accounts when the store's generation moved. When
+// the store cannot be read the current table stays. A key that does not
+// open (ErrKeys: sealed with an encryption key this serve lacks, a damaged
+// row) is not served, and the error says so, while every other account's
+// change (a key removed or rotated) applies.
 func (t *Table) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -205,19 +227,16 @@ func (t *Table) Refresh(ctx context.Context) error {
 		return err
 	}
 	if gen == t.gen {
-		return nil
+		return t.keysErr
 	}
 	rows, gen, err := t.db.ListAccountKeys(ctx)
 	if err != nil {
 		return err
 	}
-	m, err := t.sealer.Build(rows)
-	if err != nil {
-		return err
-	}
+	m, err := t.sealer.build(rows)
 	t.cur.Store(&m)
-	t.gen = gen
-	return nil
+	t.gen, t.keysErr = gen, err
+	return err
 }
 
 // Run refreshes every interval until ctx ends, logging (never a key) the

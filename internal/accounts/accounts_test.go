@@ -140,3 +140,60 @@ func TestTableRefresh(t *testing.T) {
 		t.Fatal("a store outage emptied the table")
 	}
 }
+
+// TestRefreshUnreadableKey: an account whose key this serve cannot open
+// (sealed with an encryption key it lacks) is not served, and never holds
+// back another account's change: a key rotated out of alpha stops working
+// at the next Refresh.
+func TestRefreshUnreadableKey(t *testing.T) {
+	ctx := context.Background()
+	store, err := dbopen.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	db := &leasedb.DB{Store: store}
+	k1, _ := NewKey()
+	k2, _ := NewKey()
+	if _, err := db.AddAccountKeys(ctx, "alpha", k1, k2); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Load(ctx, db, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another machine, holding an encryption key, adds bravo sealed and
+	// seals charlie's second key; alpha's key 2 is rotated in plain.
+	s, _ := NewSealer(testKEK(3))
+	sealed, _ := s.Seal("bravo", k1)
+	if _, err := db.AddAccountKeys(ctx, "bravo", sealed, ""); err != nil {
+		t.Fatal(err)
+	}
+	sealedC, _ := s.Seal("charlie", k2)
+	if _, err := db.AddAccountKeys(ctx, "charlie", k1, sealedC); err != nil {
+		t.Fatal(err)
+	}
+	k3, _ := NewKey()
+	if _, err := db.SetAccountKey(ctx, "alpha", 2, k3); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		err := tab.Refresh(ctx)
+		if !errors.Is(err, ErrKeys) || !strings.Contains(err.Error(), "bravo") || !strings.Contains(err.Error(), "charlie") {
+			t.Fatalf("refresh %d: %v, want ErrKeys naming bravo and charlie", round, err)
+		}
+		if strings.Contains(err.Error(), k1) || strings.Contains(err.Error(), sealed) {
+			t.Fatal("error holds a key")
+		}
+		a, ok := tab.Lookup("alpha")
+		if !ok || len(a.Keys) != 2 || base64.StdEncoding.EncodeToString(a.Keys[1]) != k3 {
+			t.Fatalf("alpha after refresh: %v %v; want key 2 rotated", a, ok)
+		}
+		if _, ok := tab.Lookup("bravo"); ok {
+			t.Fatal("bravo, whose key does not open, is served")
+		}
+		if c, ok := tab.Lookup("charlie"); !ok || len(c.Keys) != 1 || base64.StdEncoding.EncodeToString(c.Keys[0]) != k1 {
+			t.Fatalf("charlie: %v %v; want its plain key 1 alone", c, ok)
+		}
+	}
+}

@@ -194,6 +194,10 @@ func (c *Config) Validate() error {
 	}
 	switch c.Backend {
 	case "disk":
+		// The settings that name an S3 store mean one was wanted.
+		if c.S3.Bucket != "" || c.S3.Endpoint != "" {
+			return errors.New("s3.bucket or s3.endpoint is set but backend is disk: set backend s3, or remove them")
+		}
 	case "s3":
 		if c.S3.Bucket == "" {
 			return errors.New("s3.bucket: required with backend s3")

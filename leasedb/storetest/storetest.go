@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"SnapshotNeedsContainer", testSnapshotNeedsContainer},
 		{"SnapshotList", testSnapshotList},
 		{"SnapshotDelete", testSnapshotDelete},
+		{"SnapshotIDPastSoftDeleted", testSnapshotIDPastSoftDeleted},
 		{"ContainerDeleteSnapshots", testContainerDeleteSnapshots},
 		{"ListLeases", testListLeases},
 		{"Names", testNames},
