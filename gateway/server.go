@@ -367,7 +367,7 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	}
 	// A blob name is text: one that is not UTF-8 after %-decoding can be
 	// neither stored nor listed.
-	if req.blob != "" && (len(req.blob) > 1024 || strings.ContainsRune(req.blob, 0) || !utf8.ValidString(req.blob)) {
+	if req.blob != "" && (len(req.blob) > leasedb.MaxBlobNameBytes || strings.ContainsRune(req.blob, 0) || !utf8.ValidString(req.blob)) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	return nil
