@@ -40,6 +40,12 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 			return nil, svcerr.Header(svcerr.InvalidMetadata, k, strings.Join(vs, ","))
 		}
 		v := strings.Join(vs, ",")
+		if !asciiText(v) {
+			// Azure refuses a value beyond ASCII (its message, this
+			// code's default) rather than store what a header cannot
+			// carry everywhere.
+			return nil, svcerr.Header(svcerr.InvalidMetadata, k, v)
+		}
 		meta[name] = v
 		size += len(name) + len(v)
 	}
@@ -47,6 +53,16 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 		return nil, svcerr.Newf(svcerr.InvalidMetadata, "The metadata exceeds 8 KiB.")
 	}
 	return meta, nil
+}
+
+// asciiText reports whether s is ASCII alone.
+func asciiText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func validMetaName(n string) bool {
