@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -10,6 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobgw/blobgw/internal/config"
 )
 
 // TestMetadataValueASCII: a metadata value beyond ASCII (valid UTF-8) is
@@ -57,5 +60,50 @@ func TestMetadataValueASCII(t *testing.T) {
 	}
 	if _, err := c.UploadBuffer(ctx, "metaascii", "ascii", []byte("x"), &azblob.UploadBufferOptions{Metadata: map[string]*string{"m": to.Ptr("cafe ~!")}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMetadataNameTwice: two x-ms-meta-* headers of one name, in one
+// spelling or differing in case, are 400 InvalidMetadata on Put Blob, Set
+// Blob Metadata, Create Container and Set Container Metadata, as Azure
+// answers them; the values were joined with "," and stored as one.
+// Nothing changes.
+func TestMetadataNameTwice(t *testing.T) {
+	b := setup(t, "sqlite+disk")
+	ctx := context.Background()
+	createContainers(t, b.client, "metatwice")
+	if _, err := b.client.UploadBuffer(ctx, "metatwice", "keep", []byte("k"), &azblob.UploadBufferOptions{Metadata: map[string]*string{"Old": to.Ptr("o")}}); err != nil {
+		t.Fatal(err)
+	}
+	p := "/" + config.DevAccountName + "/"
+	w := dialWire(t, b, b.servers[0].Listener.Addr().String())
+	for _, twice := range [][][2]string{
+		{{"x-ms-meta-Dup", "a"}, {"x-ms-meta-Dup", "b"}},
+		{{"x-ms-meta-Dup", "a"}, {"x-ms-meta-dUP", "b"}},
+		{{"x-ms-meta-dup", "a"}, {"x-ms-meta-DUP", "a"}},
+	} {
+		for _, c := range []struct{ method, path string }{
+			{"PUT", p + "metatwice/new"},
+			{"PUT", p + "metatwice/keep?comp=metadata"},
+			{"PUT", p + "metatwice-new?restype=container"},
+			{"PUT", p + "metatwice?restype=container&comp=metadata"},
+		} {
+			hdr := append([][2]string{{"x-ms-blob-type", "BlockBlob"}}, twice...)
+			if status, _, body := w.do(c.method, c.path, hdr, nil); status != 400 || !strings.Contains(string(body), "<Code>InvalidMetadata</Code>") {
+				t.Errorf("%s %s with %q: %d %s", c.method, c.path, twice, status, body)
+			}
+		}
+	}
+	if got := w.metaOf("HEAD", p+"metatwice/keep"); !maps.Equal(got, map[string]string{"Old": "o"}) {
+		t.Errorf("keep's metadata after the refusals: %v", got)
+	}
+	if got := w.metaOf("HEAD", p+"metatwice?restype=container"); len(got) != 0 {
+		t.Errorf("the container's metadata after the refusals: %v", got)
+	}
+	if _, err := b.client.ServiceClient().NewContainerClient("metatwice").NewBlobClient("new").GetProperties(ctx, nil); statusOf(err) != 404 {
+		t.Errorf("a refused Put Blob stored a blob: %v", err)
+	}
+	if _, err := b.client.ServiceClient().NewContainerClient("metatwice-new").GetProperties(ctx, nil); statusOf(err) != 404 {
+		t.Errorf("a refused Create Container made it: %v", err)
 	}
 }
