@@ -148,6 +148,10 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 		case xml.StartElement:
 			depth++
 			if depth == 1 {
+				if sawRoot {
+					// A second root: not one XML document.
+					return nil, svcerr.New(svcerr.InvalidXmlDocument)
+				}
 				if t.Name.Local != "BlockList" {
 					return nil, svcerr.New(svcerr.InvalidXmlDocument)
 				}
@@ -179,6 +183,11 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 			out = append(out, leasedb.BlockRef{Kind: kind, ID: id})
 		case xml.EndElement:
 			depth--
+		case xml.CharData:
+			if depth == 0 && len(bytes.TrimSpace(t)) != 0 {
+				// Text outside the root element.
+				return nil, svcerr.New(svcerr.InvalidXmlDocument)
+			}
 		}
 	}
 	if !sawRoot {

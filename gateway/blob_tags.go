@@ -198,8 +198,8 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 		}
 	}
 	var doc xmlTags
-	if err := xml.Unmarshal(body, &doc); err != nil {
-		return svcerr.New(svcerr.InvalidXmlDocument)
+	if err := unmarshalXMLDoc(body, &doc); err != nil {
+		return err
 	}
 	var tags map[string]string
 	if len(doc.TagSet) > 0 {

@@ -74,7 +74,7 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	var next propsDoc
-	if err := xml.Unmarshal(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
+	if err := unmarshalXMLDoc(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
 	if err := refuseServiceProps(body, &next); err != nil {

@@ -44,8 +44,41 @@ func readXML(r *http.Request, limit int64, v any, emptyOK bool) error {
 		}
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	if err := xml.Unmarshal(body, v); err != nil {
+	return unmarshalXMLDoc(body, v)
+}
+
+// unmarshalXMLDoc decodes body's root element into v, as xml.Unmarshal
+// does, and refuses a body that is not one XML document: xml.Unmarshal
+// stops at the root's end and never sees a second root or text after it
+// ("<Tags>...</Tags>junk"). Either, and malformed XML, is 400
+// InvalidXmlDocument.
+func unmarshalXMLDoc(body []byte, v any) error {
+	dec := xml.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	return nil
+	return xmlDocEnd(dec)
+}
+
+// xmlDocEnd reads what follows a document's root element: comments,
+// processing instructions and white space only, up to the end.
+func xmlDocEnd(dec *xml.Decoder) error {
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return svcerr.New(svcerr.InvalidXmlDocument)
+		}
+		switch t := tok.(type) {
+		case xml.Comment, xml.ProcInst:
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) != 0 {
+				return svcerr.New(svcerr.InvalidXmlDocument)
+			}
+		default:
+			return svcerr.New(svcerr.InvalidXmlDocument)
+		}
+	}
 }
