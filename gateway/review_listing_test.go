@@ -77,3 +77,31 @@ func TestListDelimiterPastMaxRune(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxResultsInt32: maxresults is a 32-bit integer (the REST API's
+// int32): a number past it is 400 InvalidQueryParameterValue on List
+// Blobs, List Containers and Find Blobs by Tags, as text is, where it was
+// read as 64 bits and capped to a page of 5000; the largest int32 is still
+// a page of at most 5000.
+func TestMaxResultsInt32(t *testing.T) {
+	b := setup(t, "sqlite+disk")
+	createContainers(t, b.client, "maxres")
+	for _, path := range []string{"maxres?restype=container&comp=list", "?comp=list", "?comp=blobs&where=%22t%22%3D%271%27"} {
+		for _, v := range []string{"2147483648", "99999999999", "9223372036854775808"} {
+			resp, body := b.do(t, "GET", path+"&maxresults="+v, "", nil)
+			if d := statusDiff(resp, 400, "InvalidQueryParameterValue"); d != "" {
+				t.Errorf("maxresults=%s: %s\n%s", v, d, body)
+			}
+		}
+		for _, v := range []string{"0", "-1", "-2147483649"} {
+			resp, body := b.do(t, "GET", path+"&maxresults="+v, "", nil)
+			if resp.StatusCode != 400 {
+				t.Errorf("maxresults=%s: %d %s", v, resp.StatusCode, body)
+			}
+		}
+		resp, body := b.do(t, "GET", path+"&maxresults=2147483647", "", nil)
+		if resp.StatusCode != 200 {
+			t.Errorf("maxresults=2147483647: %d %s", resp.StatusCode, body)
+		}
+	}
+}
