@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/xml"
 	"io"
 	"net/http"
 	"strconv"
 
+	"github.com/blobgw/blobgw/internal/crc64az"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -217,15 +219,19 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if len(body) > maxBlockListBody {
 		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
+	// The body's digests, as Put Block's: Content-MD5 or
+	// x-ms-content-crc64 (one of them) must match the block list.
+	want, err := transactionalSums(r.Header)
+	if err != nil {
+		return err
+	}
 	sum := md5.Sum(body)
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		want, err := decodeMD5(v)
-		if err != nil {
-			return svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
-		}
-		if !bytes.Equal(want, sum[:]) {
-			return svcerr.New(svcerr.Md5Mismatch)
-		}
+	got := sums{md5: sum[:]}
+	if want.crc64 != nil {
+		got.crc64 = binary.LittleEndian.AppendUint64(nil, crc64az.Checksum(body))
+	}
+	if err := want.mismatch(got); err != nil {
+		return err
 	}
 	blocks, err := parseBlockList(body)
 	if err != nil {
@@ -257,7 +263,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
 	setVersionID(h, b)
-	h.Set("Content-MD5", b64(sum[:]))
+	setSumHeaders(h, got)
 	h.Set("x-ms-request-server-encrypted", "true")
 	if creq.LeaseAction == leasedb.PutLeaseAcquire {
 		h.Set("x-ms-lease-id", leaseRes.ID)
