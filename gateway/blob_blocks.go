@@ -209,15 +209,9 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 
 // Put Block List: PUT ?comp=blocklist → 201.
 func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
-	if r.ContentLength > maxBlockListBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBlockListBody+1))
+	body, err := readSmallBody(r, maxBlockListBody)
 	if err != nil {
 		return err
-	}
-	if len(body) > maxBlockListBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	// The body's digests, as Put Block's: Content-MD5 or
 	// x-ms-content-crc64 (one of them) must match the block list.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/xml"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -178,15 +177,9 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	if r.ContentLength > maxTagsBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxTagsBody+1))
+	body, err := readSmallBody(r, maxTagsBody)
 	if err != nil {
 		return err
-	}
-	if len(body) > maxTagsBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	if v := r.Header.Get("Content-MD5"); v != "" {
 		want, err := decodeMD5(v)

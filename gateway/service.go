@@ -66,12 +66,9 @@ func (s *Server) getServiceProperties(w http.ResponseWriter, r *http.Request, re
 // corsCacheTTL.
 func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, req *request) error {
 	const limit = 64 << 10
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := readSmallBody(r, limit)
 	if err != nil {
 		return err
-	}
-	if len(body) > limit {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	var next propsDoc
 	if err := unmarshalXMLDoc(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {

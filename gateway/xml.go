@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"net/http"
 
@@ -28,15 +29,9 @@ func writeXML(w http.ResponseWriter, r *http.Request, status int, v any) error {
 // allowed when emptyOK. Malformed XML is 400 InvalidXmlDocument, an
 // oversized body 413 RequestBodyTooLarge.
 func readXML(r *http.Request, limit int64, v any, emptyOK bool) error {
-	if r.ContentLength > limit {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := readSmallBody(r, limit)
 	if err != nil {
 		return err
-	}
-	if int64(len(body)) > limit {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if emptyOK {
@@ -45,6 +40,27 @@ func readXML(r *http.Request, limit int64, v any, emptyOK bool) error {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
 	return unmarshalXMLDoc(body, v)
+}
+
+// readSmallBody reads a request body of at most limit bytes (an XML
+// document) into memory: a longer one is 413 RequestBodyTooLarge, one that
+// ends before its Content-Length 400 InvalidInput, as a short Put Blob
+// body is (the client's failure, never a 500).
+func readSmallBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, svcerr.Newf(svcerr.InvalidInput, "The request body is shorter than Content-Length.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, svcerr.New(svcerr.RequestBodyTooLarge)
+	}
+	return body, nil
 }
 
 // unmarshalXMLDoc decodes body's root element into v, as xml.Unmarshal
