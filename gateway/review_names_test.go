@@ -29,17 +29,7 @@ func TestBlobNameControlCharacters(t *testing.T) {
 			t.Fatalf("upload %q: %v", n, err)
 		}
 	}
-	var listed []string
-	pager := b.client.NewListBlobsFlatPager("ctrl", nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			listed = append(listed, *it.Name)
-		}
-	}
+	listed := flatNames(t, b.client, "ctrl")
 	if want := slices.Sorted(slices.Values(ok)); !slices.Equal(listed, want) {
 		t.Fatalf("listed %q, want %q", listed, want)
 	}
