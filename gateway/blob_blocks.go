@@ -186,8 +186,9 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 		case xml.EndElement:
 			depth--
 		case xml.CharData:
-			if depth == 0 && len(bytes.TrimSpace(t)) != 0 {
-				// Text outside the root element.
+			if len(bytes.TrimSpace(t)) != 0 {
+				// Text outside the root element, or in it between the
+				// block elements: not the BlockList document.
 				return nil, svcerr.New(svcerr.InvalidXmlDocument)
 			}
 		}
