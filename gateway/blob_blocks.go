@@ -3,15 +3,12 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/xml"
 	"io"
 	"net/http"
 	"strconv"
 
-	"github.com/blobgw/blobgw/internal/crc64az"
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
@@ -214,18 +211,8 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	// The body's digests, as Put Block's: Content-MD5 or
-	// x-ms-content-crc64 (one of them) must match the block list.
-	want, err := transactionalSums(r.Header)
+	got, err := bodySums(r.Header, body)
 	if err != nil {
-		return err
-	}
-	sum := md5.Sum(body)
-	got := sums{md5: sum[:]}
-	if want.crc64 != nil {
-		got.crc64 = binary.LittleEndian.AppendUint64(nil, crc64az.Checksum(body))
-	}
-	if err := want.mismatch(got); err != nil {
 		return err
 	}
 	blocks, err := parseBlockList(body)

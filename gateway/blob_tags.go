@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"crypto/md5"
 	"encoding/xml"
 	"net/http"
 	"net/url"
@@ -181,14 +179,9 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		want, err := decodeMD5(v)
-		if err != nil {
-			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
-		}
-		if sum := md5.Sum(body); !bytes.Equal(want, sum[:]) {
-			return svcerr.New(svcerr.Md5Mismatch)
-		}
+	// Content-MD5 or x-ms-content-crc64, as Put Block List's.
+	if _, err := bodySums(r.Header, body); err != nil {
+		return err
 	}
 	var doc xmlTags
 	if err := unmarshalXMLDoc(body, &doc); err != nil {
