@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"encoding/base64"
 	"encoding/xml"
 	"io"
@@ -151,6 +150,10 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 		case xml.StartElement:
 			depth++
 			if depth == 1 {
+				if sawRoot {
+					// A second root: not one XML document.
+					return nil, svcerr.New(svcerr.InvalidXmlDocument)
+				}
 				if t.Name.Local != "BlockList" {
 					return nil, svcerr.New(svcerr.InvalidXmlDocument)
 				}
@@ -182,6 +185,12 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 			out = append(out, leasedb.BlockRef{Kind: kind, ID: id})
 		case xml.EndElement:
 			depth--
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) != 0 {
+				// Text outside the root element, or in it between the
+				// block elements: not the BlockList document.
+				return nil, svcerr.New(svcerr.InvalidXmlDocument)
+			}
 		}
 	}
 	if !sawRoot {
@@ -201,25 +210,13 @@ func parseBlockList(body []byte) ([]leasedb.BlockRef, error) {
 
 // Put Block List: PUT ?comp=blocklist → 201.
 func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *request) error {
-	if r.ContentLength > maxBlockListBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBlockListBody+1))
+	body, err := readSmallBody(r, maxBlockListBody)
 	if err != nil {
 		return err
 	}
-	if len(body) > maxBlockListBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	sum := md5.Sum(body)
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		want, err := decodeMD5(v)
-		if err != nil {
-			return svcerr.Header(svcerr.InvalidMd5, "Content-MD5", v)
-		}
-		if !bytes.Equal(want, sum[:]) {
-			return svcerr.New(svcerr.Md5Mismatch)
-		}
+	got, err := bodySums(r.Header, body)
+	if err != nil {
+		return err
 	}
 	blocks, err := parseBlockList(body)
 	if err != nil {
@@ -251,7 +248,7 @@ func (s *Server) putBlockList(w http.ResponseWriter, r *http.Request, req *reque
 	h := w.Header()
 	setETagLM(h, b.ETag, b.LastModified)
 	setVersionID(h, b)
-	h.Set("Content-MD5", b64(sum[:]))
+	setSumHeaders(h, got)
 	h.Set("x-ms-request-server-encrypted", "true")
 	if creq.LeaseAction == leasedb.PutLeaseAcquire {
 		h.Set("x-ms-lease-id", leaseRes.ID)

@@ -47,6 +47,10 @@ func TestParseBlockList(t *testing.T) {
 		{name: "mismatched tags", body: `<BlockList><Latest>` + a + `</Committed></BlockList>`, code: svcerr.InvalidXmlDocument},
 		{name: "wrong root", body: `<Blocks><Latest>` + a + `</Latest></Blocks>`, code: svcerr.InvalidXmlDocument},
 		{name: "unknown element", body: `<BlockList><Block>` + a + `</Block></BlockList>`, code: svcerr.InvalidXmlDocument},
+		{name: "a second root", body: `<BlockList><Latest>` + a + `</Latest></BlockList><BlockList></BlockList>`, code: svcerr.InvalidXmlDocument},
+		{name: "text after the root", body: `<BlockList><Latest>` + a + `</Latest></BlockList>junk`, code: svcerr.InvalidXmlDocument},
+		{name: "text in the root", body: `<BlockList>junk<Latest>` + a + `</Latest></BlockList>`, code: svcerr.InvalidXmlDocument},
+		{name: "text before the root", body: `junk<BlockList><Latest>` + a + `</Latest></BlockList>`, code: svcerr.InvalidXmlDocument},
 
 		{name: "element inside an id", body: `<BlockList><Latest><Latest>` + a + `</Latest></Latest></BlockList>`, code: svcerr.InvalidBlockList},
 		{name: "empty id", body: `<BlockList><Latest></Latest></BlockList>`, code: svcerr.InvalidBlockList},

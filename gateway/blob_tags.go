@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"bytes"
-	"crypto/md5"
 	"encoding/xml"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -178,28 +175,17 @@ func (s *Server) setBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	if r.ContentLength > maxTagsBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxTagsBody+1))
+	body, err := readSmallBody(r, maxTagsBody)
 	if err != nil {
 		return err
 	}
-	if len(body) > maxTagsBody {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
-	if v := r.Header.Get("Content-MD5"); v != "" {
-		want, err := decodeMD5(v)
-		if err != nil {
-			return svcerr.Header(svcerr.InvalidHeaderValue, "Content-MD5", v)
-		}
-		if sum := md5.Sum(body); !bytes.Equal(want, sum[:]) {
-			return svcerr.New(svcerr.Md5Mismatch)
-		}
+	// Content-MD5 or x-ms-content-crc64, as Put Block List's.
+	if _, err := bodySums(r.Header, body); err != nil {
+		return err
 	}
 	var doc xmlTags
-	if err := xml.Unmarshal(body, &doc); err != nil {
-		return svcerr.New(svcerr.InvalidXmlDocument)
+	if err := unmarshalXMLDoc(body, &doc); err != nil {
+		return err
 	}
 	var tags map[string]string
 	if len(doc.TagSet) > 0 {

@@ -47,6 +47,23 @@ func transactionalSums(h http.Header) (sums, error) {
 	return want, nil
 }
 
+// bodySums checks the transactional digests of a request body read whole
+// (Put Block List, Set Blob Tags) as Put Block's are checked: Content-MD5
+// or x-ms-content-crc64, one of them (transactionalSums), must match. It
+// returns the body's MD5, and its CRC64 when the request sent one.
+func bodySums(h http.Header, body []byte) (sums, error) {
+	want, err := transactionalSums(h)
+	if err != nil {
+		return sums{}, err
+	}
+	sum := md5.Sum(body)
+	got := sums{md5: sum[:]}
+	if want.crc64 != nil {
+		got.crc64 = binary.LittleEndian.AppendUint64(nil, crc64az.Checksum(body))
+	}
+	return got, want.mismatch(got)
+}
+
 // sourceSums reads the digests the source bytes of Put Block From URL,
 // Append Block From URL and Put Page From URL must match:
 // x-ms-source-content-md5 and x-ms-source-content-crc64. As with the

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blobgw/blobgw/leasedb"
@@ -357,11 +358,13 @@ func FuzzServiceProperties(f *testing.F) {
 }
 
 // FuzzParseAddress: the container and blob names of the request URL. A
-// name is valid (container rules; blob UTF-8, no NUL, ≤ 1024) or 400.
+// name is valid (container rules; blob UTF-8, no control character, no
+// U+FFFE or U+FFFF, ≤ 1024) or 400.
 func FuzzParseAddress(f *testing.F) {
 	for _, s := range []string{
 		"/devstoreaccount1/cont/dir/a b+ü.txt", "/devstoreaccount1/$root/b", "/devstoreaccount1/Cont/b", "/devstoreaccount1/a--b",
 		"/devstoreaccount1/ab/x", "/devstoreaccount1/cont/dir\\sub\\x", "/devstoreaccount1/cont/\xff", "/devstoreaccount1/cont/a\x00b",
+		"/devstoreaccount1/cont/a\tb", "/devstoreaccount1/cont/a\u0085b", "/devstoreaccount1/cont/a\u00a0b",
 		"/", "//cont", "/devstoreaccount1/cont/", "/devstoreaccount1/cont/" + strings.Repeat("x", 1025),
 	} {
 		f.Add(s, "127.0.0.1:10000")
@@ -386,7 +389,7 @@ func FuzzParseAddress(f *testing.F) {
 				t.Fatalf("%q: container %q breaks the naming rules", path, c)
 			}
 		}
-		if b := req.blob; b != "" && (len(b) > 1024 || strings.IndexByte(b, 0) >= 0 || !utf8.ValidString(b) || strings.Contains(b, `\`)) {
+		if b := req.blob; b != "" && (len(b) > 1024 || strings.IndexFunc(b, func(r rune) bool { return unicode.IsControl(r) || r == 0xfffe || r == 0xffff }) >= 0 || !utf8.ValidString(b) || strings.Contains(b, `\`)) {
 			t.Fatalf("%q: blob %q accepted", path, b)
 		}
 		if req.blob != "" && req.container == "" {

@@ -20,8 +20,9 @@ const metaPrefix = "x-ms-meta-"
 // raw (lowercased header name → as sent, from rawHeaderNames in
 // headercase.go) gives the spelling back. A name raw does not spell (a
 // connection without a record, a header block it could not find) is
-// lowercased, as before. The same name sent in several spellings is one
-// entry, spelled as first sent, its values joined with "," (Go merges them).
+// lowercased, as before. A name sent twice, in one spelling or several
+// (Go merges them into one header), is 400 InvalidMetadata, as Azure
+// answers two metadata headers of one name.
 func parseMetadata(h http.Header, raw map[string]string) (map[string]string, error) {
 	meta := map[string]string{}
 	size := 0
@@ -39,7 +40,18 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 		if !validMetaName(name) {
 			return nil, svcerr.Header(svcerr.InvalidMetadata, k, strings.Join(vs, ","))
 		}
-		v := strings.Join(vs, ",")
+		if len(vs) > 1 {
+			e := svcerr.Header(svcerr.InvalidMetadata, k, strings.Join(vs, ","))
+			e.Message = "The metadata name " + name + " is given more than once."
+			return nil, e
+		}
+		v := vs[0]
+		if !asciiText(v) {
+			// Azure refuses a value beyond ASCII (its message, this
+			// code's default) rather than store what a header cannot
+			// carry everywhere.
+			return nil, svcerr.Header(svcerr.InvalidMetadata, k, v)
+		}
 		meta[name] = v
 		size += len(name) + len(v)
 	}
@@ -47,6 +59,16 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 		return nil, svcerr.Newf(svcerr.InvalidMetadata, "The metadata exceeds 8 KiB.")
 	}
 	return meta, nil
+}
+
+// asciiText reports whether s is ASCII alone.
+func asciiText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func validMetaName(n string) bool {

@@ -86,13 +86,16 @@ func serviceEndpoint(r *http.Request, req *request) string {
 }
 
 // parseMaxResults reads maxresults: default and cap 5000; ≤0 is 400
-// OutOfRangeQueryParameterValue.
+// OutOfRangeQueryParameterValue. It is a 32-bit integer, as the service
+// reads it: a larger number is 400 InvalidQueryParameterValue, as text is,
+// never capped to a page of 5000.
 func parseMaxResults(req *request) (int, error) {
 	v, ok := req.query["maxresults"]
 	if !ok || v == "" {
 		return 5000, nil
 	}
-	n, err := strconv.Atoi(v)
+	n64, err := strconv.ParseInt(v, 10, 32)
+	n := int(n64)
 	if err != nil {
 		return 0, svcerr.Query(svcerr.InvalidQueryParameterValue, "maxresults", v, "not an integer")
 	}

@@ -52,17 +52,7 @@ func TestPathTricksInNames(t *testing.T) {
 		_, err = b.client.DownloadStream(ctx, "theirs", "secret.txt", nil)
 		wantErr(t, err, 404, "ContainerNotFound")
 		// Every name reads back its own bytes.
-		var listed []string
-		pager := b.client.NewListBlobsFlatPager("mine", nil)
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Segment.BlobItems {
-				listed = append(listed, *it.Name)
-			}
-		}
+		listed := flatNames(t, b.client, "mine")
 		// Stored names are the names sent ("\\" read as "/", as Azure
 		// does), and each holds its own bytes.
 		want := map[string]string{}
@@ -109,4 +99,21 @@ func TestPathTricksInNames(t *testing.T) {
 			}
 		}
 	})
+}
+
+// flatNames lists the names of a container's blobs, every page.
+func flatNames(t *testing.T, c *azblob.Client, cont string) []string {
+	t.Helper()
+	var names []string
+	pager := c.NewListBlobsFlatPager(cont, nil)
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			names = append(names, *it.Name)
+		}
+	}
+	return names
 }

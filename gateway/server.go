@@ -366,11 +366,30 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 		}
 	}
 	// A blob name is text: one that is not UTF-8 after %-decoding can be
-	// neither stored nor listed.
-	if req.blob != "" && (len(req.blob) > 1024 || strings.ContainsRune(req.blob, 0) || !utf8.ValidString(req.blob)) {
+	// neither stored nor listed. Nor can one with a control character
+	// (Azure's naming rules refuse them) or U+FFFE / U+FFFF: XML 1.0 has
+	// no form for most of them, so List Blobs would name another blob.
+	if req.blob != "" && (len(req.blob) > leasedb.MaxBlobNameBytes || unlistable(req.blob) || !utf8.ValidString(req.blob)) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	return nil
+}
+
+// unlistable reports whether s holds a control character, U+0000-U+001F,
+// U+007F or U+0080-U+009F (unicode.IsControl), or U+FFFE or U+FFFF (no
+// XML character), byte by byte: this runs on every request.
+func unlistable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			return true
+		case c == 0xef && i+2 < len(s) && s[i+1] == 0xbf && s[i+2] >= 0xbe:
+			return true
+		}
+	}
+	return false
 }
 
 // containerNameChars reports whether n is letters a-z, digits and

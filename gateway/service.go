@@ -66,15 +66,12 @@ func (s *Server) getServiceProperties(w http.ResponseWriter, r *http.Request, re
 // corsCacheTTL.
 func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, req *request) error {
 	const limit = 64 << 10
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := readSmallBody(r, limit)
 	if err != nil {
 		return err
 	}
-	if len(body) > limit {
-		return svcerr.New(svcerr.RequestBodyTooLarge)
-	}
 	var next propsDoc
-	if err := xml.Unmarshal(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
+	if err := unmarshalXMLDoc(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
 	if err := refuseServiceProps(body, &next); err != nil {

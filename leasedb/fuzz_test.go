@@ -56,7 +56,7 @@ func FuzzMarker(f *testing.F) {
 		// Every real position round trips: a name is UTF-8 without NUL
 		// (the gateway refuses others), a snapshot is a timestamp.
 		if utf8.ValidString(m) && strings.IndexByte(m, 0) < 0 {
-			for _, p := range []listPos{{name: m}, {name: m, snapshot: "2024-01-01T10:00:00.0000000Z"}} {
+			for _, p := range []listPos{{name: m}, {name: m + PastPrefix}, {name: m, snapshot: "2024-01-01T10:00:00.0000000Z"}} {
 				if p.name == "" && p.snapshot != "" {
 					continue
 				}

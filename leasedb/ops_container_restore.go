@@ -212,13 +212,22 @@ func (d *DB) ListContainersDeleted(ctx context.Context, account, prefix, marker 
 		if err != nil {
 			return err
 		}
+		// The deleted rows come in batches: an expired one is skipped,
+		// so a batch can run out before the page is full while more
+		// rows follow it.
 		var dead []ListedContainer
-		if withDeleted {
-			if dead, err = tx.ListDeletedContainerRows(ctx, account, prefix, after, afterVersion, max+1); err != nil {
-				return err
+		more := withDeleted
+		deadAfter, deadAfterVersion := after, afterVersion
+		for len(out) <= max {
+			if len(dead) == 0 && more {
+				if dead, err = tx.ListDeletedContainerRows(ctx, account, prefix, deadAfter, deadAfterVersion, max+1); err != nil {
+					return err
+				}
+				more = len(dead) == max+1
 			}
-		}
-		for len(out) <= max && (len(live) > 0 || len(dead) > 0) {
+			if len(live) == 0 && len(dead) == 0 {
+				break
+			}
 			if len(live) > 0 && (len(dead) == 0 || live[0].Name <= dead[0].Deleted.Name) {
 				out = append(out, ListedContainer{Container: live[0]})
 				live = live[1:]
@@ -226,6 +235,7 @@ func (d *DB) ListContainersDeleted(ctx context.Context, account, prefix, marker 
 			}
 			rec := dead[0]
 			dead = dead[1:]
+			deadAfter, deadAfterVersion = rec.Deleted.Name, rec.Deleted.Version
 			if !now.Before(rec.Deleted.ExpiresAt) {
 				continue // expired, the collector has yet to purge it
 			}

@@ -65,10 +65,18 @@ type ListInclude struct {
 	DeletedWithVersions bool
 }
 
-// maxRune sorts after every character a blob name can contain (names are
-// UTF-8; U+10FFFF is a noncharacter), so prefix+maxRune skips every name
-// under prefix.
-const maxRune = "\U0010FFFF"
+// MaxBlobNameBytes is the longest blob name stored, in bytes of UTF-8
+// (the gateway refuses a longer one; import s3 skips it).
+const MaxBlobNameBytes = 1024
+
+// PastPrefix follows a List Blobs BlobPrefix P (never empty: it ends with
+// the delimiter) in the position past every name under P: P + PastPrefix
+// sorts after each name that starts with P. One U+10FFFF, the largest
+// code point, would not do: a name may hold it right after P ("P\U0010FFFFx"
+// sorts after "P\U0010FFFF", so P came again, page after page). What
+// follows P in a name of at most MaxBlobNameBytes holds fewer than
+// MaxBlobNameBytes/4 of them (4 bytes each), so this many sort after it.
+var PastPrefix = strings.Repeat("\U0010FFFF", MaxBlobNameBytes/4)
 
 // EncodeMarker and DecodeMarker make the listing cursor opaque: it means
 // "resume strictly after this name", which keeps paging stable under
@@ -127,9 +135,13 @@ func posOf(b *Blob) listPos {
 
 // encodeListMarker makes a List Blobs marker: EncodeMarker's form after a
 // whole name, "2" + base64(name NUL snapshot) in the middle of a name's
-// snapshots (names cannot contain NUL).
+// snapshots (names cannot contain NUL), "3" + base64(P) past every name
+// under the BlobPrefix P (P + PastPrefix, kept short).
 func encodeListMarker(p listPos) string {
 	if p.snapshot == "" {
+		if prefix, ok := strings.CutSuffix(p.name, PastPrefix); ok {
+			return "3" + base64.RawURLEncoding.EncodeToString([]byte(prefix))
+		}
 		return EncodeMarker(p.name)
 	}
 	return "2" + base64.RawURLEncoding.EncodeToString([]byte(p.name+"\x00"+p.snapshot))
@@ -144,7 +156,7 @@ func decodeListMarker(m string) (listPos, error) {
 	if m == "" {
 		return listPos{}, nil
 	}
-	if m[0] != '1' && m[0] != '2' {
+	if m[0] != '1' && m[0] != '2' && m[0] != '3' {
 		return bad("unknown marker")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(m[1:])
@@ -152,9 +164,12 @@ func decodeListMarker(m string) (listPos, error) {
 		return bad("malformed marker")
 	}
 	s := string(b)
-	if m[0] == '1' {
+	if m[0] != '2' {
 		if strings.IndexByte(s, 0) >= 0 {
 			return bad("malformed marker")
+		}
+		if m[0] == '3' {
+			return listPos{name: s + PastPrefix}, nil
 		}
 		return listPos{name: s}, nil
 	}
@@ -235,7 +250,7 @@ func (d *DB) ListBlobsFrom(ctx context.Context, account, container, prefix, deli
 							cursor = next
 							continue
 						}
-						item, next, lastPrefix = ListItem{Prefix: p}, listPos{name: p + maxRune}, p
+						item, next, lastPrefix = ListItem{Prefix: p}, listPos{name: p + PastPrefix}, p
 					}
 				}
 				if len(res.Items) == max {
@@ -286,7 +301,7 @@ func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delim
 		if p, ok := rollup(after.name, prefix, delimiter); ok {
 			if len(rest) > 0 {
 				items = append(items, ListItem{Prefix: p})
-				from = p + maxRune
+				from = p + PastPrefix
 			}
 		} else {
 			items = append(items, rest...)
@@ -304,7 +319,7 @@ func delimitedPage(ctx context.Context, tx Tx, account, container, prefix, delim
 	}
 	// At least one more item exists: the page is full.
 	last := items[max-1]
-	next := listPos{name: last.Prefix + maxRune}
+	next := listPos{name: last.Prefix + PastPrefix}
 	if last.Prefix == "" {
 		next = posOf(last.Blob)
 	}

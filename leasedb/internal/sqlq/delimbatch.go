@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // How ListDelimitedBatched's walk sizes its steps (k, the names it reads
@@ -86,8 +88,9 @@ func ListDelimitedBatched(placeholder func(n int) string, account, container, pr
 	// batch reads the first k names past the condition from and gives
 	// their entries in order, a prefix once for all its names (NULL when
 	// there are none). The keys sort as their names do: the names under a
-	// prefix are the ones between it and it || U+10FFFF. A batch of one
-	// name is a plain probe, without the sort DISTINCT costs.
+	// prefix are the ones between it and it || leasedb.PastPrefix. A
+	// batch of one name is a plain probe, without the sort DISTINCT
+	// costs.
 	batch := func(from, k string) string {
 		return `(SELECT array_agg(DISTINCT s.key ORDER BY s.key) FROM (SELECT ` + keyOf + ` AS key ` + names(from, k) + `) AS s)`
 	}
@@ -97,7 +100,7 @@ func ListDelimitedBatched(placeholder func(n int) string, account, container, pr
 	// next is the walk's position after the batch b.keys: past its last
 	// entry, which is the last name read or the prefix it rolls up into.
 	last := `b.keys[cardinality(b.keys)]`
-	next := `CASE WHEN ` + cut(last) + ` > 0 THEN ` + last + ` || ` + arg("\U0010FFFF") + ` ELSE ` + last + ` END`
+	next := `CASE WHEN ` + cut(last) + ` > 0 THEN ` + last + ` || ` + arg(leasedb.PastPrefix) + ` ELSE ` + last + ` END`
 	var start string
 	if after < prefix {
 		start = `name >= ` + arg(prefix)

@@ -295,14 +295,15 @@ type Dialect struct {
 // a prefix: each step holds, for every table the listing reads (blobs,
 // and snapshots and blocks as inc asks), the first name of that table past
 // the walk's position; the step's name is the least of them. When that
-// name rolls up into prefix P, the walk moves to P || U+10FFFF, past every
-// name under P, else past the name; a table is probed again (one seek of
-// its key, LIMIT 1) only when its name is no longer past the position, so
-// a step costs at most one seek per table and a plain blob costs one. The
-// entries are then read by key for the names the walk found: at most limit
-// steps, each giving at least one entry. The joins are CROSS JOINs so
-// that SQLite keeps the walk as the outer loop (it would otherwise read
-// the container's snapshots and look each up in the walk).
+// name rolls up into prefix P, the walk moves to P || leasedb.PastPrefix,
+// past every name under P, else past the name; a table is probed again
+// (one seek of its key, LIMIT 1) only when its name is no longer past the
+// position, so a step costs at most one seek per table and a plain blob
+// costs one. The entries are then read by key for the names the walk
+// found: at most limit steps, each giving at least one entry. The joins
+// are CROSS JOINs so that SQLite keeps the walk as the outer loop (it
+// would otherwise read the container's snapshots and look each up in the
+// walk).
 func ListDelimited(d Dialect, account, container, prefix, delimiter, after string, limit int, inc leasedb.ListInclude) (string, []any) {
 	var args []any
 	arg := func(v any) string {
@@ -387,7 +388,7 @@ func ListDelimited(d Dialect, account, container, prefix, delimiter, after strin
 	UNION ALL
 	SELECT `)
 	m := least("w.")
-	pos := `(CASE WHEN ` + rolled(m) + ` THEN ` + rollup(m) + ` || CAST(` + arg("\U0010FFFF") + ` AS TEXT) ELSE ` + m + ` END)`
+	pos := `(CASE WHEN ` + rolled(m) + ` THEN ` + rollup(m) + ` || CAST(` + arg(leasedb.PastPrefix) + ` AS TEXT) ELSE ` + m + ` END)`
 	for _, p := range parts {
 		c := `w.` + p.col
 		b.WriteString(`CASE WHEN ` + c + ` IS NULL OR ` + c + ` > ` + pos + ` THEN ` + c + ` ELSE ` + first(p, ">", pos) + ` END, `)
