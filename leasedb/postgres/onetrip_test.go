@@ -56,7 +56,9 @@ func TestPutBlobOneTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ref := func(acct, name string) leasedb.BlobRef { return leasedb.BlobRef{Account: acct, Container: "c", Name: name} }
+	ref := func(acct, name string) leasedb.BlobRef {
+		return leasedb.BlobRef{Account: acct, Container: "c", Name: name}
+	}
 	// The states a case starts from, made the same way in both accounts.
 	inline := func(acct, name string) string {
 		b, _, err := generic.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref(acct, name), Type: "BlockBlob",
@@ -108,7 +110,9 @@ func TestPutBlobOneTrip(t *testing.T) {
 	}
 	past, future := time.Date(2000, 1, 2, 3, 4, 5, 0, time.UTC), time.Now().Add(24*time.Hour).Truncate(time.Second)
 	none := func(string) leasedb.Conditions { return leasedb.Conditions{} }
-	ifMatch := func(etag string) leasedb.Conditions { return leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(etag)}} }
+	ifMatch := func(etag string) leasedb.Conditions {
+		return leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(etag)}}
+	}
 	for _, c := range []struct {
 		name      string
 		versioned bool
