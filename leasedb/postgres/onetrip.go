@@ -201,22 +201,18 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	if !pc.direct {
 		return false, nil
 	}
-	if err := checkText(b.Account, b.Container, b.Name, req.LeaseID); err != nil {
-		return false, err
+	if checkText(b.Account, b.Container, b.Name, req.LeaseID) != nil || checkText(cond.IfMatch...) != nil || checkText(cond.IfNoneMatch...) != nil {
+		return false, nil // a text Postgres cannot hold: the few-statement path answers
 	}
+	// The arguments and the values they point to in one allocation.
 	x := &struct {
-		a                   commitArgs
-		nameKey, contKey    int64
-		leaseID             string
-		ifMatch, ifNone     string
-		ims, ius            time.Time
-		offset              int64
-		vals                [oneTripArgs]any
-		q                   [maxSent]pairQuery
-		seq, n, duration    int64
-		now, created        time.Time
-		leaseID2, state     string
-		expires, brk, since time.Time
+		a                commitArgs
+		nameKey, contKey int64
+		leaseID          string
+		ifMatch, ifNone  string
+		ims, ius         time.Time
+		offset           int64
+		vals             [oneTripArgs]any
 	}{nameKey: nameLockKey(b.Account, b.Container, b.Name), contKey: containerLockKey(b.Account, b.Container),
 		leaseID: req.LeaseID, offset: t.offset.Microseconds()}
 	if err := x.a.setRow(b); err != nil {
@@ -247,9 +243,9 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	v[otLeaseID-1], v[otCreateOnly-1] = textArg{&x.leaseID}, req.CreateOnly
 	v[otIfMatch-1], v[otIfNoneMatch-1] = nullTextArg{&x.ifMatch}, nullTextArg{&x.ifNone}
 	v[otIMS-1], v[otIUS-1], v[otOffset-1] = timeArg{&x.ims}, timeArg{&x.ius}, int64Arg{&x.offset}
-	x.q = [maxSent]pairQuery{{l.beginSQL, nil}, {oneTripSQL, v[:]}, {oneTripStagedSQL, v[:3]}, {"COMMIT", nil}}
+	q := [maxSent]pairQuery{{l.beginSQL, nil}, {oneTripSQL, v[:]}, {oneTripStagedSQL, v[:3]}, {"COMMIT", nil}}
 	l.begun = true
-	res := pc.send(ctx, l.tracer, false, time.Now().Add(commitTimeout), l.batchOf(&x.q, maxSent), x.q, maxSent)
+	res := pc.send(ctx, l.tracer, false, time.Now().Add(commitTimeout), l.batchOf(&q, maxSent), q, maxSent)
 	what := "leasedb/postgres: put blob " + b.Account + "/" + b.Container + "/" + b.Name
 	if res.err != nil {
 		return false, t.oneTripError(ctx, what, res)
@@ -263,27 +259,30 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 		r = rawRow{fds: res.rows.fds, raw: res.rows.RawValues()}
 		r.ok = len(r.fds) == 11 && len(r.raw) == 11
 	}
+	var (
+		wrote, seq   int64
+		now, created time.Time
+		lease        leasedb.Lease
+	)
 	if r.ok {
-		x.n = r.int(9)
-		if x.n == 1 {
-			x.seq, x.now, x.created = r.int(0), r.time(1), r.time(2)
-			x.leaseID2, x.state, x.duration = r.text(3), r.text(4), r.int(5)
-			x.expires, x.brk, x.since = r.time(6), r.time(7), r.time(8)
-		}
+		wrote = r.int(9)
+	}
+	if r.ok && wrote == 1 {
+		seq, now, created = r.int(0), r.time(1), r.time(2)
+		lease = leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)), Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}
 	}
 	if !r.ok {
 		t.committed = true
 		return false, fmt.Errorf("%s: %w: its answer unread", what, leasedb.ErrCommitUnknown)
 	}
-	if x.n != 1 {
+	if wrote != 1 {
 		// Nothing written, the empty transaction committed: tx is as
 		// before, its next statement begins a new transaction.
 		l.begun = false
 		return false, nil
 	}
 	t.committed = true
-	b.ETag, b.Created, b.LastModified = formatETag(x.seq), x.created, x.now
-	b.Lease = leasedb.Lease{ID: x.leaseID2, State: x.state, Duration: int(x.duration), Expires: x.expires, BreakAt: x.brk, Since: x.since}
+	b.ETag, b.Created, b.LastModified, b.Lease = formatETag(seq), created, now, lease
 	return true, nil
 }
 
