@@ -115,11 +115,18 @@ func nameLockRacer(t *testing.T) (s *postgres.Store, race func(name string, chan
 // t on an error.
 func readBlob(t *testing.T, s leasedb.Store, name string) *leasedb.Blob {
 	t.Helper()
+	return readBlobIn(t, s, "a", name)
+}
+
+// readBlobIn is the row of account/c/name in s (nil when there is none),
+// failing t on an error.
+func readBlobIn(t *testing.T, s leasedb.Store, account, name string) *leasedb.Blob {
+	t.Helper()
 	ctx := context.Background()
 	var b *leasedb.Blob
 	if err := s.View(ctx, func(tx leasedb.Tx) error {
 		var err error
-		b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
+		b, err = tx.Blob(ctx, account, "c", name, leasedb.LockNone)
 		return err
 	}); err != nil {
 		t.Fatal(err)

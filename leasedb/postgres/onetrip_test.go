@@ -196,21 +196,6 @@ func TestPutBlobOneTrip(t *testing.T) {
 	}
 }
 
-// readBlobIn is the row of acct/c/name in s (nil when there is none).
-func readBlobIn(t *testing.T, s leasedb.Store, acct, name string) *leasedb.Blob {
-	t.Helper()
-	ctx := context.Background()
-	var b *leasedb.Blob
-	if err := s.View(ctx, func(tx leasedb.Tx) error {
-		var err error
-		b, err = tx.Blob(ctx, acct, "c", name, leasedb.LockNone)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // dbClock is the database's clock.
 func dbClock(t *testing.T, s leasedb.Store) time.Time {
 	t.Helper()
