@@ -71,8 +71,11 @@ import (
 // and the name has staged blocks; the run again sees them and leaves the
 // request to the fallback.
 //
-// The batch is detached from the client's context and bounded by
-// commitTimeout, as CommitReplace's COMMIT is: it holds the COMMIT. Its
+// The batch is bounded by commitTimeout, as CommitReplace's COMMIT is,
+// and by ctx, as LockForReplace's wait for the locks is: the gateway's
+// commit context is detached from the client (a client gone never ends
+// it) and ends only at the gateway's commit timeout; a batch ctx ends
+// once sent has its connection closed and its outcome unknown. Its
 // outcomes: committed with the write; committed empty (fallback); a
 // statement refused (nothing committed: a serialization failure or
 // deadlock retried by Update, stale retried, the rest returned); COMMIT
@@ -193,7 +196,7 @@ FROM (SELECT count(*)::int AS n FROM (SELECT 1 FROM blocks WHERE account = $1 AN
 func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *leasedb.Blob) (bool, error) {
 	l := t.tx
 	cond := &req.Cond
-	if t.readOnly || l.begun || l.unusable() != nil || t.replacing != nil || t.offset%time.Microsecond != 0 ||
+	if t.readOnly || t.noOneTrip || l.begun || l.unusable() != nil || t.replacing != nil || t.offset%time.Microsecond != 0 ||
 		(cond.HadIMS && !wholeMicros(cond.IfModifiedSince)) || (cond.HadIUS && !wholeMicros(cond.IfUnmodifiedSince)) {
 		return false, nil
 	}
@@ -245,7 +248,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	v[otIMS-1], v[otIUS-1], v[otOffset-1] = timeArg{&x.ims}, timeArg{&x.ius}, int64Arg{&x.offset}
 	q := [maxSent]pairQuery{{l.beginSQL, nil}, {oneTripSQL, v[:]}, {oneTripStagedSQL, v[:3]}, {"COMMIT", nil}}
 	l.begun = true
-	res := pc.send(ctx, l.tracer, false, time.Now().Add(commitTimeout), l.batchOf(&q, maxSent), q, maxSent)
+	res := pc.send(ctx, l.tracer, true, time.Now().Add(commitTimeout), l.batchOf(&q, maxSent), q, maxSent)
 	what := "leasedb/postgres: put blob " + b.Account + "/" + b.Container + "/" + b.Name
 	if res.err != nil {
 		return false, t.oneTripError(ctx, what, res)
@@ -298,9 +301,9 @@ func (t *tx) oneTripError(ctx context.Context, what string, res pairResult) erro
 		// Nothing was sent: as a failed BEGIN (retried when safe).
 		return l.failBegin(ctx, res.err)
 	case !errors.As(res.err, &pgErr):
-		// The connection failed once the batch may have reached the
-		// server, COMMIT with it.
-		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, res.err)
+		// The connection failed, or ctx ended it, once the batch may
+		// have reached the server, COMMIT with it.
+		return fmt.Errorf("%s: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, sqlq.CtxErr(ctx, res.err))
 	case res.failed == 0:
 		return l.failBegin(ctx, res.err) // BEGIN refused (a standby)
 	case res.failed == maxSent-1 && commitRefused(res.err):
