@@ -249,12 +249,11 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	q := [maxSent]pairQuery{{l.beginSQL, nil}, {oneTripSQL, v[:]}, {oneTripStagedSQL, v[:3]}, {"COMMIT", nil}}
 	l.begun = true
 	res := pc.send(ctx, l.tracer, true, time.Now().Add(commitTimeout), l.batchOf(&q, maxSent), q, maxSent)
-	what := "leasedb/postgres: put blob " + b.Account + "/" + b.Container + "/" + b.Name
 	if res.err != nil {
-		return false, t.oneTripError(ctx, what, res)
+		return false, t.oneTripError(ctx, oneTripWhat(b), res)
 	}
 	if res.rolledBack {
-		return false, fmt.Errorf("%s: commit: %w", what, pgx.ErrTxCommitRollback)
+		return false, fmt.Errorf("%s: commit: %w", oneTripWhat(b), pgx.ErrTxCommitRollback)
 	}
 	// Committed: with the write, or empty.
 	var r rawRow
@@ -276,7 +275,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	}
 	if !r.ok {
 		t.committed = true
-		return false, fmt.Errorf("%s: %w: its answer unread", what, leasedb.ErrCommitUnknown)
+		return false, fmt.Errorf("%s: %w: its answer unread", oneTripWhat(b), leasedb.ErrCommitUnknown)
 	}
 	if wrote != 1 {
 		// Nothing written, the empty transaction committed: tx is as
@@ -287,6 +286,12 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	t.committed = true
 	b.ETag, b.Created, b.LastModified, b.Lease = formatETag(seq), created, now, lease
 	return true, nil
+}
+
+// oneTripWhat names the write in its errors (built only when there is
+// one).
+func oneTripWhat(b *leasedb.Blob) string {
+	return "leasedb/postgres: put blob " + b.Account + "/" + b.Container + "/" + b.Name
 }
 
 // oneTripError words a failed one-round-trip batch (res: BEGIN is query 0,
