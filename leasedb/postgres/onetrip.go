@@ -74,9 +74,10 @@ import (
 // The batch is bounded by commitTimeout, as CommitReplace's COMMIT is,
 // and by ctx, as LockForReplace's wait for the locks is: the gateway's
 // commit context is detached from the client (a client gone never ends
-// it) and ends only at the gateway's commit timeout; a batch ctx ends
-// once sent has its connection closed and its outcome unknown. Its
-// outcomes: committed with the write; committed empty (fallback); a
+// it) and ends only at its deadline, which bounds the batch as a deadline
+// on the connection; a context without a deadline is watched. A batch
+// ctx ends once sent has its connection closed and its outcome unknown.
+// Its outcomes: committed with the write; committed empty (fallback); a
 // statement refused (nothing committed: a serialization failure or
 // deadlock retried by Update, stale retried, the rest returned); COMMIT
 // refused (nothing committed); the connection lost once the batch may
@@ -101,8 +102,12 @@ const (
 	otIMS         // NULL: none
 	otIUS         // NULL: none
 	otOffset      // the store's clock offset in microseconds
-	oneTripArgs   = otOffset
+	otLockTimeout // lock_timeout for the statement's lock waits, in milliseconds
+	oneTripArgs   = otLockTimeout
 )
+
+// codeLockNotAvailable is lock_timeout's error.
+const codeLockNotAvailable = "55P03"
 
 // oneTripSet is the row's columns oneTripSQL sets itself, by their index
 // in sqlq.BlobCols, with the expression of each (s: the locked state).
@@ -164,7 +169,7 @@ var oneTripSQL = func() string {
 	COALESCE(st.versioning, 0) = 0 AND COALESCE(st.delete_retention_days, 0) = 0 AS plain,
 	EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3) AS staged,
 	clock_timestamp() + ` + p(otOffset) + `::bigint * interval '1 microsecond' AS now
-` + lockChainSQL(oneTripRowCols, true) + `),
+` + lockChainWithin(p(otLockTimeout)) + `),
 s AS MATERIALIZED (SELECT l.etag, l.now,
 	CASE WHEN l.present THEN l.created ELSE l.now END AS created,
 	COALESCE(l.lease_id, '') AS lease_id, COALESCE(l.lease_state, '') AS lease_state, COALESCE(l.lease_duration, 0) AS lease_duration,
@@ -179,6 +184,22 @@ SELECT s.seq, s.now, s.created, s.lease_id, s.lease_state, s.lease_duration, s.l
 	u.n, CASE WHEN u.n = 1 THEN set_config('` + oneTripMark + `', 'w', true) END
 FROM s, u`
 }()
+
+// lockChainWithin is lockChainSQL (the row oneTripRowCols, with the
+// settings) whose lock waits are bounded: before the first lock it sets
+// lock_timeout for the rest of the transaction to ms (a parameter), so a
+// statement that cannot have its locks before the batch's deadline fails
+// and its COMMIT, already sent, commits nothing (else the backend would go
+// on waiting after the connection closed, and commit then).
+func lockChainWithin(ms string) string {
+	const first = `FROM (SELECT pg_advisory_xact_lock_shared($5)::text AS l OFFSET 0) AS ck`
+	chain := lockChainSQL(oneTripRowCols, true)
+	if !strings.HasPrefix(chain, first) {
+		panic("leasedb/postgres: oneTripSQL: lockChainSQL does not begin with the container's lock")
+	}
+	return `FROM (SELECT set_config('lock_timeout', ` + ms + `::bigint::text, true) AS lt OFFSET 0) AS lt0
+CROSS JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l WHERE lt0.lt IS NOT NULL OFFSET 0) AS ck` + chain[len(first):]
+}
 
 // oneTripMark is the setting oneTripSQL sets, for its transaction only,
 // when it wrote.
@@ -214,7 +235,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 		leaseID          string
 		ifMatch, ifNone  string
 		ims, ius         time.Time
-		offset           int64
+		offset, lockMs   int64
 		vals             [oneTripArgs]any
 	}{nameKey: nameLockKey(b.Account, b.Container, b.Name), contKey: containerLockKey(b.Account, b.Container),
 		leaseID: req.LeaseID, offset: t.offset.Microseconds()}
@@ -246,9 +267,23 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	v[otLeaseID-1], v[otCreateOnly-1] = textArg{&x.leaseID}, req.CreateOnly
 	v[otIfMatch-1], v[otIfNoneMatch-1] = nullTextArg{&x.ifMatch}, nullTextArg{&x.ifNone}
 	v[otIMS-1], v[otIUS-1], v[otOffset-1] = timeArg{&x.ims}, timeArg{&x.ius}, int64Arg{&x.offset}
+	// Bounded by commitTimeout and ctx's deadline, a deadline on the
+	// connection (the gateway's commit context has one and can end no
+	// other way); a context without a deadline is watched. The server
+	// gives up its lock waits a little before (lockChainWithin).
+	watch, deadline := true, time.Now().Add(commitTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		watch = false
+		if dl.Before(deadline) {
+			deadline = dl
+		}
+	}
+	wait := time.Until(deadline)
+	x.lockMs = max(1, (wait - min(time.Second, wait/4)).Milliseconds())
+	v[otLockTimeout-1] = int64Arg{&x.lockMs}
 	q := [maxSent]pairQuery{{l.beginSQL, nil}, {oneTripSQL, v[:]}, {oneTripStagedSQL, v[:3]}, {"COMMIT", nil}}
 	l.begun = true
-	res := pc.send(ctx, l.tracer, true, time.Now().Add(commitTimeout), l.batchOf(&q, maxSent), q, maxSent)
+	res := pc.send(ctx, l.tracer, watch, deadline, l.batchOf(&q, maxSent), q, maxSent)
 	if res.err != nil {
 		return false, t.oneTripError(ctx, oneTripWhat(b), res)
 	}
@@ -317,6 +352,9 @@ func (t *tx) oneTripError(ctx context.Context, what string, res pairResult) erro
 		return fmt.Errorf("%s: commit: %w: %w: %w", what, leasedb.ErrUnavailable, leasedb.ErrCommitUnknown, res.err)
 	case strings.Contains(pgErr.Message, markStale):
 		return fmt.Errorf("%s: %w", what, errStale)
+	case pgErr.Code == codeLockNotAvailable:
+		// The locks not had by the deadline: nothing committed.
+		return fmt.Errorf("%s: %w: %w", what, leasedb.ErrUnavailable, res.err)
 	}
 	// A statement refused, the rest skipped: nothing committed, and the
 	// transaction is rolled back by run (a serialization failure or a

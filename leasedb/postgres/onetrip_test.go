@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -377,4 +379,54 @@ func TestPutBlobOneTripAwaitsLocks(t *testing.T) {
 			t.Fatalf("Put Blob into a container deleted while it waited: %v, want ContainerNotFound", err)
 		}
 	})
+}
+
+// TestPutBlobOneTripDeadline: a one-round-trip Put Blob waiting for the
+// name's lock gives up before its context's deadline (the gateway's
+// commit context has one): the server's lock wait is bounded a little
+// short of it (lock_timeout), so the statement fails and the COMMIT sent
+// with it commits nothing, and the answer says so (unavailable, not an
+// unknown outcome). Once the holder is done the row is as before (a
+// backend that went on waiting would have committed the write then), and
+// the store takes the next Put Blob.
+func TestPutBlobOneTripDeadline(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := open(t, dsn+"&pool_max_conns=3")
+	addContainer(t, s)
+	db := &leasedb.DB{Store: s}
+	if _, _, err := db.PutBlob(ctx, oneTripPut("a", "c", "b", "", leasedb.Conditions{})); err != nil {
+		t.Fatal(err)
+	}
+	before := readBlob(t, s, "b")
+	held, release, holderDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	letGo := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(letGo) // before the store closes, also when the test fails
+	go func() {
+		holderDone <- s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}, leasedb.ReadWhole)
+			close(held)
+			<-release
+			return err
+		})
+	}()
+	<-held
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := db.PutBlob(dctx, oneTripPut("a", "c", "b", "", leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(before.ETag)}}))
+	if !errors.Is(err, leasedb.ErrUnavailable) || errors.Is(err, leasedb.ErrCommitUnknown) || time.Since(start) > time.Second {
+		t.Fatalf("Put Blob past its deadline: %v after %v, want unavailable, certainly not committed, before the deadline", err, time.Since(start))
+	}
+	letGo()
+	if err := <-holderDone; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a backend still waiting would have the lock and commit by now
+	if after := readBlob(t, s, "b"); after.ETag != before.ETag {
+		t.Fatalf("the row's ETag is %s, want %s: the closed connection's write committed", after.ETag, before.ETag)
+	}
+	if _, _, err := db.PutBlob(ctx, oneTripPut("a", "c", "b", "", leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(before.ETag)}})); err != nil {
+		t.Fatal(err)
+	}
 }
