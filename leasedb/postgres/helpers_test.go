@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +110,31 @@ func nameLockRacer(t *testing.T) (s *postgres.Store, race func(name string, chan
 		t.Helper()
 		return raceNameLock(t, s, watcher, name, change, put)
 	}
+}
+
+// holdReplaceLock takes ref's locks as LockForReplace takes them, in a
+// transaction of s that holds them until the returned release is called
+// (at the latest when t ends, before the store closes) and then commits
+// nothing; release returns that transaction's error.
+func holdReplaceLock(t *testing.T, s leasedb.Store, ref leasedb.BlobRef) (release func() error) {
+	t.Helper()
+	ctx := context.Background()
+	held, letGo, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref, leasedb.ReadWhole)
+			close(held)
+			<-letGo
+			return err
+		})
+	}()
+	<-held
+	release = sync.OnceValue(func() error {
+		close(letGo)
+		return <-done
+	})
+	t.Cleanup(func() { _ = release() })
+	return release
 }
 
 // readBlob is the row of a/c/name in s (nil when there is none), failing

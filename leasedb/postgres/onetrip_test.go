@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -399,18 +398,7 @@ func TestPutBlobOneTripDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := readBlob(t, s, "b")
-	held, release, holderDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	letGo := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(letGo) // before the store closes, also when the test fails
-	go func() {
-		holderDone <- s.Update(ctx, func(tx leasedb.Tx) error {
-			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}, leasedb.ReadWhole)
-			close(held)
-			<-release
-			return err
-		})
-	}()
-	<-held
+	release := holdReplaceLock(t, s, leasedb.BlobRef{Account: "a", Container: "c", Name: "b"})
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	start := time.Now()
@@ -418,8 +406,7 @@ func TestPutBlobOneTripDeadline(t *testing.T) {
 	if !errors.Is(err, leasedb.ErrUnavailable) || errors.Is(err, leasedb.ErrCommitUnknown) || time.Since(start) > time.Second {
 		t.Fatalf("Put Blob past its deadline: %v after %v, want unavailable, certainly not committed, before the deadline", err, time.Since(start))
 	}
-	letGo()
-	if err := <-holderDone; err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // a backend still waiting would have the lock and commit by now

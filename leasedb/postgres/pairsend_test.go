@@ -107,16 +107,7 @@ func TestPairCanceledWhileWaiting(t *testing.T) {
 	if err := put(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held, release, holderDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		holderDone <- s.Update(ctx, func(tx leasedb.Tx) error {
-			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref, leasedb.ReadWhole)
-			close(held)
-			<-release
-			return err
-		})
-	}()
-	<-held
+	release := holdReplaceLock(t, s, ref)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -138,8 +129,7 @@ func TestPairCanceledWhileWaiting(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Put Blob still waiting 30 s after its context ended")
 	}
-	close(release)
-	if err := <-holderDone; err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
