@@ -65,6 +65,9 @@ func perServe(t *testing.T, gw http.Handler, n int, next func(i int) *http.Reque
 // and 6.4 KB). A lease cycle took 137 until a lease action read the row's
 // head alone (BlobHead) and sent its UPDATE with COMMIT: 116; with no
 // lease id drawn for a request that uses none, 110; with both, 104.
+// With a small inline Put Blob in one round trip (leasedb/postgres
+// onetrip.go: no locked row read back, one batch, no context watch where
+// the commit's deadline bounds it), 39 → 28 (41 → 30 with If-Match).
 func TestServeAllocsPostgres(t *testing.T) {
 	if raceDetector {
 		t.Skip("allocation counts differ under the race detector")
@@ -88,7 +91,7 @@ func TestServeAllocsPostgres(t *testing.T) {
 		check         func(i int, rec *httptest.ResponseRecorder)
 		requestsPerOp float64
 	}{
-		{"Put Blob", 42, 7 << 10, func(i int) *http.Request {
+		{"Put Blob", 30, 7 << 10, func(i int) *http.Request {
 			r, _ := hotRequest(http.MethodPut, "/cnt/p"+strconv.Itoa(i%64), body, put)
 			return r
 		}, created("put"), 1},
@@ -137,8 +140,8 @@ func TestServeAllocsPostgres(t *testing.T) {
 		etag = rec.Header().Get("ETag")
 	}
 	t.Logf("Put Blob with If-Match: %.1f allocations, %d bytes per request", float64(allocs)/n, heap/n)
-	if a := float64(allocs) / n; a > 44 {
-		t.Errorf("Put Blob with If-Match: %.1f allocations per request, want at most 44", a)
+	if a := float64(allocs) / n; a > 32 {
+		t.Errorf("Put Blob with If-Match: %.1f allocations per request, want at most 32", a)
 	}
 	if b := heap / n; b > 7<<10 {
 		t.Errorf("Put Blob with If-Match: %d heap bytes per request, want at most %d", b, 7<<10)

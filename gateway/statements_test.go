@@ -37,7 +37,7 @@ import (
 // ceiling of transactions is 0.
 var statementCeilings = map[string]struct{ statements, roundTrips, transactions int }{
 	"Put Blob If-Match":        {4, 2, 1},
-	"Put Blob If-Match inline": {4, 2, 1},
+	"Put Blob If-Match inline": {4, 1, 1},
 	"Put Blob large":           {5, 3, 1},
 	"Lease Blob acquire":       {4, 2, 1},
 	"Put Block List":           {5, 3, 1},

@@ -203,6 +203,9 @@ func putBlobFewStatements(ctx context.Context, tx Tx, d *DB, req PutBlobRequest,
 	if !ok || req.Copy.SharedExtents {
 		return false, nil, LeaseResult{}, nil
 	}
+	if done, b, err := putBlobOneTrip(ctx, tx, req); done || err != nil {
+		return true, b, LeaseResult{}, err
+	}
 	// A plain Put Blob keeps nothing of the row it replaces: its inline
 	// bytes are not read.
 	st, done, err := lockForReplace(ctx, l, tx, req.Ref, ReadKeysIfPlain, generic)
@@ -324,4 +327,61 @@ func commitBlocksFewStatements(ctx context.Context, tx Tx, d *DB, req CommitBloc
 		return true, nil, LeaseResult{}, err
 	}
 	return true, b, res, nil
+}
+
+// OneTripPutter is an optional Tx interface: Put Blob of a small inline
+// block blob in one round trip, BEGIN, the statement that locks, checks
+// and writes, and COMMIT sent at once. The store writes only when it is
+// certain that checkPutBlob allows exactly this write (OneTripCovers
+// says which requests it may take; within those, the row and the
+// account it finds decide); for anything else it writes nothing, its
+// empty transaction committed, and the caller goes on in tx as if
+// nothing had run (the few-statement path then gives the exact answer).
+type OneTripPutter interface {
+	// PutBlobOneTrip writes row (the new row as putBlobRow makes it
+	// over no blob, its ETag, Created, Last-Modified and lease to be
+	// set by the store: it sets them in row when it wrote) and commits,
+	// under req's lease id and conditions. wrote false with a nil
+	// error: nothing was written and tx is as it was. When it wrote,
+	// the caller makes no other call on tx and returns nil from the
+	// Update function at once. A failure whose outcome is unknown
+	// carries ErrCommitUnknown.
+	PutBlobOneTrip(ctx context.Context, req PutBlobRequest, row *Blob) (wrote bool, err error)
+}
+
+// OneTripCovers reports whether a Put Blob request is one a OneTripPutter
+// may take: a block blob whose extents are all inline (no object, so no
+// intent), no put-and-release lease action, not a copy, no x-ms-if-tags,
+// at most one ETag in If-Match (not the empty one) and in If-None-Match.
+// Whether the row and account qualify (absent or inline, no version id,
+// no incremental copy, no staged blocks, writes plain, the lease and
+// conditions certainly passing) is the store's to check under the locks.
+func OneTripCovers(req PutBlobRequest) bool {
+	if req.Type != "BlockBlob" || req.LeaseAction != "" || req.Copy != (CopyTarget{}) || req.PageSize != 0 ||
+		req.Cond.IfTags != nil || len(req.Cond.IfMatch) > 1 || len(req.Cond.IfNoneMatch) > 1 ||
+		(len(req.Cond.IfMatch) == 1 && req.Cond.IfMatch[0] == "") {
+		return false
+	}
+	for i := range req.Extents {
+		if req.Extents[i].Key != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// putBlobOneTrip tries PutBlob's commit in one round trip where tx offers
+// it and the request is covered: done when it wrote (b the row), else
+// the caller goes on in tx.
+func putBlobOneTrip(ctx context.Context, tx Tx, req PutBlobRequest) (done bool, b *Blob, err error) {
+	p, ok := tx.(OneTripPutter)
+	if !ok || !OneTripCovers(req) {
+		return false, nil, nil
+	}
+	b = putBlobRow(req, Lease{}, "", time.Time{}, nil)
+	wrote, err := p.PutBlobOneTrip(ctx, req, b)
+	if err != nil || !wrote {
+		return false, nil, err
+	}
+	return true, b, nil
 }

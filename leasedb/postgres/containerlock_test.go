@@ -106,19 +106,6 @@ func TestPutBlobRacesContainerDelete(t *testing.T) {
 		}
 		return keys
 	}
-	// blobIn is the row of name in (account, container), nil when absent.
-	blobIn := func(t *testing.T, s leasedb.Store, account, name string) *leasedb.Blob {
-		t.Helper()
-		var b *leasedb.Blob
-		if err := s.View(ctx, func(tx leasedb.Tx) error {
-			var err error
-			b, err = tx.Blob(ctx, account, "c", name, leasedb.LockNone)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	hiddenAccount := func(t *testing.T, s leasedb.Store) string {
 		t.Helper()
 		var account string
@@ -177,7 +164,7 @@ func TestPutBlobRacesContainerDelete(t *testing.T) {
 			if slices.Contains(keys, "new") {
 				t.Errorf("the key of the row the soft-deleted container keeps is queued: %v", keys)
 			}
-			b := blobIn(t, s, hiddenAccount(t, s), "b")
+			b := readBlobIn(t, s, hiddenAccount(t, s), "b")
 			if b == nil || len(b.Extents) != 1 || b.Extents[0].Key != "new" {
 				t.Fatalf("the soft-deleted container keeps %+v, want the row the put acknowledged (key new)", b)
 			}
@@ -225,12 +212,12 @@ func TestPutBlobRacesContainerDelete(t *testing.T) {
 					t.Fatalf("put after the delete: %v, want ContainerNotFound", err)
 				}
 				if retention > 0 {
-					b := blobIn(t, s, leasedb.DeletedAccount("a", "v1"), "b")
+					b := readBlobIn(t, s, leasedb.DeletedAccount("a", "v1"), "b")
 					if b == nil || b.Extents[0].Key != "old" {
 						t.Fatalf("the moved container keeps %+v, want the row before the put (key old)", b)
 					}
 				}
-				if b := blobIn(t, s, "a", tc.blob); b != nil {
+				if b := readBlobIn(t, s, "a", tc.blob); b != nil {
 					t.Fatalf("a row in the deleted container: %+v", b)
 				}
 			})

@@ -300,11 +300,13 @@ func TestLockForReplaceKeyState(t *testing.T) {
 // staged blocks with the bare statement (the row's upsert alone); each
 // from its cached generic plan. Set Blob Metadata (which keeps them)
 // takes none of them, but the UPDATE of its columns. A write with an
-// intent takes the full one.
+// intent takes the full one. (The one-round-trip Put Blob, which would
+// take those inline puts, is off: onetrip_test.go.)
 func TestPutBlobLightCommit(t *testing.T) {
 	ctx := context.Background()
 	dsn := statementsDB(t)
 	s := open(t, dsn+"&pool_max_conns=1")
+	postgres.NoOneTrip(s)
 	db := &leasedb.DB{Store: s}
 	conn := pgtest.Connect(t, dsn)
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,15 +112,47 @@ func nameLockRacer(t *testing.T) (s *postgres.Store, race func(name string, chan
 	}
 }
 
+// holdReplaceLock takes ref's locks as LockForReplace takes them, in a
+// transaction of s that holds them until the returned release is called
+// (at the latest when t ends, before the store closes) and then commits
+// nothing; release returns that transaction's error.
+func holdReplaceLock(t *testing.T, s leasedb.Store, ref leasedb.BlobRef) (release func() error) {
+	t.Helper()
+	ctx := context.Background()
+	held, letGo, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx leasedb.Tx) error {
+			_, err := tx.(leasedb.BlobWriteLocker).LockForReplace(ctx, ref, leasedb.ReadWhole)
+			close(held)
+			<-letGo
+			return err
+		})
+	}()
+	<-held
+	release = sync.OnceValue(func() error {
+		close(letGo)
+		return <-done
+	})
+	t.Cleanup(func() { _ = release() })
+	return release
+}
+
 // readBlob is the row of a/c/name in s (nil when there is none), failing
 // t on an error.
 func readBlob(t *testing.T, s leasedb.Store, name string) *leasedb.Blob {
+	t.Helper()
+	return readBlobIn(t, s, "a", name)
+}
+
+// readBlobIn is the row of account/c/name in s (nil when there is none),
+// failing t on an error.
+func readBlobIn(t *testing.T, s leasedb.Store, account, name string) *leasedb.Blob {
 	t.Helper()
 	ctx := context.Background()
 	var b *leasedb.Blob
 	if err := s.View(ctx, func(tx leasedb.Tx) error {
 		var err error
-		b, err = tx.Blob(ctx, "a", "c", name, leasedb.LockNone)
+		b, err = tx.Blob(ctx, account, "c", name, leasedb.LockNone)
 		return err
 	}); err != nil {
 		t.Fatal(err)

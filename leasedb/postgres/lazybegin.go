@@ -45,10 +45,11 @@ type lazyTx struct {
 	// COMMIT), held here so that it costs no allocations of its own
 	// (pgx's Batch.Queue allocates each query and grows the batch's
 	// slice). One batch at a time: each is closed before the next.
+	// The one-round-trip Put Blob (onetrip.go) sends four.
 	pair struct {
 		batch pgx.Batch
-		q     [2]pgx.QueuedQuery
-		ptrs  [2]*pgx.QueuedQuery
+		q     [maxSent]pgx.QueuedQuery
+		ptrs  [maxSent]*pgx.QueuedQuery
 	}
 }
 
@@ -76,11 +77,17 @@ func beginSQL(opts pgx.TxOptions) string {
 
 // pairBatch is the batch of the two queries (l.pair).
 func (l *lazyTx) pairBatch(sql1 string, args1 []any, sql2 string, args2 []any) *pgx.Batch {
+	return l.batchOf(&[maxSent]pairQuery{{sql1, args1}, {sql2, args2}}, 2)
+}
+
+// batchOf is the batch of q's first n queries (l.pair).
+func (l *lazyTx) batchOf(q *[maxSent]pairQuery, n int) *pgx.Batch {
 	p := &l.pair
-	p.q[0] = pgx.QueuedQuery{SQL: sql1, Arguments: args1}
-	p.q[1] = pgx.QueuedQuery{SQL: sql2, Arguments: args2}
-	p.ptrs = [2]*pgx.QueuedQuery{&p.q[0], &p.q[1]}
-	p.batch = pgx.Batch{QueuedQueries: p.ptrs[:]}
+	for i := range q[:n] {
+		p.q[i] = pgx.QueuedQuery{SQL: q[i].sql, Arguments: q[i].args}
+		p.ptrs[i] = &p.q[i]
+	}
+	p.batch = pgx.Batch{QueuedQueries: p.ptrs[:n]}
 	return &p.batch
 }
 

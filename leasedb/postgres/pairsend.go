@@ -62,7 +62,7 @@ type pairConn struct {
 	rowVals [][]byte
 	rows    pairRows
 	// cur is the pair's statements while it runs.
-	cur [2]*pairStmt
+	cur [maxSent]*pairStmt
 	// dataRow is the DataRow message pgconn's frontend decodes every
 	// row into (one per connection, returned by each Receive), nil until
 	// the first row.
@@ -213,10 +213,10 @@ type pairQuery struct {
 // pairResult is what a pair came to.
 type pairResult struct {
 	// failed is the index of the statement whose result did not
-	// arrive (0 or 1) when err is set: the one the server refused
-	// (err a *pgconn.PgError, the next one skipped), or the one being
-	// read when the connection failed (1 when both results arrived
-	// but the end of the pair did not).
+	// arrive (0 to n-1) when err is set: the one the server refused
+	// (err a *pgconn.PgError, the ones after it skipped), or the one
+	// being read when the connection failed (n-1 when every result
+	// arrived but the end of the pair did not).
 	failed int
 	err    error
 	// rolledBack: the last statement's command tag is ROLLBACK (a
@@ -252,17 +252,21 @@ func (e *errSent) SafeToRetry() bool { return false }
 // prepared yet: a failure there returns failed 1 when q[1]'s prepare
 // failed (q[0] did not run either), with errPrepare.
 func (p *pairConn) sendPair(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, batch *pgx.Batch, q [2]pairQuery) (res pairResult) {
-	return p.send(ctx, tracer, watch, deadline, batch, q, 2)
+	return p.send(ctx, tracer, watch, deadline, batch, [maxSent]pairQuery{q[0], q[1]}, 2)
 }
 
 // sendOne runs q alone, as sendPair runs a pair (failed is 0 when err is
 // set; rolledBack is q's tag).
 func (p *pairConn) sendOne(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, q pairQuery) (res pairResult) {
-	return p.send(ctx, tracer, watch, deadline, nil, [2]pairQuery{q}, 1)
+	return p.send(ctx, tracer, watch, deadline, nil, [maxSent]pairQuery{q}, 1)
 }
 
-// send runs the first n (1 or 2) queries of q.
-func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, batch *pgx.Batch, q [2]pairQuery, n int) (res pairResult) {
+// maxSent is the most queries one send writes: BEGIN, two statements and
+// COMMIT (the one-round-trip Put Blob, onetrip.go).
+const maxSent = 4
+
+// send runs the first n (1 to maxSent) queries of q in one round trip.
+func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool, deadline time.Time, batch *pgx.Batch, q [maxSent]pairQuery, n int) (res pairResult) {
 	if tracer != nil {
 		ctx = tracer.TraceBatchStart(ctx, p.conn, pgx.TraceBatchStartData{Batch: batch})
 		for _, qq := range q[:n] {
@@ -270,7 +274,7 @@ func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool,
 		}
 		defer func() { tracer.TraceBatchEnd(ctx, p.conn, pgx.TraceBatchEndData{Err: res.err}) }()
 	}
-	var sts [2]*pairStmt
+	var sts [maxSent]*pairStmt
 	for i, qq := range q[:n] {
 		st := p.cached(qq.sql)
 		if st == nil {
@@ -318,7 +322,7 @@ func (p *pairConn) send(ctx context.Context, tracer pgx.BatchTracer, watch bool,
 	}
 	p.cur = sts
 	res = p.exchange(pc, nc, n)
-	p.cur = [2]*pairStmt{}
+	p.cur = [maxSent]*pairStmt{}
 	if planChanged(res.err) {
 		closeNow(pc)
 	}

@@ -71,6 +71,9 @@ type Store struct {
 	// clockOffset is added to the clock every transaction reads
 	// (SetClockOffset, tests only).
 	clockOffset atomic.Int64
+	// noOneTrip turns the one-round-trip Put Blob off (tests of the
+	// few-statement path's statements only).
+	noOneTrip atomic.Bool
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or a
@@ -159,7 +162,8 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	defer conn.Release()
 	// BEGIN goes with the transaction's first statement (lazyTx).
 	ptx := newLazyTx(conn.Conn(), opts, s.tracer)
-	t := &tx{Tx: sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{ptx}}, tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load())}
+	t := &tx{Tx: sqlq.Tx[pgtype.Timestamptz]{D: &driver, Q: txQuerier{ptx}}, tx: ptx, readOnly: readOnly, offset: time.Duration(s.clockOffset.Load()),
+		noOneTrip: s.noOneTrip.Load()}
 	done := false
 	defer func() {
 		if !done && !t.committed { // fn panicked
@@ -478,10 +482,11 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 type tx struct {
 	sqlq.Tx[pgtype.Timestamptz] // the Tx methods both drivers share
 	// offset is the Store's clockOffset when the transaction began.
-	offset   time.Duration
-	tx       *lazyTx
-	readOnly bool
-	now      time.Time
+	offset    time.Duration
+	noOneTrip bool // the Store's noOneTrip
+	tx        *lazyTx
+	readOnly  bool
+	now       time.Time
 	// account is the account of the first container a read-write
 	// transaction reads; settings, once read, are its account_settings,
 	// read with the clock in one statement (Now), so a write that needs

@@ -51,13 +51,23 @@ func PutBlob(placeholder func(n int) string) string { return PutBlobWith(placeho
 // PutBlobWith is PutBlob with one more column of a dialect's own, col,
 // written from the expression val on insert and on update ("": none).
 func PutBlobWith(placeholder func(n int) string, col, val string) string {
-	var cols, vals, set string
+	var cols, vals string
 	if col != "" {
-		cols, vals, set = ", "+col, ", "+val, ", "+col+" = excluded."+col
+		cols, vals = ", "+col, ", "+val
 	}
 	return `INSERT INTO blobs (` + BlobCols + cols + `)
 		VALUES (` + Placeholders(placeholder, blobColCount) + vals + `)
-		ON CONFLICT (account, container, name) DO UPDATE SET
+		` + PutBlobConflict(col)
+}
+
+// PutBlobConflict is PutBlobWith's ON CONFLICT clause: every column of the
+// row but its key set from the proposed row (and col, unless "").
+func PutBlobConflict(col string) string {
+	var set string
+	if col != "" {
+		set = ", " + col + " = excluded." + col
+	}
+	return `ON CONFLICT (account, container, name) DO UPDATE SET
 			blob_type = excluded.blob_type, etag = excluded.etag, created = excluded.created,
 			last_modified = excluded.last_modified, size = excluded.size,
 			content_type = excluded.content_type, content_encoding = excluded.content_encoding,

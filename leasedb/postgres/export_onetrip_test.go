@@ -1,0 +1,9 @@
+package postgres
+
+// ContainerLockKey is the container's advisory lock key, for the tests
+// that hold it as Delete Container does.
+var ContainerLockKey = containerLockKey
+
+// NoOneTrip turns s's one-round-trip Put Blob off, for the tests of the
+// few-statement path's statements.
+func NoOneTrip(s *Store) { s.noOneTrip.Store(true) }
