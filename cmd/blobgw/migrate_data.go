@@ -27,6 +27,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -597,6 +598,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	dc := dst.NewContainerClient(j.container)
 	db := dc.NewBlobClient(j.name)
 	var have *blob.BlobType // the destination's type; nil: no blob there
+	// Every write is conditional on the destination found here (If-Match
+	// its ETag, If-None-Match: * when there is none), so that a blob the
+	// applications write at the gateway meanwhile is never replaced.
+	cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}}
 	if props, err := db.GetProperties(ctx, nil); err == nil {
 		if importDone(props, j, want) {
 			if err := touchUp(ctx, db, props, j, tier); err != nil {
@@ -604,8 +609,13 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 			}
 			return true, sealLike(ctx, dc.NewAppendBlobClient(j.name), props.IsSealed, j)
 		}
+		if why := notImported(props); why != "" {
+			note("%s/%s: %s; kept as it is, not overwritten (delete it at the destination to have the source's copied)", j.container, j.name, why)
+			return true, nil
+		}
 		t := typeOf(props.BlobType)
 		have = &t
+		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}
 	} else if !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return false, fmt.Errorf("destination properties: %w", err)
 	}
@@ -632,9 +642,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		// An earlier import (append blobs used to arrive as block blobs)
 		// or someone else left a blob of another type, which Put Block
 		// List and Append Block refuse (409 InvalidBlobType): remove it.
-		if _, err := db.Delete(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		if _, err := db.Delete(ctx, &blob.DeleteOptions{AccessConditions: cond}); err != nil {
 			return false, fmt.Errorf("replace the destination's %s: %w", *have, err)
 		}
+		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}}
 	}
 	md := map[string]*string{}
 	for k, v := range j.metadata {
@@ -661,14 +672,14 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	read := func() int64 { return cr.n }
 	switch want {
 	case blob.BlobTypeAppendBlob:
-		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags)
+		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags, cond)
 		sum = cr.h.Sum(nil) // also when the body ended early: the size check below says so
 	case blob.BlobTypePageBlob:
 		var n int64
-		sum, n, err = importPages(ctx, src.NewContainerClient(j.container).NewPageBlobClient(j.name), dc.NewPageBlobClient(j.name), j, *headers, md, p)
+		sum, n, err = importPages(ctx, src.NewContainerClient(j.container).NewPageBlobClient(j.name), dc.NewPageBlobClient(j.name), j, *headers, md, cond, p)
 		read = func() int64 { return n }
 	default:
-		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags}
+		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags, AccessConditions: cond}
 		if tier != "" {
 			opts.AccessTier = &tier
 		}
@@ -731,10 +742,11 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 // checks, and its offset as x-ms-blob-condition-appendpos, so a block the
 // SDK resends after a lost answer is refused (412
 // AppendPositionConditionNotMet) rather than written twice; the copy then
-// fails and a rerun starts it over. Content-MD5 is left for the caller.
-func appendAll(ctx context.Context, ab *appendblob.Client, r io.Reader, headers blob.HTTPHeaders, md map[string]*string, tags map[string]string) error {
+// fails and a rerun starts it over. Content-MD5 is left for the caller;
+// cond is the condition of the Put Blob.
+func appendAll(ctx context.Context, ab *appendblob.Client, r io.Reader, headers blob.HTTPHeaders, md map[string]*string, tags map[string]string, cond *blob.AccessConditions) error {
 	headers.BlobContentMD5 = nil
-	if _, err := ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: tags}); err != nil {
+	if _, err := ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: tags, AccessConditions: cond}); err != nil {
 		return fmt.Errorf("create append blob: %w", err)
 	}
 	buf := make([]byte, appendBlockSize)
@@ -770,6 +782,18 @@ func importDone(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) 
 		props.ContentLength != nil && *props.ContentLength == j.size &&
 		props.ContentMD5 != nil && (j.md5 == nil || bytes.Equal(props.ContentMD5, j.md5)) &&
 		metaValue(props.Metadata, importETagKey) == j.etag
+}
+
+// notImported says why a destination blob that is no finished copy of j
+// is not the import's to replace ("" when it is): it has no import marker,
+// so no import wrote it (an application did, at the gateway, after the
+// cutover, say). A copy an interrupted run left, a blob of another type an
+// import left, or a copy of an older source version carry the marker.
+func notImported(props blob.GetPropertiesResponse) string {
+	if metaValue(props.Metadata, importETagKey) == "" {
+		return "the destination blob was not written by an import (no " + importETagKey + " metadata)"
+	}
+	return ""
 }
 
 // touchUp brings a finished copy up to date with what changes on the
