@@ -8,6 +8,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/blobgw/blobgw/internal/config"
 )
 
 // After the cutover the applications write to the gateway; the rerun the
@@ -62,4 +67,50 @@ func TestImportAzureConditionalWrite(t *testing.T) {
 	if got := readBlob(t, dst.client, "logs", "a.log"); !bytes.Equal(got, []byte("raced in")) {
 		t.Errorf("logs/a.log = %q after the rerun", got)
 	}
+}
+
+// A container's public access level and stored access policies survive the
+// import: anonymous reads and SAS tokens naming a policy (si) keep working
+// at the gateway. A source that will not hand the policies out (Get
+// Container ACL takes Shared Key, not a SAS) is named, not ignored.
+func TestImportAzureContainerAccess(t *testing.T) {
+	ctx := context.Background()
+	src := newMigGateway(t, nil)
+	start, expiry := time.Now().Add(-time.Hour).UTC().Truncate(time.Second), time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	policy := []*container.SignedIdentifier{{ID: to.Ptr("readers"), AccessPolicy: &container.AccessPolicy{
+		Start: &start, Expiry: &expiry, Permission: to.Ptr("rl")}}}
+	if _, err := src.client.CreateContainer(ctx, "pub", &container.CreateOptions{Access: to.Ptr(container.PublicAccessTypeBlob)}); err != nil {
+		t.Fatal(err)
+	}
+	sc := src.client.ServiceClient().NewContainerClient("pub")
+	if _, err := sc.SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{Access: to.Ptr(container.PublicAccessTypeBlob), ContainerACL: policy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.client.UploadBuffer(ctx, "pub", "logo.png", []byte("png"), nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(dst *migGateway, wantPolicies bool) {
+		t.Helper()
+		got, err := dst.client.ServiceClient().NewContainerClient("pub").GetAccessPolicy(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.BlobPublicAccess == nil || *got.BlobPublicAccess != container.PublicAccessTypeBlob {
+			t.Errorf("destination public access %v, want blob", got.BlobPublicAccess)
+		}
+		if n := len(got.SignedIdentifiers); wantPolicies && (n != 1 || deref(got.SignedIdentifiers[0].ID) != "readers" ||
+			deref(got.SignedIdentifiers[0].AccessPolicy.Permission) != "rl") {
+			t.Errorf("destination stored access policies %d, want the source's one", n)
+		}
+	}
+	// An account SAS: the public access level, and a note for the policies.
+	dst := newMigGateway(t, nil)
+	runCLI(t, nil, "import", "azure", "--source-url", src.accountSAS(t), "--dest-url", dst.url).
+		ok(t, "copied 1, skipped 0, failed 0", "pub: the source's stored access policies")
+	check(dst, false)
+	// Shared Key: the policies too.
+	dst2 := newMigGateway(t, nil)
+	runCLI(t, nil, "import", "azure", "--source-url", src.url, "--source-account", config.DevAccountName, "--source-key", config.DevAccountKey, "--dest-url", dst2.url).
+		ok(t, "copied 1, skipped 0, failed 0")
+	check(dst2, true)
 }

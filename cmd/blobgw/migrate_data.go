@@ -233,26 +233,28 @@ type listOpts struct {
 
 // listJobs returns the source of the blobs of the containers to copy,
 // calling onContainer first for each container.
-func listJobs(svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error) jobSource {
+func listJobs(svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string, access *container.PublicAccessType) error) jobSource {
 	return func(ctx context.Context, emit func(migJob) error) error {
 		return listJobsTo(ctx, svc, only, o, onContainer, emit)
 	}
 }
 
-func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error, emit func(migJob) error) error {
+func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string, access *container.PublicAccessType) error, emit func(migJob) error) error {
 	type cont struct {
-		name string
-		md   map[string]*string
+		name   string
+		md     map[string]*string
+		access *container.PublicAccessType // x-ms-blob-public-access; nil: private
 	}
 	var conts []cont
 	if only != "" {
 		var md map[string]*string
+		var access *container.PublicAccessType
 		if p, err := svc.NewContainerClient(only).GetProperties(ctx, nil); err == nil {
-			md = p.Metadata
+			md, access = p.Metadata, p.BlobPublicAccess
 		} else if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			return fmt.Errorf("container %s: not found", only)
 		}
-		conts = append(conts, cont{only, md})
+		conts = append(conts, cont{only, md, access})
 	} else {
 		pager := svc.NewListContainersPager(&service.ListContainersOptions{Include: service.ListContainersInclude{Metadata: true}})
 		for pager.More() {
@@ -261,14 +263,18 @@ func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpt
 				return fmt.Errorf("list containers: %w", err)
 			}
 			for _, it := range page.ContainerItems {
-				conts = append(conts, cont{*it.Name, it.Metadata})
+				var access *container.PublicAccessType
+				if it.Properties != nil {
+					access = it.Properties.PublicAccess
+				}
+				conts = append(conts, cont{*it.Name, it.Metadata, access})
 			}
 		}
 	}
 	tl := &tagListing{on: o.tags, noTags: o.noTags}
 	for _, ct := range conts {
 		if onContainer != nil {
-			if err := onContainer(ct.name, ct.md); err != nil {
+			if err := onContainer(ct.name, ct.md, ct.access); err != nil {
 				return err
 			}
 		}
@@ -572,16 +578,48 @@ func importAzure(c *cli.Context) error {
 	}
 	out := &syncWriter{w: c.App.ErrWriter}
 	note := func(format string, args ...any) { fmt.Fprintf(out, "import: "+format+"\n", args...) }
-	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }}, func(name string, md map[string]*string) error {
-		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md})
+	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }}, func(name string, md map[string]*string, access *container.PublicAccessType) error {
+		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md, Access: access})
 		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create container %s: %w", name, err)
 		}
-		return nil
+		return copyAccessPolicies(ctx, name, src.NewContainerClient(name), dst.NewContainerClient(name), note)
 	})
 	return runJobs(ctx, out, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
 		return importOne(ctx, src, dst, j, p, note)
 	})
+}
+
+// copyAccessPolicies gives the destination container the source's stored
+// access policies (Get / Set Container ACL), which SAS tokens name (si),
+// when it has none: a container an earlier run created is finished by a
+// rerun, and policies set at the gateway are left alone. A source that
+// refuses Get Container ACL (it takes Shared Key: a SAS may not read it)
+// is named by note, since its policies are not copied.
+func copyAccessPolicies(ctx context.Context, name string, sc, dc *container.Client, note func(string, ...any)) error {
+	sp, err := sc.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized) {
+			note("%s: the source's stored access policies cannot be read (%d %s: Get Container ACL takes the account key); not copied: SAS tokens naming one (si) fail at the gateway until it is set there (Set Container ACL)", name, re.StatusCode, re.ErrorCode)
+			return nil
+		}
+		return fmt.Errorf("source container access policies: %w", err)
+	}
+	if len(sp.SignedIdentifiers) == 0 {
+		return nil
+	}
+	dp, err := dc.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("destination container access policies: %w", err)
+	}
+	if len(dp.SignedIdentifiers) > 0 {
+		return nil
+	}
+	if _, err := dc.SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{Access: dp.BlobPublicAccess, ContainerACL: sp.SignedIdentifiers}); err != nil {
+		return fmt.Errorf("set container access policies: %w", err)
+	}
+	return nil
 }
 
 // importOne copies one blob, or finds it copied already. Block blobs go
