@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/blobgw/blobgw/internal/config"
 )
 
@@ -113,4 +116,30 @@ func TestImportAzureContainerAccess(t *testing.T) {
 	runCLI(t, nil, "import", "azure", "--source-url", src.url, "--source-account", config.DevAccountName, "--source-key", config.DevAccountKey, "--dest-url", dst2.url).
 		ok(t, "copied 1, skipped 0, failed 0")
 	check(dst2, true)
+}
+
+// Blob index tags leave with the blob as S3 object tags.
+func TestExportS3Tags(t *testing.T) {
+	ctx := context.Background()
+	bucket := startExportBucket(t)
+	src := newMigGateway(t, nil)
+	if _, err := src.client.CreateContainer(ctx, "tagged", nil); err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]string{"project": "x y", "n": "1"}
+	if _, err := src.client.UploadBuffer(ctx, "tagged", "a.txt", []byte("a"), &blockblob.UploadBufferOptions{Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, nil, bucket.exportArgs(src)...).ok(t, "copied 1, skipped 0, failed 0")
+	got, err := bucket.srv.Client().GetObjectTagging(ctx, &awss3.GetObjectTaggingInput{Bucket: &bucket.cfg.Bucket, Key: to.Ptr("gw/tagged/a.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]string{}
+	for _, tg := range got.TagSet {
+		have[deref(tg.Key)] = deref(tg.Value)
+	}
+	if !maps.Equal(have, tags) {
+		t.Errorf("object tags %v, want the blob's %v", have, tags)
+	}
 }

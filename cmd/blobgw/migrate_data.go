@@ -15,9 +15,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -967,10 +970,11 @@ func exportS3(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs := listJobs(src, only, listOpts{}, nil)
+	out := &syncWriter{w: c.App.ErrWriter}
+	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { fmt.Fprintf(out, "export: %s\n", reason) }}, nil)
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 2 })
 	bucket, prefix := c.String("bucket"), c.String("prefix")
-	return runJobs(ctx, c.App.ErrWriter, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
+	return runJobs(ctx, out, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
 		return exportOne(ctx, src, client, up, bucket, prefix+j.container+"/"+j.name, j, p)
 	})
 }
@@ -1009,7 +1013,7 @@ func exportOne(ctx context.Context, src *service.Client, client *awss3.Client, u
 	_, err = up.Upload(ctx, &awss3.PutObjectInput{
 		Bucket: &bucket, Key: &key, Body: cr, Metadata: md,
 		ContentType: pr.ContentType, ContentEncoding: pr.ContentEncoding, ContentLanguage: pr.ContentLanguage,
-		ContentDisposition: pr.ContentDisposition, CacheControl: pr.CacheControl,
+		ContentDisposition: pr.ContentDisposition, CacheControl: pr.CacheControl, Tagging: s3Tagging(j.tags),
 	})
 	if err != nil {
 		p.bytes.Add(-cr.n)
@@ -1030,4 +1034,21 @@ func exportOne(ctx context.Context, src *service.Client, client *awss3.Client, u
 		return false, fmt.Errorf("verify: object size %v, source %d", got.ContentLength, j.size)
 	}
 	return false, nil
+}
+
+// s3Tagging is the x-amz-tagging value (URL query form) carrying a blob's
+// index tags as the object's tags; nil for none.
+func s3Tagging(tags map[string]string) *string {
+	if len(tags) == 0 {
+		return nil
+	}
+	esc := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(esc(k) + "=" + esc(tags[k]))
+	}
+	return aws.String(b.String())
 }
