@@ -232,6 +232,9 @@ type listOpts struct {
 	// noTags is called (once a run) when the source does not hand out
 	// the tags: the listing goes on without them.
 	noTags func(reason string)
+	// noProps, when set, is told the container whose properties
+	// (metadata, public access level) the source would not hand out.
+	noProps func(container string, err error)
 }
 
 // listJobs returns the source of the blobs of the containers to copy,
@@ -256,6 +259,8 @@ func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpt
 			md, access = p.Metadata, p.BlobPublicAccess
 		} else if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			return fmt.Errorf("container %s: not found", only)
+		} else if o.noProps != nil {
+			o.noProps(only, err)
 		}
 		conts = append(conts, cont{only, md, access})
 	} else {
@@ -581,7 +586,15 @@ func importAzure(c *cli.Context) error {
 	}
 	out := &syncWriter{w: c.App.ErrWriter}
 	note := func(format string, args ...any) { fmt.Fprintf(out, "import: "+format+"\n", args...) }
-	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }}, func(name string, md map[string]*string, access *container.PublicAccessType) error {
+	lo := listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }, noProps: func(name string, err error) {
+		code := err.Error()
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			code = fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode)
+		}
+		note("%s: the source container's properties cannot be read (%s; a container SAS may not read them); its metadata and public access level are not copied", name, code)
+	}}
+	jobs := listJobs(src, only, lo, func(name string, md map[string]*string, access *container.PublicAccessType) error {
 		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md, Access: access})
 		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create container %s: %w", name, err)
