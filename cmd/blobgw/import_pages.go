@@ -28,11 +28,12 @@ var zeroPages = make([]byte, 64<<10)
 // source that changes during the copy fails it. Content-MD5 is left for
 // the caller (it marks a finished copy). It returns the MD5 of the blob as
 // Get Blob serves it (zeros for the holes) and how many of its bytes were
-// accounted for (j.size when complete).
-func importPages(ctx context.Context, sb, db *pageblob.Client, j migJob, headers blob.HTTPHeaders, md map[string]*string, p *progress) ([]byte, int64, error) {
+// accounted for (j.size when complete). dcond is the condition of the
+// destination's Put Blob.
+func importPages(ctx context.Context, sb, db *pageblob.Client, j migJob, headers blob.HTTPHeaders, md map[string]*string, dcond *blob.AccessConditions, p *progress) ([]byte, int64, error) {
 	headers.BlobContentMD5 = nil
 	if _, err := db.Create(ctx, j.size, &pageblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: j.tags,
-		SequenceNumber: j.props.BlobSequenceNumber}); err != nil {
+		SequenceNumber: j.props.BlobSequenceNumber, AccessConditions: dcond}); err != nil {
 		return nil, 0, fmt.Errorf("create page blob: %w", err)
 	}
 	etag := azcore.ETag(j.etag)

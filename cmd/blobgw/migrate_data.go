@@ -15,9 +15,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +30,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -228,30 +232,37 @@ type listOpts struct {
 	// noTags is called (once a run) when the source does not hand out
 	// the tags: the listing goes on without them.
 	noTags func(reason string)
+	// noProps, when set, is told the container whose properties
+	// (metadata, public access level) the source would not hand out.
+	noProps func(container string, err error)
 }
 
 // listJobs returns the source of the blobs of the containers to copy,
 // calling onContainer first for each container.
-func listJobs(svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error) jobSource {
+func listJobs(svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string, access *container.PublicAccessType) error) jobSource {
 	return func(ctx context.Context, emit func(migJob) error) error {
 		return listJobsTo(ctx, svc, only, o, onContainer, emit)
 	}
 }
 
-func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string) error, emit func(migJob) error) error {
+func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpts, onContainer func(name string, md map[string]*string, access *container.PublicAccessType) error, emit func(migJob) error) error {
 	type cont struct {
-		name string
-		md   map[string]*string
+		name   string
+		md     map[string]*string
+		access *container.PublicAccessType // x-ms-blob-public-access; nil: private
 	}
 	var conts []cont
 	if only != "" {
 		var md map[string]*string
+		var access *container.PublicAccessType
 		if p, err := svc.NewContainerClient(only).GetProperties(ctx, nil); err == nil {
-			md = p.Metadata
+			md, access = p.Metadata, p.BlobPublicAccess
 		} else if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			return fmt.Errorf("container %s: not found", only)
+		} else if o.noProps != nil {
+			o.noProps(only, err)
 		}
-		conts = append(conts, cont{only, md})
+		conts = append(conts, cont{only, md, access})
 	} else {
 		pager := svc.NewListContainersPager(&service.ListContainersOptions{Include: service.ListContainersInclude{Metadata: true}})
 		for pager.More() {
@@ -260,14 +271,18 @@ func listJobsTo(ctx context.Context, svc *service.Client, only string, o listOpt
 				return fmt.Errorf("list containers: %w", err)
 			}
 			for _, it := range page.ContainerItems {
-				conts = append(conts, cont{*it.Name, it.Metadata})
+				var access *container.PublicAccessType
+				if it.Properties != nil {
+					access = it.Properties.PublicAccess
+				}
+				conts = append(conts, cont{*it.Name, it.Metadata, access})
 			}
 		}
 	}
 	tl := &tagListing{on: o.tags, noTags: o.noTags}
 	for _, ct := range conts {
 		if onContainer != nil {
-			if err := onContainer(ct.name, ct.md); err != nil {
+			if err := onContainer(ct.name, ct.md, ct.access); err != nil {
 				return err
 			}
 		}
@@ -571,16 +586,56 @@ func importAzure(c *cli.Context) error {
 	}
 	out := &syncWriter{w: c.App.ErrWriter}
 	note := func(format string, args ...any) { fmt.Fprintf(out, "import: "+format+"\n", args...) }
-	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }}, func(name string, md map[string]*string) error {
-		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md})
+	lo := listOpts{tags: true, noTags: func(reason string) { note("%s", reason) }, noProps: func(name string, err error) {
+		code := err.Error()
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			code = fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode)
+		}
+		note("%s: the source container's properties cannot be read (%s; a container SAS may not read them); its metadata and public access level are not copied", name, code)
+	}}
+	jobs := listJobs(src, only, lo, func(name string, md map[string]*string, access *container.PublicAccessType) error {
+		_, err := dst.NewContainerClient(name).Create(ctx, &container.CreateOptions{Metadata: md, Access: access})
 		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create container %s: %w", name, err)
 		}
-		return nil
+		return copyAccessPolicies(ctx, name, src.NewContainerClient(name), dst.NewContainerClient(name), note)
 	})
 	return runJobs(ctx, out, "import", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
 		return importOne(ctx, src, dst, j, p, note)
 	})
+}
+
+// copyAccessPolicies gives the destination container the source's stored
+// access policies (Get / Set Container ACL), which SAS tokens name (si),
+// when it has none: a container an earlier run created is finished by a
+// rerun, and policies set at the gateway are left alone. A source that
+// refuses Get Container ACL (it takes Shared Key: a SAS may not read it)
+// is named by note, since its policies are not copied.
+func copyAccessPolicies(ctx context.Context, name string, sc, dc *container.Client, note func(string, ...any)) error {
+	sp, err := sc.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized) {
+			note("%s: the source's stored access policies cannot be read (%d %s: Get Container ACL takes the account key); not copied: SAS tokens naming one (si) fail at the gateway until it is set there (Set Container ACL)", name, re.StatusCode, re.ErrorCode)
+			return nil
+		}
+		return fmt.Errorf("source container access policies: %w", err)
+	}
+	if len(sp.SignedIdentifiers) == 0 {
+		return nil
+	}
+	dp, err := dc.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("destination container access policies: %w", err)
+	}
+	if len(dp.SignedIdentifiers) > 0 {
+		return nil
+	}
+	if _, err := dc.SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{Access: dp.BlobPublicAccess, ContainerACL: sp.SignedIdentifiers}); err != nil {
+		return fmt.Errorf("set container access policies: %w", err)
+	}
+	return nil
 }
 
 // importOne copies one blob, or finds it copied already. Block blobs go
@@ -597,6 +652,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	dc := dst.NewContainerClient(j.container)
 	db := dc.NewBlobClient(j.name)
 	var have *blob.BlobType // the destination's type; nil: no blob there
+	// Every write is conditional on the destination found here (If-Match
+	// its ETag, If-None-Match: * when there is none), so that a blob the
+	// applications write at the gateway meanwhile is never replaced.
+	cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}}
 	if props, err := db.GetProperties(ctx, nil); err == nil {
 		if importDone(props, j, want) {
 			if err := touchUp(ctx, db, props, j, tier); err != nil {
@@ -604,8 +663,13 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 			}
 			return true, sealLike(ctx, dc.NewAppendBlobClient(j.name), props.IsSealed, j)
 		}
+		if why := notImported(props); why != "" {
+			note("%s/%s: %s; kept as it is, not overwritten (delete it at the destination to have the source's copied)", j.container, j.name, why)
+			return true, nil
+		}
 		t := typeOf(props.BlobType)
 		have = &t
+		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}
 	} else if !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return false, fmt.Errorf("destination properties: %w", err)
 	}
@@ -632,9 +696,10 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 		// An earlier import (append blobs used to arrive as block blobs)
 		// or someone else left a blob of another type, which Put Block
 		// List and Append Block refuse (409 InvalidBlobType): remove it.
-		if _, err := db.Delete(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		if _, err := db.Delete(ctx, &blob.DeleteOptions{AccessConditions: cond}); err != nil {
 			return false, fmt.Errorf("replace the destination's %s: %w", *have, err)
 		}
+		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}}
 	}
 	md := map[string]*string{}
 	for k, v := range j.metadata {
@@ -661,14 +726,14 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 	read := func() int64 { return cr.n }
 	switch want {
 	case blob.BlobTypeAppendBlob:
-		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags)
+		err = appendAll(ctx, dc.NewAppendBlobClient(j.name), cr, *headers, md, j.tags, cond)
 		sum = cr.h.Sum(nil) // also when the body ended early: the size check below says so
 	case blob.BlobTypePageBlob:
 		var n int64
-		sum, n, err = importPages(ctx, src.NewContainerClient(j.container).NewPageBlobClient(j.name), dc.NewPageBlobClient(j.name), j, *headers, md, p)
+		sum, n, err = importPages(ctx, src.NewContainerClient(j.container).NewPageBlobClient(j.name), dc.NewPageBlobClient(j.name), j, *headers, md, cond, p)
 		read = func() int64 { return n }
 	default:
-		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags}
+		opts := &blockblob.UploadStreamOptions{BlockSize: migrateBlockSize, Concurrency: 2, HTTPHeaders: headers, Metadata: md, Tags: j.tags, AccessConditions: cond}
 		if tier != "" {
 			opts.AccessTier = &tier
 		}
@@ -731,10 +796,11 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 // checks, and its offset as x-ms-blob-condition-appendpos, so a block the
 // SDK resends after a lost answer is refused (412
 // AppendPositionConditionNotMet) rather than written twice; the copy then
-// fails and a rerun starts it over. Content-MD5 is left for the caller.
-func appendAll(ctx context.Context, ab *appendblob.Client, r io.Reader, headers blob.HTTPHeaders, md map[string]*string, tags map[string]string) error {
+// fails and a rerun starts it over. Content-MD5 is left for the caller;
+// cond is the condition of the Put Blob.
+func appendAll(ctx context.Context, ab *appendblob.Client, r io.Reader, headers blob.HTTPHeaders, md map[string]*string, tags map[string]string, cond *blob.AccessConditions) error {
 	headers.BlobContentMD5 = nil
-	if _, err := ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: tags}); err != nil {
+	if _, err := ab.Create(ctx, &appendblob.CreateOptions{HTTPHeaders: &headers, Metadata: md, Tags: tags, AccessConditions: cond}); err != nil {
 		return fmt.Errorf("create append blob: %w", err)
 	}
 	buf := make([]byte, appendBlockSize)
@@ -770,6 +836,18 @@ func importDone(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) 
 		props.ContentLength != nil && *props.ContentLength == j.size &&
 		props.ContentMD5 != nil && (j.md5 == nil || bytes.Equal(props.ContentMD5, j.md5)) &&
 		metaValue(props.Metadata, importETagKey) == j.etag
+}
+
+// notImported says why a destination blob that is no finished copy of j
+// is not the import's to replace ("" when it is): it has no import marker,
+// so no import wrote it (an application did, at the gateway, after the
+// cutover, say). A copy an interrupted run left, a blob of another type an
+// import left, or a copy of an older source version carry the marker.
+func notImported(props blob.GetPropertiesResponse) string {
+	if metaValue(props.Metadata, importETagKey) == "" {
+		return "the destination blob was not written by an import (no " + importETagKey + " metadata)"
+	}
+	return ""
 }
 
 // touchUp brings a finished copy up to date with what changes on the
@@ -905,10 +983,11 @@ func exportS3(c *cli.Context) error {
 	if only == "" {
 		only = srcCont
 	}
-	jobs := listJobs(src, only, listOpts{}, nil)
+	out := &syncWriter{w: c.App.ErrWriter}
+	jobs := listJobs(src, only, listOpts{tags: true, noTags: func(reason string) { fmt.Fprintf(out, "export: %s\n", reason) }}, nil)
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 2 })
 	bucket, prefix := c.String("bucket"), c.String("prefix")
-	return runJobs(ctx, c.App.ErrWriter, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
+	return runJobs(ctx, out, "export", c.Int("parallel"), jobs, func(ctx context.Context, j migJob, p *progress) (bool, error) {
 		return exportOne(ctx, src, client, up, bucket, prefix+j.container+"/"+j.name, j, p)
 	})
 }
@@ -947,7 +1026,7 @@ func exportOne(ctx context.Context, src *service.Client, client *awss3.Client, u
 	_, err = up.Upload(ctx, &awss3.PutObjectInput{
 		Bucket: &bucket, Key: &key, Body: cr, Metadata: md,
 		ContentType: pr.ContentType, ContentEncoding: pr.ContentEncoding, ContentLanguage: pr.ContentLanguage,
-		ContentDisposition: pr.ContentDisposition, CacheControl: pr.CacheControl,
+		ContentDisposition: pr.ContentDisposition, CacheControl: pr.CacheControl, Tagging: s3Tagging(j.tags),
 	})
 	if err != nil {
 		p.bytes.Add(-cr.n)
@@ -968,4 +1047,21 @@ func exportOne(ctx context.Context, src *service.Client, client *awss3.Client, u
 		return false, fmt.Errorf("verify: object size %v, source %d", got.ContentLength, j.size)
 	}
 	return false, nil
+}
+
+// s3Tagging is the x-amz-tagging value (URL query form) carrying a blob's
+// index tags as the object's tags; nil for none.
+func s3Tagging(tags map[string]string) *string {
+	if len(tags) == 0 {
+		return nil
+	}
+	esc := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(esc(k) + "=" + esc(tags[k]))
+	}
+	return aws.String(b.String())
 }

@@ -305,8 +305,9 @@ func TestImportAzureContainerSAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCLI(t, nil, "import", "azure", "--source-url", src.url+"photos?"+qp.Encode(), "--dest-url", dst.url).
-		ok(t, "copied 3, skipped 0, failed 0")
-	// A container SAS cannot read container metadata, so only blobs are checked.
+		ok(t, "copied 3, skipped 0, failed 0", "photos: the source container's properties cannot be read")
+	// A container SAS cannot read container metadata (the run says so), so
+	// only blobs are checked.
 	checkImported(t, src, dst, blobs[:3])
 }
 
