@@ -192,14 +192,32 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 	if err := xml.Unmarshal(body, &set); err != nil {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	on := func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+	// A switch is on when it is xs:boolean true in any spelling ("1"
+	// too); one that is neither true nor false is refused as Azure
+	// refuses it.
+	var bad string
+	on := func(v string) bool {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "", "false", "0":
+			return false
+		case "true", "1":
+			return true
+		}
+		bad = v
+		return false
+	}
+	static := set.StaticWebsite != nil && on(set.StaticWebsite.Enabled)
+	logging := set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete))
+	metrics := set.HourMetrics != nil && on(set.HourMetrics.Enabled) || set.MinuteMetrics != nil && on(set.MinuteMetrics.Enabled)
 	switch {
-	case set.StaticWebsite != nil && on(set.StaticWebsite.Enabled):
+	case static:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Static website hosting (StaticWebsite Enabled=true) is not supported by this gateway.")
-	case set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete)):
+	case logging:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics logging is not supported by this gateway.")
-	case set.HourMetrics != nil && on(set.HourMetrics.Enabled), set.MinuteMetrics != nil && on(set.MinuteMetrics.Enabled):
+	case metrics:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics metrics are not supported by this gateway.")
+	case bad != "":
+		return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: %q is not a boolean.", bad)
 	}
 	return nil
 }

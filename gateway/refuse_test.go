@@ -323,6 +323,14 @@ func TestRefusedServiceProps(t *testing.T) {
 		{`<DefaultServiceVersion>2020-02-10</DefaultServiceVersion>`, true},
 		{`<ContainerDeleteRetentionPolicy><Enabled>true</Enabled></ContainerDeleteRetentionPolicy>`, true},
 		{`<Cors /><StaticWebsite><Enabled>true</Enabled></StaticWebsite>`, true},
+		// xs:boolean's other spellings of true turn them on as well (as
+		// DeleteRetentionPolicy's Enabled is read): never stored and
+		// ignored.
+		{`<StaticWebsite><Enabled>1</Enabled><IndexDocument>i.html</IndexDocument></StaticWebsite>`, true},
+		{`<Logging><Version>1.0</Version><Read>1</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`, true},
+		{`<HourMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></HourMetrics>`, true},
+		{`<MinuteMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></MinuteMetrics>`, true},
+		{`<StaticWebsite><Enabled>0</Enabled></StaticWebsite>`, false},
 	}
 	for _, tc := range tests {
 		err := gateway.RefuseServiceProps(head + tc.body + tail)
@@ -331,6 +339,16 @@ func TestRefusedServiceProps(t *testing.T) {
 			t.Errorf("%s: %v, want 400 UnsupportedXmlNode", tc.body, err)
 		case !tc.refuse && err != nil:
 			t.Errorf("%s: refused: %v", tc.body, err)
+		}
+	}
+	// A switch that is neither true nor false is no document Azure takes.
+	for _, body := range []string{
+		`<StaticWebsite><Enabled>yes</Enabled></StaticWebsite>`,
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>on</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>enabled</Enabled></HourMetrics>`,
+	} {
+		if err := gateway.RefuseServiceProps(head + body + tail); !svcerr.HasCode(err, svcerr.InvalidXmlDocument) {
+			t.Errorf("%s: %v, want 400 InvalidXmlDocument", body, err)
 		}
 	}
 }
