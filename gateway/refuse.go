@@ -180,10 +180,17 @@ var knownServiceElems = map[string]bool{
 // The same elements disabled, as SDKs and tools send them, stay accepted.
 // Elements outside the schema are refused rather than stored and echoed.
 func refuseServiceProps(body []byte, doc *propsDoc) error {
+	seen := map[string]bool{}
 	for _, e := range doc.Elems {
 		if !knownServiceElems[e.XMLName.Local] {
 			return svcerr.Newf(svcerr.UnsupportedXmlNode, "The element %s is not part of the Blob service properties.", e.XMLName.Local)
 		}
+		if seen[e.XMLName.Local] {
+			// Read once as two merged and stored as the last alone, a
+			// setting acted on would differ from the one answered.
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: the element %s appears twice.", e.XMLName.Local)
+		}
+		seen[e.XMLName.Local] = true
 		if e.XMLName.Local == "DefaultServiceVersion" && strings.TrimSpace(string(e.Inner)) != "" {
 			return svcerr.Newf(svcerr.UnsupportedXmlNode, "DefaultServiceVersion is not supported by this gateway.")
 		}
