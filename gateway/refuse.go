@@ -4,8 +4,10 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
@@ -156,13 +158,24 @@ func refuseHeaders(h http.Header) error {
 type serviceSettings struct {
 	Logging *struct {
 		Read, Write, Delete string
+		RetentionPolicy     *analyticsRetention
 	}
-	HourMetrics, MinuteMetrics *struct {
+	HourMetrics, MinuteMetrics *metricsSettings
+	StaticWebsite              *struct {
 		Enabled string
 	}
-	StaticWebsite *struct {
-		Enabled string
-	}
+}
+
+// metricsSettings is HourMetrics or MinuteMetrics.
+type metricsSettings struct {
+	Enabled         string
+	RetentionPolicy *analyticsRetention
+}
+
+// analyticsRetention is the RetentionPolicy of Logging, HourMetrics and
+// MinuteMetrics.
+type analyticsRetention struct {
+	Enabled, Days string
 }
 
 // knownServiceElems are the top-level elements of StorageServiceProperties
@@ -212,6 +225,26 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 		}
 		bad = v
 		return false
+	}
+	// Logging's and the metrics' RetentionPolicy are stored and answered
+	// (turning them on keeps nothing while logging and metrics are off),
+	// so they must be what Azure stores: Days from 1 to 365 when enabled.
+	var retention []*analyticsRetention
+	if set.Logging != nil {
+		retention = append(retention, set.Logging.RetentionPolicy)
+	}
+	for _, m := range []*metricsSettings{set.HourMetrics, set.MinuteMetrics} {
+		if m != nil {
+			retention = append(retention, m.RetentionPolicy)
+		}
+	}
+	for _, rp := range retention {
+		if rp == nil || !on(rp.Enabled) {
+			continue
+		}
+		if d, err := strconv.Atoi(strings.TrimSpace(rp.Days)); err != nil || d < 1 || d > leasedb.MaxRetentionDays {
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: RetentionPolicy Days must be from 1 to 365 when it is enabled.")
+		}
 	}
 	static := set.StaticWebsite != nil && on(set.StaticWebsite.Enabled)
 	logging := set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete))

@@ -331,6 +331,10 @@ func TestRefusedServiceProps(t *testing.T) {
 		{`<HourMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></HourMetrics>`, true},
 		{`<MinuteMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></MinuteMetrics>`, true},
 		{`<StaticWebsite><Enabled>0</Enabled></StaticWebsite>`, false},
+		// A retention policy is stored and answered while logging and
+		// metrics are off.
+		{`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled><Days>7</Days></RetentionPolicy></Logging>`, false},
+		{`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>true</Enabled><Days>365</Days></RetentionPolicy></MinuteMetrics>`, false},
 	}
 	for _, tc := range tests {
 		err := gateway.RefuseServiceProps(head + tc.body + tail)
@@ -346,6 +350,12 @@ func TestRefusedServiceProps(t *testing.T) {
 		`<StaticWebsite><Enabled>yes</Enabled></StaticWebsite>`,
 		`<Logging><Version>1.0</Version><Read>false</Read><Write>on</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`,
 		`<HourMetrics><Version>1.0</Version><Enabled>enabled</Enabled></HourMetrics>`,
+		// An enabled retention policy keeps 1 to 365 days.
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled><Days>999</Days></RetentionPolicy></Logging>`,
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>true</Enabled><Days>0</Days></RetentionPolicy></HourMetrics>`,
+		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>1</Enabled><Days>366</Days></RetentionPolicy></MinuteMetrics>`,
+		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>maybe</Enabled></RetentionPolicy></MinuteMetrics>`,
 	} {
 		if err := gateway.RefuseServiceProps(head + body + tail); !svcerr.HasCode(err, svcerr.InvalidXmlDocument) {
 			t.Errorf("%s: %v, want 400 InvalidXmlDocument", body, err)
