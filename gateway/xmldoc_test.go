@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,27 @@ func TestMalformedXMLBodies(t *testing.T) {
 	// are still one document.
 	resp, body := b.do(t, "PUT", "?restype=service&comp=properties", "\n<!-- c -->"+props+"\n<!-- end -->\n", nil)
 	wantStatus(t, resp, 202, "", "comments around the root: "+body)
+}
+
+// TestCORSMaxAgeInt32: a CORS rule's MaxAgeInSeconds is an Int32 (the SDKs
+// read it so): a larger one is 400 InvalidXmlDocument. It was stored, and
+// Get Blob Service Properties then answered a document the Azure SDK
+// cannot read.
+func TestCORSMaxAgeInt32(t *testing.T) {
+	b := setup(t, "sqlite")
+	rule := func(age string) string {
+		return `<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods>` +
+			`<AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>` + age + `</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`
+	}
+	resp, body := b.do(t, "PUT", "?restype=service&comp=properties", rule("2147483648"), nil)
+	wantStatus(t, resp, 400, "InvalidXmlDocument", "MaxAgeInSeconds 2^31: "+body)
+	resp, body = b.do(t, "PUT", "?restype=service&comp=properties", rule("2147483647"), nil)
+	wantStatus(t, resp, 202, "", "MaxAgeInSeconds 2^31-1: "+body)
+	props, err := b.client.ServiceClient().GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("the SDK cannot read the service properties: %v", err)
+	}
+	if len(props.CORS) != 1 || *props.CORS[0].MaxAgeInSeconds != 2147483647 {
+		t.Fatalf("CORS rules read back: %+v", props.CORS)
+	}
 }
