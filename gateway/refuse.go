@@ -168,8 +168,8 @@ type serviceSettings struct {
 
 // metricsSettings is HourMetrics or MinuteMetrics.
 type metricsSettings struct {
-	Enabled         string
-	RetentionPolicy *analyticsRetention
+	Enabled, IncludeAPIs string
+	RetentionPolicy      *analyticsRetention
 }
 
 // analyticsRetention is the RetentionPolicy of Logging, HourMetrics and
@@ -235,14 +235,20 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 	}
 	for _, m := range []*metricsSettings{set.HourMetrics, set.MinuteMetrics} {
 		if m != nil {
+			on(m.IncludeAPIs) // a boolean, stored and answered
 			retention = append(retention, m.RetentionPolicy)
 		}
 	}
 	for _, rp := range retention {
-		if rp == nil || !on(rp.Enabled) {
+		if rp == nil {
 			continue
 		}
-		if d, err := strconv.Atoi(strings.TrimSpace(rp.Days)); err != nil || d < 1 || d > leasedb.MaxRetentionDays {
+		days := strings.TrimSpace(rp.Days)
+		d, err := strconv.ParseInt(days, 10, 32)
+		switch {
+		case days != "" && err != nil:
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: RetentionPolicy Days %q is not an integer.", rp.Days)
+		case on(rp.Enabled) && (days == "" || d < 1 || d > leasedb.MaxRetentionDays):
 			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: RetentionPolicy Days must be from 1 to 365 when it is enabled.")
 		}
 	}

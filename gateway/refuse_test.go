@@ -356,6 +356,10 @@ func TestRefusedServiceProps(t *testing.T) {
 		`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>true</Enabled><Days>0</Days></RetentionPolicy></HourMetrics>`,
 		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>1</Enabled><Days>366</Days></RetentionPolicy></MinuteMetrics>`,
 		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>maybe</Enabled></RetentionPolicy></MinuteMetrics>`,
+		// Days and IncludeAPIs are an Int32 and a boolean even while off:
+		// they are stored and answered, and the SDKs read them so.
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled><Days>seven</Days></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><IncludeAPIs>maybe</IncludeAPIs></HourMetrics>`,
 	} {
 		if err := gateway.RefuseServiceProps(head + body + tail); !svcerr.HasCode(err, svcerr.InvalidXmlDocument) {
 			t.Errorf("%s: %v, want 400 InvalidXmlDocument", body, err)
