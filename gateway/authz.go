@@ -20,7 +20,11 @@ func (s *Server) authorize(r *http.Request, req *request) error {
 	if auth.IsSAS(q) {
 		return s.authorizeSAS(r, req, q)
 	}
-	if s.publicRead(r, req) {
+	public, err := s.publicRead(r, req)
+	if err != nil {
+		return err
+	}
+	if public {
 		req.anonymous = true
 		return nil
 	}
@@ -83,29 +87,33 @@ func listsTags(req *request) bool {
 
 // publicRead reports whether an anonymous request is an operation the
 // container's public access level allows: "blob" opens blob reads,
-// "container" also container properties and listing.
-func (s *Server) publicRead(r *http.Request, req *request) bool {
+// "container" also container properties and listing. A store that cannot
+// read the container is the error, answered as a server error.
+func (s *Server) publicRead(r *http.Request, req *request) (bool, error) {
 	if req.op.public == notPublic {
-		return false
+		return false, nil
 	}
 	if typ := req.query["blocklisttype"]; req.op.name == "GetBlockList" && typ != "" && typ != "committed" {
 		// Get Block List is public for the committed blocks only: the
 		// uncommitted ones are the owner's.
-		return false
+		return false, nil
 	}
 	if req.op.sas == auth.OpListBlobs && listsTags(req) {
 		// Tags are never public (Get Blob Tags is not).
-		return false
+		return false, nil
 	}
 	c, _, err := s.db.GetContainer(r.Context(), req.account, req.container, "")
+	if svcerr.HasCode(err, svcerr.ContainerNotFound) {
+		return false, nil
+	}
 	if err != nil || c == nil {
-		return false
+		return false, err
 	}
 	switch c.PublicAccess {
 	case "container":
-		return true
+		return true, nil
 	case "blob":
-		return req.op.public == publicBlob
+		return req.op.public == publicBlob, nil
 	}
-	return false
+	return false, nil
 }

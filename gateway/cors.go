@@ -250,11 +250,12 @@ func parseCORS(doc []byte) ([]corsRule, error) {
 			}
 		}
 		if age := strings.TrimSpace(x.MaxAgeInSeconds); age != "" {
-			a, err := strconv.Atoi(age)
+			// An Int32 in Azure's schema (and the SDKs' models).
+			a, err := strconv.ParseInt(age, 10, 32)
 			if err != nil || a < 0 {
 				return nil, bad("%d: MaxAgeInSeconds %q is not a non-negative integer.", n, age)
 			}
-			r.maxAge = a
+			r.maxAge = int(a)
 		}
 		rules = append(rules, r)
 	}

@@ -56,7 +56,7 @@ func parseMetadata(h http.Header, raw map[string]string) (map[string]string, err
 		size += len(name) + len(v)
 	}
 	if size > 8<<10 {
-		return nil, svcerr.Newf(svcerr.InvalidMetadata, "The metadata exceeds 8 KiB.")
+		return nil, svcerr.New(svcerr.MetadataTooLarge)
 	}
 	return meta, nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
 )
 
@@ -156,13 +158,24 @@ func refuseHeaders(h http.Header) error {
 type serviceSettings struct {
 	Logging *struct {
 		Read, Write, Delete string
+		RetentionPolicy     *analyticsRetention
 	}
-	HourMetrics, MinuteMetrics *struct {
+	HourMetrics, MinuteMetrics *metricsSettings
+	StaticWebsite              *struct {
 		Enabled string
 	}
-	StaticWebsite *struct {
-		Enabled string
-	}
+}
+
+// metricsSettings is HourMetrics or MinuteMetrics.
+type metricsSettings struct {
+	Enabled, IncludeAPIs string
+	RetentionPolicy      *analyticsRetention
+}
+
+// analyticsRetention is the RetentionPolicy of Logging, HourMetrics and
+// MinuteMetrics.
+type analyticsRetention struct {
+	Enabled, Days string
 }
 
 // knownServiceElems are the top-level elements of StorageServiceProperties
@@ -180,10 +193,17 @@ var knownServiceElems = map[string]bool{
 // The same elements disabled, as SDKs and tools send them, stay accepted.
 // Elements outside the schema are refused rather than stored and echoed.
 func refuseServiceProps(body []byte, doc *propsDoc) error {
+	seen := map[string]bool{}
 	for _, e := range doc.Elems {
 		if !knownServiceElems[e.XMLName.Local] {
 			return svcerr.Newf(svcerr.UnsupportedXmlNode, "The element %s is not part of the Blob service properties.", e.XMLName.Local)
 		}
+		if seen[e.XMLName.Local] {
+			// Read once as two merged and stored as the last alone, a
+			// setting acted on would differ from the one answered.
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: the element %s appears twice.", e.XMLName.Local)
+		}
+		seen[e.XMLName.Local] = true
 		if e.XMLName.Local == "DefaultServiceVersion" && strings.TrimSpace(string(e.Inner)) != "" {
 			return svcerr.Newf(svcerr.UnsupportedXmlNode, "DefaultServiceVersion is not supported by this gateway.")
 		}
@@ -192,14 +212,58 @@ func refuseServiceProps(body []byte, doc *propsDoc) error {
 	if err := xml.Unmarshal(body, &set); err != nil {
 		return svcerr.New(svcerr.InvalidXmlDocument)
 	}
-	on := func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+	// A switch is on when it is xs:boolean true in any spelling ("1"
+	// too); one that is neither true nor false is refused as Azure
+	// refuses it.
+	var bad string
+	on := func(v string) bool {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "", "false", "0":
+			return false
+		case "true", "1":
+			return true
+		}
+		bad = v
+		return false
+	}
+	// Logging's and the metrics' RetentionPolicy are stored and answered
+	// (turning them on keeps nothing while logging and metrics are off),
+	// so they must be what Azure stores: Days from 1 to 365 when enabled.
+	var retention []*analyticsRetention
+	if set.Logging != nil {
+		retention = append(retention, set.Logging.RetentionPolicy)
+	}
+	for _, m := range []*metricsSettings{set.HourMetrics, set.MinuteMetrics} {
+		if m != nil {
+			on(m.IncludeAPIs) // a boolean, stored and answered
+			retention = append(retention, m.RetentionPolicy)
+		}
+	}
+	for _, rp := range retention {
+		if rp == nil {
+			continue
+		}
+		days := strings.TrimSpace(rp.Days)
+		d, err := strconv.ParseInt(days, 10, 32)
+		switch {
+		case days != "" && err != nil:
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: RetentionPolicy Days %q is not an integer.", rp.Days)
+		case on(rp.Enabled) && (days == "" || d < 1 || d > leasedb.MaxRetentionDays):
+			return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: RetentionPolicy Days must be from 1 to 365 when it is enabled.")
+		}
+	}
+	static := set.StaticWebsite != nil && on(set.StaticWebsite.Enabled)
+	logging := set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete))
+	metrics := set.HourMetrics != nil && on(set.HourMetrics.Enabled) || set.MinuteMetrics != nil && on(set.MinuteMetrics.Enabled)
 	switch {
-	case set.StaticWebsite != nil && on(set.StaticWebsite.Enabled):
+	case static:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Static website hosting (StaticWebsite Enabled=true) is not supported by this gateway.")
-	case set.Logging != nil && (on(set.Logging.Read) || on(set.Logging.Write) || on(set.Logging.Delete)):
+	case logging:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics logging is not supported by this gateway.")
-	case set.HourMetrics != nil && on(set.HourMetrics.Enabled), set.MinuteMetrics != nil && on(set.MinuteMetrics.Enabled):
+	case metrics:
 		return svcerr.Newf(svcerr.UnsupportedXmlNode, "Storage Analytics metrics are not supported by this gateway.")
+	case bad != "":
+		return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: %q is not a boolean.", bad)
 	}
 	return nil
 }

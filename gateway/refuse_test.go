@@ -323,6 +323,18 @@ func TestRefusedServiceProps(t *testing.T) {
 		{`<DefaultServiceVersion>2020-02-10</DefaultServiceVersion>`, true},
 		{`<ContainerDeleteRetentionPolicy><Enabled>true</Enabled></ContainerDeleteRetentionPolicy>`, true},
 		{`<Cors /><StaticWebsite><Enabled>true</Enabled></StaticWebsite>`, true},
+		// xs:boolean's other spellings of true turn them on as well (as
+		// DeleteRetentionPolicy's Enabled is read): never stored and
+		// ignored.
+		{`<StaticWebsite><Enabled>1</Enabled><IndexDocument>i.html</IndexDocument></StaticWebsite>`, true},
+		{`<Logging><Version>1.0</Version><Read>1</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`, true},
+		{`<HourMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></HourMetrics>`, true},
+		{`<MinuteMetrics><Version>1.0</Version><Enabled>1</Enabled><IncludeAPIs>true</IncludeAPIs></MinuteMetrics>`, true},
+		{`<StaticWebsite><Enabled>0</Enabled></StaticWebsite>`, false},
+		// A retention policy is stored and answered while logging and
+		// metrics are off.
+		{`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled><Days>7</Days></RetentionPolicy></Logging>`, false},
+		{`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>true</Enabled><Days>365</Days></RetentionPolicy></MinuteMetrics>`, false},
 	}
 	for _, tc := range tests {
 		err := gateway.RefuseServiceProps(head + tc.body + tail)
@@ -331,6 +343,26 @@ func TestRefusedServiceProps(t *testing.T) {
 			t.Errorf("%s: %v, want 400 UnsupportedXmlNode", tc.body, err)
 		case !tc.refuse && err != nil:
 			t.Errorf("%s: refused: %v", tc.body, err)
+		}
+	}
+	// A switch that is neither true nor false is no document Azure takes.
+	for _, body := range []string{
+		`<StaticWebsite><Enabled>yes</Enabled></StaticWebsite>`,
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>on</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>enabled</Enabled></HourMetrics>`,
+		// An enabled retention policy keeps 1 to 365 days.
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled><Days>999</Days></RetentionPolicy></Logging>`,
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>true</Enabled></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>true</Enabled><Days>0</Days></RetentionPolicy></HourMetrics>`,
+		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>1</Enabled><Days>366</Days></RetentionPolicy></MinuteMetrics>`,
+		`<MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>maybe</Enabled></RetentionPolicy></MinuteMetrics>`,
+		// Days and IncludeAPIs are an Int32 and a boolean even while off:
+		// they are stored and answered, and the SDKs read them so.
+		`<Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled><Days>seven</Days></RetentionPolicy></Logging>`,
+		`<HourMetrics><Version>1.0</Version><Enabled>false</Enabled><IncludeAPIs>maybe</IncludeAPIs></HourMetrics>`,
+	} {
+		if err := gateway.RefuseServiceProps(head + body + tail); !svcerr.HasCode(err, svcerr.InvalidXmlDocument) {
+			t.Errorf("%s: %v, want 400 InvalidXmlDocument", body, err)
 		}
 	}
 }

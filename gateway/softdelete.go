@@ -54,6 +54,13 @@ func parseDeleteRetention(body []byte) (days int, present bool, err error) {
 			return bad("AllowPermanentDelete must be true or false.")
 		}
 	}
+	if v := strings.TrimSpace(p.Days); v != "" {
+		// Stored and answered even while off: an Int32, as the SDKs
+		// read it.
+		if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+			return bad("Days must be an integer.")
+		}
+	}
 	if !enabled {
 		return 0, true, nil
 	}

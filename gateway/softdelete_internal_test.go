@@ -31,6 +31,10 @@ func TestParseDeleteRetention(t *testing.T) {
 		{`<DeleteRetentionPolicy><Enabled>maybe</Enabled><Days>7</Days></DeleteRetentionPolicy>`, 0, false, true},
 		{`<DeleteRetentionPolicy><Days>7</Days></DeleteRetentionPolicy>`, 0, false, true},
 		{`<DeleteRetentionPolicy><Enabled>true</Enabled><Days>7</Days><AllowPermanentDelete>yes</AllowPermanentDelete></DeleteRetentionPolicy>`, 0, false, true},
+		// Days is an Int32 even while the policy is off: stored, it is
+		// answered, and the SDKs read it as one.
+		{`<DeleteRetentionPolicy><Enabled>false</Enabled><Days>seven</Days></DeleteRetentionPolicy>`, 0, false, true},
+		{`<DeleteRetentionPolicy><Enabled>false</Enabled><Days>2147483648</Days></DeleteRetentionPolicy>`, 0, false, true},
 	}
 	for _, tc := range tests {
 		days, present, err := parseDeleteRetention([]byte(`<StorageServiceProperties>` + tc.policy + `</StorageServiceProperties>`))

@@ -87,6 +87,7 @@ const (
 	UnsupportedHttpVerb                   Code = "UnsupportedHttpVerb"
 	InvalidUri                            Code = "InvalidUri"
 	InvalidMetadata                       Code = "InvalidMetadata"
+	MetadataTooLarge                      Code = "MetadataTooLarge"
 	InvalidTag                            Code = "InvalidTag"
 	BlobArchived                          Code = "BlobArchived"
 	BlobIsSealed                          Code = "BlobIsSealed"
@@ -205,6 +206,7 @@ var table = map[Code]entry{
 	UnsupportedHttpVerb:                   {405, "The resource doesn't support specified Http Verb."},
 	InvalidUri:                            {400, "The requested URI does not represent any resource on the server."},
 	InvalidMetadata:                       {400, "The metadata specified is invalid. It has characters that are not permitted."},
+	MetadataTooLarge:                      {400, "The size of the specified metadata exceeds the maximum size permitted."},
 	InvalidTag:                            {400, "The tags specified are invalid. It contains characters that are not permitted."},
 	BlobArchived:                          {409, "This operation is not permitted on an archived blob."},
 	BlobIsSealed:                          {409, "The blob is sealed and its contents cannot be modified."},
