@@ -566,12 +566,30 @@ func TestImportAzuriteKinds(t *testing.T) {
 
 	runCLI(t, nil, args...).without("page blob").ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", n))
 
-	// The imported append blob takes appends; the rerun restores the
-	// source's bytes.
+	// The imported append blob takes appends; the rerun keeps them (an
+	// application's, at the gateway after the cutover) and says so, rather
+	// than putting the shorter source back over them.
+	var appended []byte
 	for _, k := range kinds {
 		if k.name == "log/app.log" {
-			checkAppendable(t, dst.client, k.name, k.data)
+			appended = checkAppendable(t, dst.client, k.name, k.data)
 		}
+	}
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", n),
+		kindsContainer+"/log/app.log: the destination append blob was appended to after the import copied it")
+	dcont := dst.client.ServiceClient().NewContainerClient(kindsContainer)
+	for _, b := range wrote {
+		want := b.data
+		if b.name == "log/app.log" {
+			want = appended
+		}
+		if got := download(t, dcont.NewBlobClient(b.name)); !bytes.Equal(got, want) {
+			t.Errorf("%s after the rerun: %d bytes at the destination, want %d", b.name, len(got), len(want))
+		}
+	}
+	// Deleted at the destination, as the note says, it is copied again.
+	if _, err := dcont.NewBlobClient("log/app.log").Delete(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", n-1))
 	checkFromAzurite(t, src, dst, wrote, []string{kindsContainer})

@@ -663,7 +663,7 @@ func importOne(ctx context.Context, src, dst *service.Client, j migJob, p *progr
 			}
 			return true, sealLike(ctx, dc.NewAppendBlobClient(j.name), props.IsSealed, j)
 		}
-		if why := notImported(props); why != "" {
+		if why := notImported(props, j, want); why != "" {
 			note("%s/%s: %s; kept as it is, not overwritten (delete it at the destination to have the source's copied)", j.container, j.name, why)
 			return true, nil
 		}
@@ -841,11 +841,22 @@ func importDone(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) 
 // notImported says why a destination blob that is no finished copy of j
 // is not the import's to replace ("" when it is): it has no import marker,
 // so no import wrote it (an application did, at the gateway, after the
-// cutover, say). A copy an interrupted run left, a blob of another type an
-// import left, or a copy of an older source version carry the marker.
-func notImported(props blob.GetPropertiesResponse) string {
-	if metaValue(props.Metadata, importETagKey) == "" {
+// cutover, say); or it is an append blob the import finished (the marker
+// names the source's ETag, which has not changed, and the MD5 the import
+// sets only once every byte is in is there) that is now longer than the
+// source: an application appended to it at the gateway (Append Block
+// keeps the metadata and the blob's Content-MD5), and replacing it would
+// lose those appends. A copy an interrupted run left, a blob of another
+// type an import left, or a copy of an older source version carry the
+// marker and are the import's to replace.
+func notImported(props blob.GetPropertiesResponse, j migJob, want blob.BlobType) string {
+	marker := metaValue(props.Metadata, importETagKey)
+	if marker == "" {
 		return "the destination blob was not written by an import (no " + importETagKey + " metadata)"
+	}
+	if want == blob.BlobTypeAppendBlob && typeOf(props.BlobType) == want && marker == j.etag &&
+		props.ContentMD5 != nil && props.ContentLength != nil && *props.ContentLength > j.size {
+		return fmt.Sprintf("the destination append blob was appended to after the import copied it (%d bytes, the unchanged source %d)", *props.ContentLength, j.size)
 	}
 	return ""
 }

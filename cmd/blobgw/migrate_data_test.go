@@ -584,8 +584,9 @@ func blobTags(t *testing.T, bc *blob.Client) map[string]string {
 }
 
 // checkAppendable appends to the imported append blob name of c: it is a
-// working append blob, not a copy of one.
-func checkAppendable(t *testing.T, c *azblob.Client, name string, data []byte) {
+// working append blob, not a copy of one. It returns the blob's bytes
+// with the append.
+func checkAppendable(t *testing.T, c *azblob.Client, name string, data []byte) []byte {
 	t.Helper()
 	ab := c.ServiceClient().NewContainerClient(kindsContainer).NewAppendBlobClient(name)
 	more := []byte("appended at the destination\n")
@@ -596,9 +597,11 @@ func checkAppendable(t *testing.T, c *azblob.Client, name string, data []byte) {
 	if r.BlobAppendOffset == nil || *r.BlobAppendOffset != strconv.Itoa(len(data)) {
 		t.Errorf("append to %s at offset %v, want %d", name, r.BlobAppendOffset, len(data))
 	}
-	if got := download(t, ab.BlobClient()); !bytes.Equal(got, append(slices.Clone(data), more...)) {
+	want := append(slices.Clone(data), more...)
+	if got := download(t, ab.BlobClient()); !bytes.Equal(got, want) {
 		t.Errorf("%s after the append: %d bytes, want %d", name, len(got), len(data)+len(more))
 	}
+	return want
 }
 
 // countWrites wraps a gateway and counts the requests that carry blob
@@ -657,18 +660,24 @@ func TestImportAzureAppendTierTags(t *testing.T) {
 	}
 	checkKinds(t, dst.client, kinds, true)
 
-	// The imported append blob takes appends; the rerun then replaces the
-	// longer destination with the source's bytes.
+	// The imported append blob takes appends; a rerun keeps the appends
+	// the gateway took (an application's, after the cutover) and says so,
+	// rather than putting the shorter source back over them.
 	var app kindBlob
 	for _, k := range kinds {
 		if k.name == "log/app.log" {
 			app = k
 		}
 	}
-	checkAppendable(t, dst.client, app.name, app.data)
-	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 1, skipped %d, failed 0", len(kinds)-1))
-	checkImported(t, src, dst, blobs, kindsContainer)
-	checkKinds(t, dst.client, kinds, true)
+	appended := checkAppendable(t, dst.client, app.name, app.data)
+	runCLI(t, nil, args...).ok(t, fmt.Sprintf("copied 0, skipped %d, failed 0", len(kinds)),
+		kindsContainer+"/"+app.name+": the destination append blob was appended to after the import copied it")
+	if got := download(t, dc.NewBlobClient(app.name)); !bytes.Equal(got, appended) {
+		t.Errorf("%s after the rerun: %d bytes, want the %d with the gateway's append", app.name, len(got), len(appended))
+	}
+	others := slices.DeleteFunc(slices.Clone(kinds), func(k kindBlob) bool { return k.name == app.name })
+	checkImported(t, src, dst, kindSrcBlobs(others), kindsContainer)
+	checkKinds(t, dst.client, others, true)
 
 	// An archived source blob cannot be read: it fails, clearly, until it
 	// is rehydrated. A copied blob archived later is archived at the
