@@ -32,7 +32,8 @@ import (
 //     body is inline (every extent without a key), no x-ms-lease-action,
 //     not a copy, no x-ms-if-tags, at most one ETag in If-Match (not "")
 //     and in If-None-Match; If-Modified-Since and If-Unmodified-Since at
-//     whole microseconds (an HTTP date always is);
+//     whole microseconds (an HTTP date always is) and not 0001-01-01 (the
+//     zero time, which would be sent as no condition);
 //   - the account: writes plain (no versioning, no blob soft delete), as
 //     read by lockForReplaceSQL, with the statement's snapshot;
 //   - the container exists (checked as lockForReplaceSQL checks it);
@@ -218,7 +219,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	l := t.tx
 	cond := &req.Cond
 	if t.readOnly || t.noOneTrip || l.begun || l.unusable() != nil || t.replacing != nil || t.offset%time.Microsecond != 0 ||
-		(cond.HadIMS && !wholeMicros(cond.IfModifiedSince)) || (cond.HadIUS && !wholeMicros(cond.IfUnmodifiedSince)) {
+		(cond.HadIMS && !oneTripDate(cond.IfModifiedSince)) || (cond.HadIUS && !oneTripDate(cond.IfUnmodifiedSince)) {
 		return false, nil
 	}
 	pc := pairConnOf(l.conn)
@@ -362,8 +363,11 @@ func (t *tx) oneTripError(ctx context.Context, what string, res pairResult) erro
 	return fmt.Errorf("%s: %w", what, res.err)
 }
 
-// wholeMicros reports whether t is stored exactly by a timestamptz.
-func wholeMicros(t time.Time) bool { return t.Truncate(time.Microsecond).Equal(t) }
+// oneTripDate reports whether an If-Modified-Since or If-Unmodified-Since
+// date can be oneTripSQL's parameter: stored exactly by a timestamptz, and
+// not the zero time, which timeArg sends as NULL (no condition), whereas
+// an If-Unmodified-Since of 0001-01-01 fails over every blob.
+func oneTripDate(t time.Time) bool { return !t.IsZero() && t.Truncate(time.Microsecond).Equal(t) }
 
 // quoteETag is a conditional header's ETag (unquoted) in the stored
 // form's quotes; "*" stays "*".

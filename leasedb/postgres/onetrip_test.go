@@ -148,6 +148,16 @@ func TestPutBlobOneTrip(t *testing.T) {
 			return leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(etag)}, IfUnmodifiedSince: future, HadIUS: true}
 		}, oneTrip: true},
 		{name: "if-unmodified-since-past", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfUnmodifiedSince: past, HadIUS: true} }},
+		// An If-Unmodified-Since of 0001-01-01 (the zero time.Time, an HTTP
+		// date the gateway parses) fails over any blob: 412, not a write.
+		{name: "if-unmodified-since-year-1", state: inline, cond: func(string) leasedb.Conditions {
+			return leasedb.Conditions{IfUnmodifiedSince: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), HadIUS: true}
+		}},
+		// An If-Modified-Since of 0001-01-01 passes over any blob (the
+		// few-statement path answers it: the zero time is no parameter).
+		{name: "if-modified-since-year-1", state: inline, cond: func(string) leasedb.Conditions {
+			return leasedb.Conditions{IfModifiedSince: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), HadIMS: true}
+		}},
 		{name: "create-only-exists", state: inline, cond: none, createOK: true},
 		{name: "leased-no-id", state: leased, cond: none},
 		{name: "leased-wrong-id", state: leased, leaseID: "1f8fad5b-d9cb-469f-a165-70867728950e", cond: none},
