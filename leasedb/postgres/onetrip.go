@@ -110,14 +110,34 @@ const (
 // codeLockNotAvailable is lock_timeout's error.
 const codeLockNotAvailable = "55P03"
 
-// oneTripSet is the row's columns oneTripSQL sets itself, by their index
+// oneTripSet is the row's columns oneTripSQL sets itself, by their name
 // in sqlq.BlobCols, with the expression of each (s: the locked state).
-var oneTripSet = map[int]string{
-	4: `'"0x' || upper(to_hex(` + strconv.FormatInt(etagBase, 10) + ` + s.seq)) || '"'`,
-	5: `s.created`, 6: `s.now`,
-	17: `s.lease_id`, 18: `s.lease_state`, 19: `s.lease_duration`,
-	20: `s.lease_expires`, 21: `s.lease_break_at`, 22: `s.lease_since`,
+var oneTripSet = map[string]string{
+	"etag":    `'"0x' || upper(to_hex(` + strconv.FormatInt(etagBase, 10) + ` + s.seq)) || '"'`,
+	"created": `s.created`, "last_modified": `s.now`,
+	"lease_id": `s.lease_id`, "lease_state": `s.lease_state`, "lease_duration": `s.lease_duration`,
+	"lease_expires": `s.lease_expires`, "lease_break_at": `s.lease_break_at`, "lease_since": `s.lease_since`,
 }
+
+// blobColNames are the names of sqlq.BlobCols, in order.
+var blobColNames = strings.Fields(strings.ReplaceAll(sqlq.BlobCols, ",", " "))
+
+// oneTripParamCols are the indexes in sqlq.BlobCols of the row's columns
+// that oneTripSQL takes as parameters, from $6 in this order: every
+// column after the name's three that oneTripSet does not set. Derived
+// once, so that a put copies its arguments without looking the columns up.
+var oneTripParamCols = func() []int {
+	var cols []int
+	for i, c := range blobColNames {
+		if i >= 3 && oneTripSet[c] == "" {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) != oneTripRowArgs || len(blobColNames) != blobColCount {
+		panic("leasedb/postgres: oneTripSQL: oneTripRowArgs is not the row's parameters")
+	}
+	return cols
+}()
 
 // oneTripColTypes are the types of sqlq.BlobCols, for the parameters'
 // casts (an INSERT ... SELECT does not type them from its columns).
@@ -133,22 +153,15 @@ var oneTripColTypes = [blobColCount]string{"text", "text", "text", "text", "text
 // clock, the creation time and lease columns written, the count written
 // (1 or 0) and, when 1, the transaction's mark for oneTripStagedSQL.
 var oneTripSQL = func() string {
-	cols := strings.Fields(strings.ReplaceAll(sqlq.BlobCols, ",", " "))
-	vals := make([]string, len(cols))
-	n := 6
-	for i := range cols {
-		switch {
-		case i < 3:
+	vals := make([]string, len(blobColNames))
+	for i, c := range blobColNames {
+		vals[i] = oneTripSet[c]
+		if i < 3 {
 			vals[i] = "$" + strconv.Itoa(i+1) + "::text"
-		case oneTripSet[i] != "":
-			vals[i] = oneTripSet[i]
-		default:
-			vals[i] = "$" + strconv.Itoa(n) + "::" + oneTripColTypes[i]
-			n++
 		}
 	}
-	if n != 6+oneTripRowArgs {
-		panic("leasedb/postgres: oneTripSQL: oneTripRowArgs is not the row's parameters")
+	for k, i := range oneTripParamCols {
+		vals[i] = "$" + strconv.Itoa(6+k) + "::" + oneTripColTypes[i]
 	}
 	p := func(i int) string { return "$" + strconv.Itoa(i) }
 	utc := func(x string) string { return `date_trunc('second', ` + x + ` AT TIME ZONE 'UTC')` }
@@ -246,12 +259,8 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	v := &x.vals
 	copy(v[:3], x.a.vals[:3])
 	v[3], v[4] = int64Arg{&x.nameKey}, int64Arg{&x.contKey}
-	n := 5
-	for i := 3; i < blobColCount; i++ {
-		if oneTripSet[i] == "" {
-			v[n] = x.a.vals[i]
-			n++
-		}
+	for k, i := range oneTripParamCols {
+		v[5+k] = x.a.vals[i]
 	}
 	if len(cond.IfMatch) == 1 {
 		x.ifMatch = quoteETag(cond.IfMatch[0])
