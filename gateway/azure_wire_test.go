@@ -33,3 +33,61 @@ func TestPutBlockZeroLength(t *testing.T) {
 	resp, _ = b.do(t, "PUT", "zero/b?comp=block&blockid="+blockID(1), "x", nil)
 	wantStatus(t, resp, http.StatusCreated, "", "Put Block of 1 byte")
 }
+
+// TestBlobTagsPlainConditionsRefused: Set Blob Tags and Get Blob Tags
+// take x-ms-if-tags and x-ms-lease-id (and the x-ms-blob-if-* spelling of
+// the standard conditions); Azure's own clients refuse to send a plain
+// If-Match, If-None-Match, If-Modified-Since or If-Unmodified-Since with
+// them, for the service does not apply those to the tags. One sent anyway
+// is 400 ConditionHeadersNotSupported naming it: the gateway used to
+// ignore it and set the tags although the condition failed.
+func TestBlobTagsPlainConditionsRefused(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "tagc")
+	up, err := b.client.UploadBuffer(ctx, "tagc", "b", []byte("bytes"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := blockClient(b.client, "tagc", "b").CreateSnapshot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tagsBody = `<?xml version="1.0" encoding="utf-8"?><Tags><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tags>`
+	failing := map[string]string{
+		"If-Match":            `"0x8D000000DEADBEE"`,
+		"If-None-Match":       "*",
+		"If-Modified-Since":   "Fri, 01 Jan 2100 00:00:00 GMT",
+		"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT",
+	}
+	for name, value := range failing {
+		for _, tc := range []struct{ what, method, path, body string }{
+			{"Set Blob Tags", "PUT", "tagc/b?comp=tags", tagsBody},
+			{"Get Blob Tags", "GET", "tagc/b?comp=tags", ""},
+			{"Get Blob Tags of a snapshot", "GET", "tagc/b?comp=tags&snapshot=" + *snap.Snapshot, ""},
+		} {
+			resp, body := b.do(t, tc.method, tc.path, tc.body, map[string]string{name: value})
+			wantStatus(t, resp, http.StatusBadRequest, "ConditionHeadersNotSupported", tc.what+" with "+name)
+			if !strings.Contains(body, "<HeaderName>"+name+"</HeaderName>") {
+				t.Errorf("%s: the refusal does not name %s: %s", tc.what, name, body)
+			}
+		}
+	}
+	tags, err := blockClient(b.client, "tagc", "b").GetTags(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tags.BlobTagSet) != 0 {
+		t.Fatalf("a refused Set Blob Tags set %v", tags.BlobTagSet)
+	}
+	// What the operations take is still evaluated: x-ms-blob-if-match and
+	// x-ms-if-tags.
+	resp, _ := b.do(t, "PUT", "tagc/b?comp=tags", tagsBody, map[string]string{"x-ms-blob-if-match": `"0x8D000000DEADBEE"`})
+	wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Set Blob Tags with a failing x-ms-blob-if-match")
+	resp, _ = b.do(t, "PUT", "tagc/b?comp=tags", tagsBody, map[string]string{"x-ms-blob-if-match": string(*up.ETag)})
+	wantStatus(t, resp, http.StatusNoContent, "", "Set Blob Tags with a passing x-ms-blob-if-match")
+	resp, _ = b.do(t, "GET", "tagc/b?comp=tags", "", map[string]string{"x-ms-if-tags": `"k" = 'w'`})
+	wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Get Blob Tags with a failing x-ms-if-tags")
+	resp, _ = b.do(t, "GET", "tagc/b?comp=tags", "", map[string]string{"x-ms-if-tags": `"k" = 'v'`})
+	wantStatus(t, resp, http.StatusOK, "", "Get Blob Tags with a passing x-ms-if-tags")
+}
