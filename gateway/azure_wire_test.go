@@ -2,10 +2,14 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 )
 
@@ -90,4 +94,48 @@ func TestBlobTagsPlainConditionsRefused(t *testing.T) {
 	wantStatus(t, resp, http.StatusPreconditionFailed, "ConditionNotMet", "Get Blob Tags with a failing x-ms-if-tags")
 	resp, _ = b.do(t, "GET", "tagc/b?comp=tags", "", map[string]string{"x-ms-if-tags": `"k" = 'v'`})
 	wantStatus(t, resp, http.StatusOK, "", "Get Blob Tags with a passing x-ms-if-tags")
+}
+
+// TestConditionDatesInTheFuture pins what Azure answers to an
+// If-Modified-Since / If-Unmodified-Since later than the service's clock:
+// it compares the date with the blob's Last-Modified as any other, unlike
+// RFC 9110's advice to ignore such a date (the azblob SDK's recorded
+// tests send the response's Date plus 10 s and expect the condition to
+// fail, or to pass for If-Unmodified-Since). Get Blob: 304; a write: 412
+// ConditionNotMet; If-Unmodified-Since in the future lets the write run.
+func TestConditionDatesInTheFuture(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "future")
+	up, err := b.client.UploadBuffer(ctx, "future", "b", []byte("bytes"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := up.Date.Add(time.Hour)
+	bc := blockClient(b.client, "future", "b")
+	// The SDK takes a 304 for success: read the status raw.
+	for _, method := range []string{"GET", "HEAD"} {
+		resp, _ := b.do(t, method, "future/b", "", map[string]string{"If-Modified-Since": later.Format(http.TimeFormat)})
+		if resp.StatusCode != http.StatusNotModified {
+			t.Fatalf("%s with If-Modified-Since an hour after the blob's Date: %d, want 304", method, resp.StatusCode)
+		}
+	}
+	_, err = bc.UploadBuffer(ctx, []byte("new"), &blockblob.UploadBufferOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfModifiedSince: &later}}})
+	wantErr(t, err, http.StatusPreconditionFailed, "ConditionNotMet")
+	_, err = bc.SetMetadata(ctx, map[string]*string{"k": to.Ptr("v")}, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfModifiedSince: &later}}})
+	wantErr(t, err, http.StatusPreconditionFailed, "ConditionNotMet")
+	if _, err := bc.UploadBuffer(ctx, []byte("new"), &blockblob.UploadBufferOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfUnmodifiedSince: &later}}}); err != nil {
+		t.Fatalf("Put Blob with If-Unmodified-Since in the future: %v", err)
+	}
+	got, err := bc.DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := io.ReadAll(got.Body); string(data) != "new" {
+		t.Fatalf("content %q after the write, want new", data)
+	}
+	got.Body.Close()
 }
