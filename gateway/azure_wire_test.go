@@ -139,3 +139,34 @@ func TestConditionDatesInTheFuture(t *testing.T) {
 	}
 	got.Body.Close()
 }
+
+// TestUnknownQueryValuesOverTheWire: a comp or restype that no operation
+// at the address takes is 400 InvalidQueryParameterValue naming it, with
+// its value, as Azure answers (a GET of the service's address with no comp
+// names comp with no value); a known one with another method stays 405.
+func TestUnknownQueryValuesOverTheWire(t *testing.T) {
+	b := setup(t, "sqlite")
+	createContainers(t, b.client, "qvals")
+	for _, tc := range []struct {
+		method, path       string
+		status             int
+		code, param, value string
+	}{
+		{"GET", "", 400, "InvalidQueryParameterValue", "comp", ""},
+		{"GET", "?comp=bogus", 400, "InvalidQueryParameterValue", "comp", "bogus"},
+		{"GET", "qvals?restype=bogus", 400, "InvalidQueryParameterValue", "restype", "bogus"},
+		{"GET", "qvals?comp=bogus", 400, "InvalidQueryParameterValue", "comp", "bogus"},
+		{"GET", "qvals?restype=container&comp=bogus", 400, "InvalidQueryParameterValue", "comp", "bogus"},
+		{"GET", "qvals/b?comp=bogus", 400, "InvalidQueryParameterValue", "comp", "bogus"},
+		{"HEAD", "?comp=list", 405, "UnsupportedHttpVerb", "", ""},
+	} {
+		resp, body := b.do(t, tc.method, tc.path, "", nil)
+		wantStatus(t, resp, tc.status, tc.code, tc.method+" "+tc.path)
+		if tc.param != "" && !strings.Contains(body, "<QueryParameterName>"+tc.param+"</QueryParameterName>") {
+			t.Errorf("%s %s: the refusal does not name %s: %s", tc.method, tc.path, tc.param, body)
+		}
+		if tc.value != "" && !strings.Contains(body, "<QueryParameterValue>"+tc.value+"</QueryParameterValue>") {
+			t.Errorf("%s %s: the refusal does not carry %q: %s", tc.method, tc.path, tc.value, body)
+		}
+	}
+}
