@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 )
 
 // Answers checked against what Azure Blob Storage itself answers (the
@@ -168,5 +170,42 @@ func TestUnknownQueryValuesOverTheWire(t *testing.T) {
 		if tc.value != "" && !strings.Contains(body, "<QueryParameterValue>"+tc.value+"</QueryParameterValue>") {
 			t.Errorf("%s %s: the refusal does not carry %q: %s", tc.method, tc.path, tc.value, body)
 		}
+	}
+}
+
+// TestListIncludeSystem: List Containers lists the system container $logs
+// (storage analytics' logs) only with include=system, as Azure does; it
+// used to accept include=system and list $logs whatever it said. List
+// Blobs has no include=system: 400 InvalidQueryParameterValue naming
+// include, as any include value it does not know.
+func TestListIncludeSystem(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "$logs", "$web", "plain")
+	names := func(inc service.ListContainersInclude) []string {
+		t.Helper()
+		var out []string
+		pager := b.client.NewListContainersPager(&azblob.ListContainersOptions{Include: inc})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page.ContainerItems {
+				out = append(out, *c.Name)
+			}
+		}
+		return out
+	}
+	if got := strings.Join(names(service.ListContainersInclude{}), ","); got != "$web,plain" {
+		t.Errorf("List Containers: %s, want $web,plain", got)
+	}
+	if got := strings.Join(names(service.ListContainersInclude{System: true, Metadata: true}), ","); got != "$logs,$web,plain" {
+		t.Errorf("List Containers include=system: %s, want $logs,$web,plain", got)
+	}
+	resp, body := b.do(t, "GET", "plain?restype=container&comp=list&include=system", "", nil)
+	wantStatus(t, resp, http.StatusBadRequest, "InvalidQueryParameterValue", "List Blobs include=system")
+	if !strings.Contains(body, "<QueryParameterName>include</QueryParameterName>") {
+		t.Errorf("List Blobs include=system: the refusal does not name include: %s", body)
 	}
 }
