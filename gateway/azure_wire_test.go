@@ -209,3 +209,66 @@ func TestListIncludeSystem(t *testing.T) {
 		t.Errorf("List Blobs include=system: the refusal does not name include: %s", body)
 	}
 }
+
+// TestCORSRuleElementsRequired: Set Blob Service Properties takes a
+// CorsRule only with all five of AllowedOrigins, AllowedMethods,
+// AllowedHeaders, ExposedHeaders and MaxAgeInSeconds (the last three may
+// be empty, in any order): Azure answers a rule without one 400
+// InvalidXmlDocument (clients whose SDKs left out ExposedHeaders or
+// MaxAgeInSeconds report it), and the gateway used to store the rule with
+// defaults. A child element outside those five, one of them twice, or an
+// element of Cors other than CorsRule, is refused the same way rather
+// than dropped.
+func TestCORSRuleElementsRequired(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	elems := map[string]string{
+		"AllowedOrigins":  "<AllowedOrigins>http://a.example</AllowedOrigins>",
+		"AllowedMethods":  "<AllowedMethods>GET</AllowedMethods>",
+		"AllowedHeaders":  "<AllowedHeaders>x-ms-*</AllowedHeaders>",
+		"ExposedHeaders":  "<ExposedHeaders></ExposedHeaders>",
+		"MaxAgeInSeconds": "<MaxAgeInSeconds>5</MaxAgeInSeconds>",
+	}
+	order := []string{"AllowedOrigins", "AllowedMethods", "AllowedHeaders", "ExposedHeaders", "MaxAgeInSeconds"}
+	doc := func(cors string) string {
+		return `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors>` + cors + `</Cors></StorageServiceProperties>`
+	}
+	rule := func(skip, extra string) string {
+		var s strings.Builder
+		s.WriteString("<CorsRule>")
+		for _, n := range order {
+			if n != skip {
+				s.WriteString(elems[n])
+			}
+		}
+		s.WriteString(extra + "</CorsRule>")
+		return s.String()
+	}
+	refused := map[string]string{
+		"an unknown element in a rule": rule("", "<AllowedCredentials>true</AllowedCredentials>"),
+		"an element twice":             rule("", elems["AllowedMethods"]),
+		"an unknown element in Cors":   rule("", "") + "<Rule/>",
+	}
+	for _, n := range order {
+		refused["no "+n] = rule(n, "")
+	}
+	for what, cors := range refused {
+		resp, body := b.do(t, "PUT", "?restype=service&comp=properties", doc(cors), nil)
+		wantStatus(t, resp, http.StatusBadRequest, "InvalidXmlDocument", what+": "+body)
+	}
+	props, err := b.client.ServiceClient().GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(props.CORS) != 0 {
+		t.Fatalf("a refused document stored CORS rules: %+v", props.CORS)
+	}
+	// The SDK's order (by name) and empty lists are a rule.
+	sdkOrder := "<CorsRule><AllowedHeaders></AllowedHeaders><AllowedMethods>GET</AllowedMethods>" +
+		"<AllowedOrigins>*</AllowedOrigins><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>0</MaxAgeInSeconds></CorsRule>"
+	resp, body := b.do(t, "PUT", "?restype=service&comp=properties", doc(rule("", "")+sdkOrder), nil)
+	wantStatus(t, resp, http.StatusAccepted, "", "two whole rules: "+body)
+	if props, err = b.client.ServiceClient().GetProperties(ctx, nil); err != nil || len(props.CORS) != 2 {
+		t.Fatalf("CORS rules read back: %v, %+v", err, props.CORS)
+	}
+}
