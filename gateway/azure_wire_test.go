@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+
+	"github.com/blobgw/blobgw/leasedb"
 )
 
 // Answers checked against what Azure Blob Storage itself answers (the
@@ -271,4 +276,113 @@ func TestCORSRuleElementsRequired(t *testing.T) {
 	if props, err = b.client.ServiceClient().GetProperties(ctx, nil); err != nil || len(props.CORS) != 2 {
 		t.Fatalf("CORS rules read back: %v, %+v", err, props.CORS)
 	}
+}
+
+// TestBlobNameLimitInUTF16Units: Azure's 1,024-character limit on a blob
+// name counts UTF-16 code units of the decoded name (512 characters
+// outside the BMP fit), and a longer name is 400 OutOfRangeInput. The
+// gateway counted UTF-8 bytes, so it refused a name of 513 accented
+// letters that Azure takes. A name is also held to what the stores' keys
+// hold, leasedb.MaxBlobNameBytes (2,048 bytes: 682 CJK ideographs, not
+// Azure's 1,024), refused the same way. The longest names, without
+// repeats a database could compress away, and with the longest tag,
+// go through every store's columns and keys: written, read, listed,
+// staged, snapshotted, tagged, copied and deleted.
+func TestBlobNameLimitInUTF16Units(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 1024))
+	ideographs := func(n int) string {
+		var s strings.Builder
+		for range n {
+			s.WriteRune(rune(0x4E00 + rng.IntN(0x9FFF-0x4E00)))
+		}
+		return s.String()
+	}
+	letters := func(n int) string { // U+00C0 to U+024F: 2 bytes each
+		var s strings.Builder
+		for range n {
+			r := rune(0xC0 + rng.IntN(0x250-0xC0))
+			if r == 0xD7 || r == 0xF7 {
+				r = 'é'
+			}
+			s.WriteRune(r)
+		}
+		return s.String()
+	}
+	forKinds(t, []string{"sqlite", "postgres"}, func(t *testing.T, kind string) {
+		b := setup(t, kind)
+		ctx := context.Background()
+		createContainers(t, b.client, "names")
+		cc := b.client.ServiceClient().NewContainerClient("names")
+		cjk := "d/" + ideographs(682)
+		latin := "e/" + letters(1022)
+		emoji := strings.Repeat("\U0001F60A", 512)
+		longTag := map[string]string{strings.Repeat("k", leasedb.MaxTagKeyLength): strings.Repeat("v", leasedb.MaxTagValueLength)}
+		names := []string{strings.Repeat("a", 1024), cjk, latin, emoji}
+		for _, name := range names {
+			bc := cc.NewBlockBlobClient(name)
+			if _, err := bc.UploadBuffer(ctx, []byte("body"), &blockblob.UploadBufferOptions{Tags: longTag}); err != nil {
+				t.Fatalf("Put Blob of %d bytes: %v", len(name), err)
+			}
+			if _, err := bc.StageBlock(ctx, blockID(1), nopSeeker("blk"), nil); err != nil {
+				t.Fatalf("Put Block of %d bytes: %v", len(name), err)
+			}
+			if _, err := bc.CommitBlockList(ctx, []string{blockID(1)}, &blockblob.CommitBlockListOptions{Tags: longTag}); err != nil {
+				t.Fatalf("Put Block List of %d bytes: %v", len(name), err)
+			}
+			if _, err := bc.CreateSnapshot(ctx, nil); err != nil {
+				t.Fatalf("Snapshot Blob of %d bytes: %v", len(name), err)
+			}
+			if _, err := bc.SetTags(ctx, map[string]string{"k": "w"}, nil); err != nil {
+				t.Fatalf("Set Blob Tags of %d bytes: %v", len(name), err)
+			}
+			got, err := bc.DownloadStream(ctx, nil)
+			if err != nil {
+				t.Fatalf("Get Blob of %d bytes: %v", len(name), err)
+			}
+			data, _ := io.ReadAll(got.Body)
+			got.Body.Close()
+			if string(data) != "blk" {
+				t.Fatalf("Get Blob of %d bytes: %q", len(name), data)
+			}
+		}
+		copied := emoji[:len(emoji)-4] + "!"
+		if _, err := cc.NewBlockBlobClient(copied).CopyFromURL(ctx, cc.NewBlobClient(cjk).URL(), nil); err != nil {
+			t.Fatalf("Copy Blob between long names: %v", err)
+		}
+		var listed []string
+		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Snapshots: true}})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Segment.BlobItems {
+				if it.Snapshot == nil {
+					listed = append(listed, *it.Name)
+				}
+			}
+		}
+		if want := []string{names[0], cjk, latin, copied, emoji}; !slices.Equal(listed, want) {
+			t.Fatalf("List Blobs: %d names, want the 5 written in order", len(listed))
+		}
+		hier := cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: to.Ptr("d/")})
+		page, err := hier.NextPage(ctx)
+		if err != nil || len(page.Segment.BlobItems) != 1 || *page.Segment.BlobItems[0].Name != cjk {
+			t.Fatalf("List Blobs prefix d/ with a delimiter: %v", err)
+		}
+		for _, name := range names {
+			if _, err := cc.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)}); err != nil {
+				t.Fatalf("Delete Blob of %d bytes: %v", len(name), err)
+			}
+		}
+		for _, name := range []string{
+			"e/" + letters(1023),                    // 1,025 units
+			strings.Repeat("\U0001F60A", 512) + "a", // 1,025 units
+			strings.Repeat("a", 1025),
+			"d/" + ideographs(683), // 685 units, 2,051 bytes
+		} {
+			_, err := cc.NewBlockBlobClient(name).UploadBuffer(ctx, []byte("x"), nil)
+			wantErr(t, err, http.StatusBadRequest, "OutOfRangeInput")
+		}
+	})
 }
