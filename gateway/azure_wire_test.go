@@ -65,13 +65,7 @@ func TestBlobTagsPlainConditionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tagsBody = `<?xml version="1.0" encoding="utf-8"?><Tags><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tags>`
-	failing := map[string]string{
-		"If-Match":            `"0x8D000000DEADBEE"`,
-		"If-None-Match":       "*",
-		"If-Modified-Since":   "Fri, 01 Jan 2100 00:00:00 GMT",
-		"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT",
-	}
-	for name, value := range failing {
+	for name, value := range failingPlainConditions {
 		for _, tc := range []struct{ what, method, path, body string }{
 			{"Set Blob Tags", "PUT", "tagc/b?comp=tags", tagsBody},
 			{"Get Blob Tags", "GET", "tagc/b?comp=tags", ""},
