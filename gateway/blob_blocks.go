@@ -70,8 +70,13 @@ func (s *Server) putBlock(w http.ResponseWriter, r *http.Request, req *request) 
 		return err
 	}
 	size := r.ContentLength
-	if size < 0 {
-		return svcerr.New(svcerr.MissingContentLengthHeader)
+	if size <= 0 {
+		// Azure answers a Put Block of Content-Length: 0 as one without
+		// the header: 411 MissingContentLengthHeader naming
+		// Content-Length. A block is never empty.
+		e := svcerr.New(svcerr.MissingContentLengthHeader)
+		e.Details = [][2]string{{"HeaderName", "Content-Length"}}
+		return e
 	}
 	if size > maxBlockSize {
 		return svcerr.New(svcerr.RequestBodyTooLarge)

@@ -163,8 +163,19 @@ func tagConds(r *http.Request) (string, leasedb.Conditions, error) {
 	if err != nil {
 		return "", leasedb.Conditions{}, err
 	}
-	cond, err := blobTagConditions.parse(r.Header)
+	cond, err := tagConditions(r.Header)
 	return leaseID, cond, err
+}
+
+// tagConditions reads the conditions of Get and Set Blob Tags: x-ms-if-tags
+// and the x-ms-blob-if-* spelling. A plain If-Match, If-None-Match,
+// If-Modified-Since or If-Unmodified-Since is 400
+// ConditionHeadersNotSupported, never ignored: Azure documents only
+// x-ms-if-tags (and x-ms-lease-id) for these operations, and its SDKs
+// refuse to send the plain ones. Get Blob Tags answers no ETag or
+// Last-Modified, so no browser cache revalidates it with them.
+func tagConditions(h http.Header) (leasedb.Conditions, error) {
+	return blobTagConditions.parseOnly(h)
 }
 
 // Set Blob Tags: PUT ?comp=tags with a <Tags> body → 204. The tags replace

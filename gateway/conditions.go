@@ -75,7 +75,8 @@ func (n conditionHeaders) parse(h http.Header) (leasedb.Conditions, error) {
 }
 
 // parseOnly is parse for a write that takes only the conditions n names
-// (ifTagsOnly, noConditions): a standard condition header it does not
+// (ifTagsOnly, noConditions, blobTagConditions; Get Blob Tags too, whose
+// answer carries no validator): a standard condition header it does not
 // name is 400 ConditionHeadersNotSupported naming it, never ignored, so
 // what the client meant to guard is not done unguarded. Reads (Get Block
 // List) keep parse: a browser's cache adds If-None-Match and

@@ -70,6 +70,16 @@ func TestContainerIfTagsRefused(t *testing.T) {
 	})
 }
 
+// failingPlainConditions are If-Match, If-None-Match, If-Modified-Since
+// and If-Unmodified-Since, each failing on any blob: what an operation
+// that takes none of them must refuse rather than ignore.
+var failingPlainConditions = map[string]string{
+	"If-Match":            `"0x8D000000DEADBEE"`,
+	"If-None-Match":       "*",
+	"If-Modified-Since":   "Fri, 01 Jan 2100 00:00:00 GMT",
+	"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT",
+}
+
 // TestBlobConditionsOutsideOperationRefused: Set Blob Tier takes
 // x-ms-if-tags alone, Put Block, Put Block From URL and Undelete Blob no
 // condition at all; If-Match, If-None-Match, If-Modified-Since or
@@ -94,12 +104,7 @@ func TestBlobConditionsOutsideOperationRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		bc := blockClient(b.client, "only", "b")
-		failing := map[string]string{
-			"If-Match":            `"0x8D000000DEADBEE"`,
-			"If-None-Match":       "*",
-			"If-Modified-Since":   "Fri, 01 Jan 2100 00:00:00 GMT",
-			"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT",
-		}
+		failing := failingPlainConditions
 		src := b.serviceURL(0) + "only/b"
 		for name, value := range failing {
 			for _, tc := range []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +183,62 @@ type corsRuleXML struct {
 	AllowedHeaders  string `xml:"AllowedHeaders"`
 	ExposedHeaders  string `xml:"ExposedHeaders"`
 	MaxAgeInSeconds string `xml:"MaxAgeInSeconds"`
+}
+
+// corsRuleElems are the children of a CorsRule in Set Blob Service
+// Properties: each is required (AllowedHeaders, ExposedHeaders and
+// MaxAgeInSeconds may be empty), in any order (the SDKs send them in
+// different orders).
+var corsRuleElems = [...]string{"AllowedOrigins", "AllowedMethods", "AllowedHeaders", "ExposedHeaders", "MaxAgeInSeconds"}
+
+// checkCORSShape refuses a Set Blob Service Properties body whose Cors
+// holds anything but CorsRule elements, or a CorsRule without one of
+// corsRuleElems, with one twice, or with another child: 400
+// InvalidXmlDocument, as Azure answers a rule that lacks one. parseCORS
+// reads stored documents too, which may predate this check, so the
+// shape is checked on what a client sends alone.
+func checkCORSShape(body []byte) error {
+	type child struct{ XMLName xml.Name }
+	var v struct {
+		Cors *struct {
+			Elems []struct {
+				XMLName xml.Name
+				Elems   []child `xml:",any"`
+			} `xml:",any"`
+		} `xml:"Cors"`
+	}
+	if err := xml.Unmarshal(body, &v); err != nil {
+		return svcerr.New(svcerr.InvalidXmlDocument)
+	}
+	if v.Cors == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return svcerr.Newf(svcerr.InvalidXmlDocument, "XML specified is not syntactically valid: "+format, args...)
+	}
+	for i, r := range v.Cors.Elems {
+		n := i + 1
+		if r.XMLName.Local != "CorsRule" {
+			return bad("Cors holds %s; only CorsRule elements belong there.", r.XMLName.Local)
+		}
+		var seen [len(corsRuleElems)]bool
+		for _, c := range r.Elems {
+			k := slices.Index(corsRuleElems[:], c.XMLName.Local)
+			switch {
+			case k < 0:
+				return bad("CORS rule %d holds %s, which is not part of a CorsRule.", n, c.XMLName.Local)
+			case seen[k]:
+				return bad("CORS rule %d holds %s twice.", n, c.XMLName.Local)
+			}
+			seen[k] = true
+		}
+		for k, ok := range seen {
+			if !ok {
+				return bad("CORS rule %d has no %s element.", n, corsRuleElems[k])
+			}
+		}
+	}
+	return nil
 }
 
 // parseCORS reads and validates the CORS rules of a StorageServiceProperties

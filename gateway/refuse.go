@@ -193,6 +193,9 @@ var knownServiceElems = map[string]bool{
 // The same elements disabled, as SDKs and tools send them, stay accepted.
 // Elements outside the schema are refused rather than stored and echoed.
 func refuseServiceProps(body []byte, doc *propsDoc) error {
+	if err := checkCORSShape(body); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, e := range doc.Elems {
 		if !knownServiceElems[e.XMLName.Local] {

@@ -362,12 +362,21 @@ func resolve(r *http.Request, req *request) (*operation, error) {
 }
 
 // noOperation is the answer to a request no operation matches: a write to
-// a snapshot or an unknown comp is 400 InvalidQueryParameterValue; a known
-// one with another method (or a container path without
-// restype=container) is 405 UnsupportedHttpVerb.
+// a snapshot, an unknown comp, or a restype no operation at the address
+// takes, is 400 InvalidQueryParameterValue naming the parameter, as Azure
+// answers (a request to the service's address with no comp at all names
+// comp with an empty value); a known one with another method (or a
+// container path without restype=container) is 405 UnsupportedHttpVerb.
 func noOperation(t target, req *request) error {
 	comp := req.query["comp"]
+	if rt, ok := req.query["restype"]; ok && (t == serviceTarget || t == containerTarget) && !knownRestype(t, rt) {
+		return svcerr.Query(svcerr.InvalidQueryParameterValue, "restype", rt, "")
+	}
 	switch t {
+	case serviceTarget:
+		if !knownComp(t, comp) {
+			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
+		}
 	case snapshotTarget:
 		if comp != "lease" {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "snapshot", req.query["snapshot"], "snapshots are read-only")
@@ -380,7 +389,7 @@ func noOperation(t target, req *request) error {
 		}
 		return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 	case containerTarget:
-		if req.query["restype"] == "container" && !knownComp(t, comp) {
+		if (comp != "" || req.query["restype"] == "container") && !knownComp(t, comp) {
 			return svcerr.Query(svcerr.InvalidQueryParameterValue, "comp", comp, "")
 		}
 	case blobTarget:
@@ -389,6 +398,17 @@ func noOperation(t target, req *request) error {
 		}
 	}
 	return svcerr.New(svcerr.UnsupportedHttpVerb)
+}
+
+// knownRestype reports whether some operation at t (or at any address)
+// takes this restype.
+func knownRestype(t target, restype string) bool {
+	for i := range operations {
+		if o := &operations[i]; (o.on == t || o.on == anyTarget) && o.restype == restype {
+			return true
+		}
+	}
+	return false
 }
 
 // knownComp reports whether some operation on t has this comp.

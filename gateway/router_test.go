@@ -210,14 +210,22 @@ func TestResolveRefused(t *testing.T) {
 		{"GET", "cnt/b", "comp=bogus&" + snap, 400, "InvalidQueryParameterValue", "snapshot"},
 		{"GET", "cnt/b", "comp=lease&" + snap, 405, "UnsupportedHttpVerb", ""},
 
-		{"GET", "", "", 405, "UnsupportedHttpVerb", ""},
-		{"GET", "", "comp=bogus", 405, "UnsupportedHttpVerb", ""},
+		// The service's address with no comp, or an unknown one, names
+		// comp (empty when absent), as Azure answers it; an unknown
+		// restype at the service or a container names restype.
+		{"GET", "", "", 400, "InvalidQueryParameterValue", "comp"},
+		{"GET", "", "comp=bogus", 400, "InvalidQueryParameterValue", "comp"},
+		{"GET", "", "restype=bogus&comp=properties", 400, "InvalidQueryParameterValue", "restype"},
+		{"GET", "", "restype=container", 400, "InvalidQueryParameterValue", "restype"},
+		{"GET", "cnt", "restype=bogus", 400, "InvalidQueryParameterValue", "restype"},
+		{"GET", "cnt", "restype=service&comp=properties", 400, "InvalidQueryParameterValue", "restype"},
+		{"PUT", "cnt", "restype=Container", 400, "InvalidQueryParameterValue", "restype"},
+		{"GET", "cnt", "comp=bogus", 400, "InvalidQueryParameterValue", "comp"},
 		{"HEAD", "", "comp=list", 405, "UnsupportedHttpVerb", ""},
 		{"DELETE", "", "restype=service&comp=properties", 405, "UnsupportedHttpVerb", ""},
 		{"PUT", "", "restype=account&comp=properties", 405, "UnsupportedHttpVerb", ""},
 		{"GET", "cnt", "", 405, "UnsupportedHttpVerb", ""},
-		{"GET", "cnt", "comp=bogus", 405, "UnsupportedHttpVerb", ""},
-		{"PUT", "cnt", "restype=Container", 405, "UnsupportedHttpVerb", ""},
+		{"GET", "cnt", "comp=list", 405, "UnsupportedHttpVerb", ""},
 		{"POST", "cnt", "restype=container", 405, "UnsupportedHttpVerb", ""},
 		{"DELETE", "cnt", "restype=container&comp=metadata", 405, "UnsupportedHttpVerb", ""},
 		{"DELETE", "cnt", "restype=container&comp=acl", 405, "UnsupportedHttpVerb", ""},

@@ -369,8 +369,14 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	// neither stored nor listed. Nor can one with a control character
 	// (Azure's naming rules refuse them) or U+FFFE / U+FFFF: XML 1.0 has
 	// no form for most of them, so List Blobs would name another blob.
-	if req.blob != "" && (len(req.blob) > leasedb.MaxBlobNameBytes || unlistable(req.blob) || !utf8.ValidString(req.blob)) {
+	if req.blob != "" && (unlistable(req.blob) || !utf8.ValidString(req.blob)) {
 		return svcerr.New(svcerr.InvalidResourceName)
+	}
+	// Longer than 1,024 UTF-16 code units: 400 OutOfRangeInput, as Azure
+	// answers it (512 characters outside the BMP fit, 1,024 of the BMP);
+	// so is a name longer than the stores hold (leasedb.MaxBlobNameBytes).
+	if !leasedb.BlobNameFits(req.blob) {
+		return svcerr.New(svcerr.OutOfRangeInput)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (s *Server) getSnapshotBlockList(w http.ResponseWriter, r *http.Request, re
 // Get Blob Tags ?snapshot=: GET ?comp=tags&snapshot=... → 200 with the
 // snapshot's tags.
 func (s *Server) getSnapshotTags(w http.ResponseWriter, r *http.Request, req *request) error {
-	cond, err := blobTagConditions.parse(r.Header)
+	cond, err := tagConditions(r.Header)
 	if err != nil {
 		return err
 	}

@@ -65,9 +65,43 @@ type ListInclude struct {
 	DeletedWithVersions bool
 }
 
-// MaxBlobNameBytes is the longest blob name stored, in bytes of UTF-8
-// (the gateway refuses a longer one; import s3 skips it).
-const MaxBlobNameBytes = 1024
+// MaxBlobNameUnits is Azure's limit on a blob name: 1,024 characters
+// counted as UTF-16 code units (a character outside the Basic
+// Multilingual Plane counts two), after URL decoding. The gateway refuses
+// a longer name; import s3 skips it.
+const MaxBlobNameUnits = 1024
+
+// MaxBlobNameBytes is the longest blob name stored, in bytes of UTF-8:
+// what a Postgres B-tree entry holds uncompressed (at most 2,704 bytes)
+// beside the longest account, container, tag key and tag value of the
+// blob_tags key. It holds every name of MaxBlobNameUnits characters below
+// U+0800 (2 bytes each: Latin, Greek, Cyrillic, Hebrew, Arabic letters)
+// and 512 characters outside the BMP (4 bytes, 2 units each); a name of
+// characters from U+0800 (3 bytes, 1 unit: CJK) fits 682 of them, not
+// Azure's 1,024. Both stores keep this limit, so they answer alike.
+const MaxBlobNameBytes = 2 * MaxBlobNameUnits
+
+// BlobNameFits reports whether name, valid UTF-8, is within Azure's
+// limit of MaxBlobNameUnits UTF-16 code units and within
+// MaxBlobNameBytes. A name of at most MaxBlobNameUnits bytes always is (no
+// character takes fewer bytes than units), so the usual name costs one
+// comparison.
+func BlobNameFits(name string) bool {
+	if len(name) <= MaxBlobNameUnits {
+		return true
+	}
+	if len(name) > MaxBlobNameBytes {
+		return false
+	}
+	units := 0
+	for _, r := range name {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	return units <= MaxBlobNameUnits
+}
 
 // PastPrefix follows a List Blobs BlobPrefix P (never empty: it ends with
 // the delimiter) in the position past every name under P: P + PastPrefix

@@ -141,7 +141,7 @@ func adoptOne(ctx context.Context, db *leasedb.DB, st *s3.Store, bucket, obj str
 	if len(obj) > s3.MaxAdoptedName {
 		return false, 0, fmt.Errorf("object name is %d bytes; at most %d can be adopted", len(obj), s3.MaxAdoptedName)
 	}
-	if len(ref.Name) > leasedb.MaxBlobNameBytes || !utf8.ValidString(ref.Name) || strings.ContainsRune(ref.Name, 0) {
+	if !utf8.ValidString(ref.Name) || !leasedb.BlobNameFits(ref.Name) || strings.ContainsRune(ref.Name, 0) {
 		return false, 0, errors.New("object name is not a valid blob name")
 	}
 	key := s3.AdoptedKey(obj)
