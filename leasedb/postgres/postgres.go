@@ -112,7 +112,9 @@ func (s *Store) Close() error {
 // returns nil. On serialization_failure (40001), deadlock_detected (40P01)
 // or a prepared statement the schema changed under (planChanged) it rolls
 // back and runs fn again, up to 10 times in all, with a short randomized
-// backoff. Errors returned by fn are returned unchanged.
+// backoff; a retryable error through every run is returned wrapped in
+// leasedb.ErrUnavailable. Other errors returned by fn are returned
+// unchanged.
 //
 // After a statement fails inside the transaction (say PutBlob into a
 // deleted container), Postgres refuses every further statement until
@@ -134,8 +136,18 @@ func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn
 		if !readOnly && ctx.Err() == nil && serverReadOnly(err) {
 			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
-		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return markUnavailable(ctx, err)
+		}
+		if attempt >= maxAttempts {
+			// Contention through every attempt (serialization failures,
+			// deadlocks, a row that kept changing under CommitReplace):
+			// the database's overload, not the request's fault nor a bug,
+			// so leasedb.ErrUnavailable (503 ServerBusy), as SQLite's
+			// lock busy through every retry is. A retryable error
+			// certainly did not commit (retryable refuses
+			// leasedb.MayHaveCommitted), so nothing else is added.
+			return fmt.Errorf("%w: %d attempts: %w", leasedb.ErrUnavailable, attempt, err)
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
 			return fmt.Errorf("leasedb/postgres: retry: %w", err)
