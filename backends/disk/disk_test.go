@@ -296,6 +296,63 @@ func TestCleanTempSparesInFlightPut(t *testing.T) {
 	}
 }
 
+// A replica sharing the root (another Store, another process) does not
+// have this Store's in-flight registry: it judges a temporary file by its
+// modification time. That time can say nothing about a live Put: an
+// O_DIRECT body is written only when 512 KiB have arrived (a client
+// trickling bytes within the body idle timeout leaves the file untouched
+// for hours), and a clock stepped forward on the sweeper, or back on the
+// writer, ages every file at once. The sweep must still spare the file of
+// a Put in flight: here it is made to look two days old while its Put
+// waits for the rest of its body, and the other Store's sweep leaves it;
+// the Put then completes.
+func TestCleanTempSparesPutOfAnotherStore(t *testing.T) {
+	s := newStore(t)
+	other, err := disk.New(s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const size = 1 << 20
+	data := backendtest.Data(size, 6)
+	g := newGate(bytes.NewReader(data), size/2)
+	done := make(chan error, 1)
+	go func() { done <- s.Put(ctx, "inflight", g, size) }()
+	<-g.blocked
+
+	tmp := filepath.Join(s.Root(), "tmp")
+	got := names(t, tmp)
+	if len(got) != 1 {
+		t.Fatalf("tmp/ = %q", got)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(filepath.Join(tmp, got[0]), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.SweepTemp(ctx, time.Hour); err != nil || n != 0 {
+		t.Errorf("another Store's SweepTemp(1h) during a Put = %d, %v; want 0", n, err)
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatalf("Put = %v", err)
+	}
+	checkNoResidue(t, s)
+	if info, err := s.Stat(ctx, "inflight"); err != nil || info.Size != size {
+		t.Fatalf("Stat = %+v, %v", info, err)
+	}
+	// A file no Put holds (its process gone) is still swept by age.
+	orphan := filepath.Join(tmp, "put-orphan")
+	if err := os.WriteFile(orphan, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(orphan, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.SweepTemp(ctx, time.Hour); err != nil || n != 1 {
+		t.Errorf("SweepTemp(1h) of an orphan = %d, %v; want 1", n, err)
+	}
+}
+
 func TestKeyConflict(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
