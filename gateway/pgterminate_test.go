@@ -29,6 +29,13 @@ func TestWriteTerminatedWhileWaiting(t *testing.T) {
 	body := randBytes(96<<10, 2)
 	blockID := b64([]byte("blk"))
 	cc := b.client.ServiceClient().NewContainerClient("kill")
+	putOld := func(name string) func(t *testing.T) {
+		return func(t *testing.T) {
+			if _, err := b.client.UploadBuffer(ctx, "kill", name, old, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	writes := []struct {
 		name   string
 		create func(t *testing.T) // the blob before
@@ -36,19 +43,11 @@ func TestWriteTerminatedWhileWaiting(t *testing.T) {
 		after  func(t *testing.T) // the write's effect, once it succeeded
 	}{
 		{name: "Put Blob",
-			create: func(t *testing.T) {
-				if _, err := b.client.UploadBuffer(ctx, "kill", "Put Blob", old, nil); err != nil {
-					t.Fatal(err)
-				}
-			},
-			write: func() error { _, err := b.client.UploadBuffer(ctx, "kill", "Put Blob", body, nil); return err },
-			after: func(t *testing.T) { wantContent(t, download(t, b.client, "kill", "Put Blob"), body) }},
+			create: putOld("Put Blob"),
+			write:  func() error { _, err := b.client.UploadBuffer(ctx, "kill", "Put Blob", body, nil); return err },
+			after:  func(t *testing.T) { wantContent(t, download(t, b.client, "kill", "Put Blob"), body) }},
 		{name: "Put Block",
-			create: func(t *testing.T) {
-				if _, err := b.client.UploadBuffer(ctx, "kill", "Put Block", old, nil); err != nil {
-					t.Fatal(err)
-				}
-			},
+			create: putOld("Put Block"),
 			write: func() error {
 				_, err := cc.NewBlockBlobClient("Put Block").StageBlock(ctx, blockID, streamOf(body), nil)
 				return err
@@ -62,9 +61,7 @@ func TestWriteTerminatedWhileWaiting(t *testing.T) {
 			}},
 		{name: "Put Block List",
 			create: func(t *testing.T) {
-				if _, err := b.client.UploadBuffer(ctx, "kill", "Put Block List", old, nil); err != nil {
-					t.Fatal(err)
-				}
+				putOld("Put Block List")(t)
 				if _, err := cc.NewBlockBlobClient("Put Block List").StageBlock(ctx, blockID, streamOf(body), nil); err != nil {
 					t.Fatal(err)
 				}
@@ -107,11 +104,7 @@ func TestWriteTerminatedWhileWaiting(t *testing.T) {
 			},
 			after: func(t *testing.T) { wantContent(t, download(t, b.client, "kill", "Put Page"), body) }},
 		{name: "Set Blob Metadata",
-			create: func(t *testing.T) {
-				if _, err := b.client.UploadBuffer(ctx, "kill", "Set Blob Metadata", old, nil); err != nil {
-					t.Fatal(err)
-				}
-			},
+			create: putOld("Set Blob Metadata"),
 			write: func() error {
 				_, err := cc.NewBlobClient("Set Blob Metadata").SetMetadata(ctx, map[string]*string{"k": to.Ptr("v")}, nil)
 				return err
@@ -126,12 +119,8 @@ func TestWriteTerminatedWhileWaiting(t *testing.T) {
 				}
 			}},
 		{name: "Delete Blob",
-			create: func(t *testing.T) {
-				if _, err := b.client.UploadBuffer(ctx, "kill", "Delete Blob", old, nil); err != nil {
-					t.Fatal(err)
-				}
-			},
-			write: func() error { _, err := b.client.DeleteBlob(ctx, "kill", "Delete Blob", nil); return err },
+			create: putOld("Delete Blob"),
+			write:  func() error { _, err := b.client.DeleteBlob(ctx, "kill", "Delete Blob", nil); return err },
 			after: func(t *testing.T) {
 				if _, err := cc.NewBlobClient("Delete Blob").GetProperties(ctx, nil); statusOf(err) != 404 {
 					t.Errorf("Get Blob Properties after Delete Blob: %v, want 404", err)

@@ -264,6 +264,19 @@ func TestCleanTemp(t *testing.T) {
 
 func TestCleanTempSparesInFlightPut(t *testing.T) {
 	s := newStore(t)
+	// Made to look ancient: the in-flight registry, not the age, protects it.
+	finish := stalledPut(t, s)
+	if n, err := s.CleanTemp(0); err != nil || n != 0 {
+		t.Fatalf("CleanTemp(0) during a Put = %d, %v; want 0", n, err)
+	}
+	finish()
+}
+
+// stalledPut starts a 1 MiB Put of key "inflight" on s that stops half-way
+// for the rest of its body, its temporary file made to look two days old;
+// finish lets it complete and fails t unless it did, the object whole.
+func stalledPut(t *testing.T, s *disk.Store) (finish func()) {
+	t.Helper()
 	ctx := context.Background()
 	const size = 1 << 20
 	data := backendtest.Data(size, 5)
@@ -277,22 +290,20 @@ func TestCleanTempSparesInFlightPut(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("tmp/ = %q", got)
 	}
-	// Make it look ancient: the in-flight registry, not the age, protects it.
 	old := time.Now().Add(-48 * time.Hour)
 	if err := os.Chtimes(filepath.Join(tmp, got[0]), old, old); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.CleanTemp(0); err != nil || n != 0 {
-		t.Fatalf("CleanTemp(0) during a Put = %d, %v; want 0", n, err)
-	}
-	close(g.release)
-	if err := <-done; err != nil {
-		t.Fatalf("Put = %v", err)
-	}
-	checkNoResidue(t, s)
-	info, err := s.Stat(ctx, "inflight")
-	if err != nil || info.Size != size {
-		t.Fatalf("Stat = %+v, %v", info, err)
+	return func() {
+		t.Helper()
+		close(g.release)
+		if err := <-done; err != nil {
+			t.Fatalf("Put = %v", err)
+		}
+		checkNoResidue(t, s)
+		if info, err := s.Stat(ctx, "inflight"); err != nil || info.Size != size {
+			t.Fatalf("Stat = %+v, %v", info, err)
+		}
 	}
 }
 
@@ -313,35 +324,14 @@ func TestCleanTempSparesPutOfAnotherStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	const size = 1 << 20
-	data := backendtest.Data(size, 6)
-	g := newGate(bytes.NewReader(data), size/2)
-	done := make(chan error, 1)
-	go func() { done <- s.Put(ctx, "inflight", g, size) }()
-	<-g.blocked
-
-	tmp := filepath.Join(s.Root(), "tmp")
-	got := names(t, tmp)
-	if len(got) != 1 {
-		t.Fatalf("tmp/ = %q", got)
-	}
-	old := time.Now().Add(-48 * time.Hour)
-	if err := os.Chtimes(filepath.Join(tmp, got[0]), old, old); err != nil {
-		t.Fatal(err)
-	}
+	finish := stalledPut(t, s)
 	if n, err := other.SweepTemp(ctx, time.Hour); err != nil || n != 0 {
 		t.Errorf("another Store's SweepTemp(1h) during a Put = %d, %v; want 0", n, err)
 	}
-	close(g.release)
-	if err := <-done; err != nil {
-		t.Fatalf("Put = %v", err)
-	}
-	checkNoResidue(t, s)
-	if info, err := s.Stat(ctx, "inflight"); err != nil || info.Size != size {
-		t.Fatalf("Stat = %+v, %v", info, err)
-	}
+	finish()
 	// A file no Put holds (its process gone) is still swept by age.
-	orphan := filepath.Join(tmp, "put-orphan")
+	old := time.Now().Add(-48 * time.Hour)
+	orphan := filepath.Join(s.Root(), "tmp", "put-orphan")
 	if err := os.WriteFile(orphan, []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -27,22 +27,7 @@ func TestWriteSeesSettingsCommittedWhileLocksAwaited(t *testing.T) {
 	for _, path := range []string{"one round trip", "few statements"} {
 		t.Run(path, func(t *testing.T) {
 			ctx := context.Background()
-			dsn := pgtest.Start(t)
-			s := open(t, dsn)
-			if path == "few statements" {
-				postgres.NoOneTrip(s)
-			}
-			addContainer(t, s)
-			db := &leasedb.DB{Store: s}
-			ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-			put := func(data string) error {
-				_, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob",
-					Extents: []leasedb.Extent{{Size: int64(len(data)), Data: []byte(data)}}})
-				return err
-			}
-			if err := put("v0"); err != nil {
-				t.Fatal(err)
-			}
+			dsn, db, put := inlineBlob(t, path == "few statements")
 			// The container's lock, held as Delete Container holds it.
 			cont := pgtest.Connect(t, dsn)
 			lock(t, cont, postgres.ContainerLockKey("a", "c"))
@@ -82,6 +67,29 @@ func TestWriteSeesSettingsCommittedWhileLocksAwaited(t *testing.T) {
 	}
 }
 
+// inlineBlob is a store (noOneTrip: without the one-round-trip Put Blob)
+// on a database of its own (dsn) holding container a/c and its inline
+// blob b ("v0"); put writes b again.
+func inlineBlob(t *testing.T, noOneTrip bool) (dsn string, db *leasedb.DB, put func(data string) error) {
+	t.Helper()
+	dsn = pgtest.Start(t)
+	s := open(t, dsn)
+	if noOneTrip {
+		postgres.NoOneTrip(s)
+	}
+	addContainer(t, s)
+	db = &leasedb.DB{Store: s}
+	put = func(data string) error {
+		_, _, err := db.PutBlob(context.Background(), leasedb.PutBlobRequest{Ref: leasedb.BlobRef{Account: "a", Container: "c", Name: "b"},
+			Type: "BlockBlob", Extents: []leasedb.Extent{{Size: int64(len(data)), Data: []byte(data)}}})
+		return err
+	}
+	if err := put("v0"); err != nil {
+		t.Fatal(err)
+	}
+	return dsn, db, put
+}
+
 // lock begins a transaction on conn and takes the advisory lock key in it.
 func lock(t *testing.T, conn *pgx.Conn, key int64) {
 	t.Helper()
@@ -101,14 +109,8 @@ func lock(t *testing.T, conn *pgx.Conn, key int64) {
 // soft-deleted, not deleted for good.
 func TestDeleteSeesRetentionSetWhileLockAwaited(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t)
-	s := open(t, dsn)
-	addContainer(t, s)
-	db := &leasedb.DB{Store: s}
+	dsn, db, _ := inlineBlob(t, false)
 	ref := leasedb.BlobRef{Account: "a", Container: "c", Name: "b"}
-	if _, _, err := db.PutBlob(ctx, leasedb.PutBlobRequest{Ref: ref, Type: "BlockBlob", Extents: []leasedb.Extent{{Size: 2, Data: []byte("v0")}}}); err != nil {
-		t.Fatal(err)
-	}
 	holder := pgtest.Connect(t, dsn)
 	if _, err := holder.Exec(ctx, `BEGIN`); err != nil {
 		t.Fatal(err)
