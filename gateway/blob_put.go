@@ -233,8 +233,9 @@ func (s *Server) stage(ctx context.Context, body io.Reader, size int64, md5Sum, 
 	return leasedb.Extent{Key: key, Size: hr.n}, hr.d.sums(), nil
 }
 
-// commitTimeout bounds a commit that the client can no longer cancel.
-const commitTimeout = time.Minute
+// commitTimeout bounds a commit that the client can no longer cancel
+// (a variable for tests only).
+var commitTimeout = time.Minute
 
 // commit runs fn, the transaction that commits the staged extents, detached
 // from the client's context (a client that goes away never aborts a commit
@@ -245,6 +246,15 @@ const commitTimeout = time.Minute
 // upload intents, which a commit removes in its own transaction, so the
 // collector deletes them after the intent's deadline exactly when the
 // commit did not happen.
+//
+// A commit still running at commitTimeout (a lock held that long, a
+// database too slow) is the metadata store's overload, not the request's
+// fault nor a bug: leasedb.ErrUnavailable, 503 ServerBusy, which clients
+// retry. The stores send COMMIT detached from the context, each bounded
+// on its own, so the deadline ends only statements before COMMIT and the
+// transaction certainly did not commit: the staged objects are deleted.
+// A COMMIT cut by its own bound carries leasedb.ErrCommitUnknown and keeps
+// them.
 func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
@@ -253,6 +263,9 @@ func (s *Server) commit(ctx context.Context, staged []leasedb.Extent, fn func(ct
 	err := fn(cctx)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) && !errors.Is(err, leasedb.ErrUnavailable) {
+		err = fmt.Errorf("%w: commit still running after %v: %w", leasedb.ErrUnavailable, commitTimeout, err)
 	}
 	if leasedb.MayHaveCommitted(err) {
 		keys := make([]string, 0, len(staged))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"net"
+	"testing"
+	"time"
 )
 
 // Every test of this package runs with the inline body buffers poisoned
@@ -45,4 +47,12 @@ func RefuseServiceProps(body string) error {
 		return err
 	}
 	return refuseServiceProps([]byte(body), &doc)
+}
+
+// SetCommitTimeout sets the bound of a commit detached from its client
+// (blob_put.go) until t ends. Tests that call it must not run in parallel.
+func SetCommitTimeout(t testing.TB, d time.Duration) {
+	old := commitTimeout
+	commitTimeout = d
+	t.Cleanup(func() { commitTimeout = old })
 }

@@ -349,6 +349,7 @@ func (s *Store) createTemp() (string, *os.File, error) {
 		p := filepath.Join(s.tmp, name)
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 		if err == nil {
+			holdTemp(f)
 			return p, f, nil
 		}
 		s.release(p)
@@ -793,13 +794,18 @@ func (s *Store) CleanTemp(olderThan time.Duration) (int, error) {
 		if olderThan > 0 && !fi.ModTime().Before(cutoff) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(s.tmp, name)); err != nil {
+		// A Put of another process sharing the root holds its file
+		// (holdTemp), whatever its age says.
+		ok, err := removeUnheld(filepath.Join(s.tmp, name))
+		if err != nil {
 			if !notFound(err) {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		removed++
+		if ok {
+			removed++
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("disk: clean temp: %w", err)
@@ -807,11 +813,13 @@ func (s *Store) CleanTemp(olderThan time.Duration) (int, error) {
 	return removed, nil
 }
 
-// SweepTemp implements backends.TempSweeper with CleanTemp. A temporary
-// file's modification time is its last write, and a live Put writes each
-// time its body delivers bytes, so olderThan well above the gateway's body
-// idle timeout never removes a Put in flight in another process sharing
-// the root (those of this Store are never removed).
+// SweepTemp implements backends.TempSweeper with CleanTemp. A Put in
+// flight in another process sharing the root holds a lock on its file
+// (holdTemp), which spares it whatever its age (an O_DIRECT body is
+// written only when 512 KiB have arrived, so a trickling client leaves
+// the modification time behind; a clock step ages every file); those of
+// this Store are never removed. Where the filesystem takes no lock, the
+// age alone decides: olderThan well above the gateway's body idle timeout.
 func (s *Store) SweepTemp(ctx context.Context, olderThan time.Duration) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("disk: sweep temp: %w", err)

@@ -264,6 +264,19 @@ func TestCleanTemp(t *testing.T) {
 
 func TestCleanTempSparesInFlightPut(t *testing.T) {
 	s := newStore(t)
+	// Made to look ancient: the in-flight registry, not the age, protects it.
+	finish := stalledPut(t, s)
+	if n, err := s.CleanTemp(0); err != nil || n != 0 {
+		t.Fatalf("CleanTemp(0) during a Put = %d, %v; want 0", n, err)
+	}
+	finish()
+}
+
+// stalledPut starts a 1 MiB Put of key "inflight" on s that stops half-way
+// for the rest of its body, its temporary file made to look two days old;
+// finish lets it complete and fails t unless it did, the object whole.
+func stalledPut(t *testing.T, s *disk.Store) (finish func()) {
+	t.Helper()
 	ctx := context.Background()
 	const size = 1 << 20
 	data := backendtest.Data(size, 5)
@@ -277,22 +290,56 @@ func TestCleanTempSparesInFlightPut(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("tmp/ = %q", got)
 	}
-	// Make it look ancient: the in-flight registry, not the age, protects it.
 	old := time.Now().Add(-48 * time.Hour)
 	if err := os.Chtimes(filepath.Join(tmp, got[0]), old, old); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.CleanTemp(0); err != nil || n != 0 {
-		t.Fatalf("CleanTemp(0) during a Put = %d, %v; want 0", n, err)
+	return func() {
+		t.Helper()
+		close(g.release)
+		if err := <-done; err != nil {
+			t.Fatalf("Put = %v", err)
+		}
+		checkNoResidue(t, s)
+		if info, err := s.Stat(ctx, "inflight"); err != nil || info.Size != size {
+			t.Fatalf("Stat = %+v, %v", info, err)
+		}
 	}
-	close(g.release)
-	if err := <-done; err != nil {
-		t.Fatalf("Put = %v", err)
+}
+
+// A replica sharing the root (another Store, another process) does not
+// have this Store's in-flight registry: it judges a temporary file by its
+// modification time. That time can say nothing about a live Put: an
+// O_DIRECT body is written only when 512 KiB have arrived (a client
+// trickling bytes within the body idle timeout leaves the file untouched
+// for hours), and a clock stepped forward on the sweeper, or back on the
+// writer, ages every file at once. The sweep must still spare the file of
+// a Put in flight: here it is made to look two days old while its Put
+// waits for the rest of its body, and the other Store's sweep leaves it;
+// the Put then completes.
+func TestCleanTempSparesPutOfAnotherStore(t *testing.T) {
+	s := newStore(t)
+	other, err := disk.New(s.Root())
+	if err != nil {
+		t.Fatal(err)
 	}
-	checkNoResidue(t, s)
-	info, err := s.Stat(ctx, "inflight")
-	if err != nil || info.Size != size {
-		t.Fatalf("Stat = %+v, %v", info, err)
+	ctx := context.Background()
+	finish := stalledPut(t, s)
+	if n, err := other.SweepTemp(ctx, time.Hour); err != nil || n != 0 {
+		t.Errorf("another Store's SweepTemp(1h) during a Put = %d, %v; want 0", n, err)
+	}
+	finish()
+	// A file no Put holds (its process gone) is still swept by age.
+	old := time.Now().Add(-48 * time.Hour)
+	orphan := filepath.Join(s.Root(), "tmp", "put-orphan")
+	if err := os.WriteFile(orphan, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(orphan, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.SweepTemp(ctx, time.Hour); err != nil || n != 1 {
+		t.Errorf("SweepTemp(1h) of an orphan = %d, %v; want 1", n, err)
 	}
 }
 

@@ -264,7 +264,8 @@ var commitReplaceSQL = `WITH chk AS MATERIALIZED (SELECT
 	AND NOT ($35::bool AND (EXISTS (SELECT 1 FROM snapshots WHERE account = $1 AND container = $2 AND name = $3)
 		OR EXISTS (SELECT 1 FROM versions WHERE account = $1 AND container = $2 AND name = $3)
 		OR EXISTS (SELECT 1 FROM deleted_blobs WHERE account = $1 AND container = $2 AND name = $3)))
-	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[])) AS ok),
+	AND NOT EXISTS (SELECT 1 FROM extent_shares WHERE key = ANY($31::text[]))
+	AND ` + plainNowSQL + ` AS ok),
 taken AS (DELETE FROM gc_queue WHERE key = ANY($30::text[]) AND is_intent RETURNING claimed_at IS NULL AS free),
 up AS (` + upsertSQL(commitReplaceArgs) + ` RETURNING 1),
 staged AS (DELETE FROM blocks WHERE $36::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
@@ -299,7 +300,8 @@ FROM chk, (SELECT count(*) FILTER (WHERE free)::int AS n FROM taken) AS t`
 // keys, $34 its extents_keys). The error of the CASE names chk.ok, so that the planner cannot
 // fold it into a constant (and raise it while planning).
 var commitReplaceLightSQL = `WITH chk AS MATERIALIZED (SELECT
-	(SELECT etag FROM blobs WHERE account = $1 AND container = $2 AND name = $3) IS NOT DISTINCT FROM $31::text AS ok),
+	(SELECT etag FROM blobs WHERE account = $1 AND container = $2 AND name = $3) IS NOT DISTINCT FROM $31::text
+	AND ` + plainNowSQL + ` AS ok),
 up AS (` + upsertSQL(blobColCount+5) + ` RETURNING 1),
 staged AS (DELETE FROM blocks WHERE $32::bool AND account = $1 AND container = $2 AND blob = $3 RETURNING key),
 gc AS (INSERT INTO gc_queue (key, due_at, is_intent)
@@ -331,7 +333,7 @@ SELECT CASE WHEN chk.ok THEN 0 ELSE ('` + markStale + ` ' || chk.ok::text)::int 
 var commitReplaceBareSQL = `WITH up AS (` + upsertSQL(blobColCount+3) + `
 	WHERE blobs.etag IS NOT DISTINCT FROM $30::text RETURNING 1)
 SELECT CASE WHEN u.n = 1 AND NOT ($31::bool AND EXISTS (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3))
-	THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
+	AND ` + plainNowSQL + ` THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
 FROM (SELECT count(*)::int AS n FROM up) AS u`
 
 // commitAttrsSQL is CommitReplace's statement for a write with Attrs
@@ -343,8 +345,24 @@ FROM (SELECT count(*)::int AS n FROM up) AS u`
 // the same ($20, the one LockForReplace read) and a row that is not the
 // one read fails the statement stale, as commitReplaceBareSQL does.
 var commitAttrsSQL = `WITH up AS (` + sqlq.SetBlobAttrs(dialect.Placeholder) + ` AND etag = $20 RETURNING 1)
-SELECT CASE WHEN u.n = 1 THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
+SELECT CASE WHEN u.n = 1 AND ` + plainNowSQL + ` THEN 0 ELSE ('` + markStale + ` ' || u.n)::int END
 FROM (SELECT count(*)::int AS n FROM up) AS u`
+
+// plainNowSQL is true when account $1 still writes plain (no versioning,
+// no blob soft delete: AccountSettings.PlainWrites), read with the
+// snapshot of the statement it is in. CommitReplace writes plain only (a
+// write in an account that is not goes the generic way), as decided on
+// the settings LockForReplace read; but that statement's snapshot was
+// taken before its lock waits, so a Set Blob Service Properties or
+// versioning change that committed while the locks were awaited is not
+// in it, and a writer that took the name after that change and whose row
+// this write replaces would lose the content versioning or soft delete
+// must keep. Each of CommitReplace's statements, whose snapshot is taken
+// under the locks, so fails stale unless the account still writes plain:
+// the transaction runs again, and LockForReplace then reads the settings
+// as they are. (The one-round-trip Put Blob checks the same in
+// oneTripStagedSQL.)
+const plainNowSQL = `NOT EXISTS (SELECT 1 FROM account_settings WHERE account = $1 AND (versioning <> 0 OR delete_retention_days <> 0))`
 
 // errStale is CommitReplace's error when a row of the name appeared that
 // LockForReplace's snapshot could not see: Update runs the transaction

@@ -63,8 +63,8 @@ func newLazyTx(conn *pgx.Conn, opts pgx.TxOptions, tracer pgx.QueryTracer) *lazy
 // View use.
 func beginSQL(opts pgx.TxOptions) string {
 	switch opts {
-	case pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}:
-		return "begin isolation level read committed read write"
+	case updateOpts:
+		return "begin isolation level read committed"
 	case pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}:
 		return "begin isolation level repeatable read read only"
 	}

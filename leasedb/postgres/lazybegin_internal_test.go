@@ -9,7 +9,7 @@ import (
 // beginSQL's constants are the BEGIN its general form builds.
 func TestBeginSQL(t *testing.T) {
 	for _, opts := range []pgx.TxOptions{
-		{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite},
+		updateOpts,
 		{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		{IsoLevel: pgx.Serializable},
 	} {

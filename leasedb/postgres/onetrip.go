@@ -220,12 +220,15 @@ CROSS JOIN LATERAL (SELECT pg_advisory_xact_lock_shared($5)::text AS l WHERE lt0
 const oneTripMark = "blobgw.onetrip"
 
 // oneTripStagedSQL fails the transaction stale when oneTripSQL wrote and
-// the name has staged blocks that its snapshot, taken before the lock
-// waits, could not see ($1..$3 the name). The error's text names x.n, so
-// that the planner cannot fold it into a constant.
+// the name has staged blocks, or the account no longer writes plain
+// (plainNowSQL: versioning or blob soft delete turned on), that its
+// snapshot, taken before the lock waits, could not see ($1..$3 the name).
+// The error's text names x.n, so that the planner cannot fold it into a
+// constant.
 var oneTripStagedSQL = `SELECT CASE WHEN x.n = 0 THEN 0 ELSE ('` + markStale + ` ' || x.n)::int END
-FROM (SELECT count(*)::int AS n FROM (SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3
-	AND current_setting('` + oneTripMark + `', true) = 'w' LIMIT 1) AS y) AS x`
+FROM (SELECT count(*)::int AS n FROM ((SELECT 1 FROM blocks WHERE account = $1 AND container = $2 AND blob = $3
+	AND current_setting('` + oneTripMark + `', true) = 'w' LIMIT 1)
+	UNION ALL (SELECT 1 WHERE current_setting('` + oneTripMark + `', true) = 'w' AND NOT ` + plainNowSQL + `)) AS y) AS x`
 
 // PutBlobOneTrip implements leasedb.OneTripPutter.
 func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *leasedb.Blob) (bool, error) {

@@ -112,13 +112,23 @@ func (s *Store) Close() error {
 // returns nil. On serialization_failure (40001), deadlock_detected (40P01)
 // or a prepared statement the schema changed under (planChanged) it rolls
 // back and runs fn again, up to 10 times in all, with a short randomized
-// backoff. Errors returned by fn are returned unchanged.
+// backoff; a retryable error through every run is returned wrapped in
+// leasedb.ErrUnavailable. Other errors returned by fn are returned
+// unchanged.
 //
 // After a statement fails inside the transaction (say PutBlob into a
 // deleted container), Postgres refuses every further statement until
 // rollback: fn should return the error.
+//
+// Its BEGIN names no access mode, so the server's default applies: an
+// operator's default_transaction_read_only = on (maintenance) and a hot
+// standby's recovery refuse every write statement with
+// read_only_sql_transaction, which is leasedb.ErrUnavailable (BEGIN READ
+// WRITE would override the operator's setting). A transaction that wrote
+// nothing, or swallowed the refusal, is refused before its COMMIT
+// (writesRefused).
 func (s *Store) Update(ctx context.Context, fn func(leasedb.Tx) error) error {
-	return s.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}, false, fn)
+	return s.retry(ctx, updateOpts, false, fn)
 }
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one consistent
@@ -128,14 +138,28 @@ func (s *Store) View(ctx context.Context, fn func(leasedb.Tx) error) error {
 	return s.retry(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, true, fn)
 }
 
+// updateOpts are Update's transaction options: READ COMMITTED, the access
+// mode the server's default (see Update).
+var updateOpts = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 func (s *Store) retry(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn func(leasedb.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.run(ctx, opts, readOnly, fn)
 		if !readOnly && ctx.Err() == nil && serverReadOnly(err) {
 			return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 		}
-		if err == nil || !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return markUnavailable(ctx, err)
+		}
+		if attempt >= maxAttempts {
+			// Contention through every attempt (serialization failures,
+			// deadlocks, a row that kept changing under CommitReplace):
+			// the database's overload, not the request's fault nor a bug,
+			// so leasedb.ErrUnavailable (503 ServerBusy), as SQLite's
+			// lock busy through every retry is. A retryable error
+			// certainly did not commit (retryable refuses
+			// leasedb.MayHaveCommitted), so nothing else is added.
+			return fmt.Errorf("%w: %d attempts: %w", leasedb.ErrUnavailable, attempt, err)
 		}
 		if err := sqlq.Sleep(ctx, sqlq.Backoff(attempt)); err != nil {
 			return fmt.Errorf("leasedb/postgres: retry: %w", err)
@@ -172,9 +196,9 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 	}()
 	err = fn(t)
 	if err == nil && !readOnly && !t.committed {
-		// A write that sent nothing still begins and commits, as it
-		// did with BEGIN sent first: a server that refuses writes
-		// (a standby) says so.
+		// A write that sent nothing still begins, as it did with
+		// BEGIN sent first, so the server's answer says whether it
+		// takes writes (writesRefused).
 		_ = ptx.begin(ctx)
 	}
 	if ptx.beginErr != nil {
@@ -202,6 +226,11 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, readOnly bool, fn f
 		// Crash tests: committed, the caller not told.
 		failpoint.Inject("after-commit")
 		return nil
+	}
+	if werr := writesRefused(conn.Conn().PgConn()); werr != nil {
+		// Certainly not committed: nothing more was sent.
+		rollback(ctx, ptx)
+		return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, werr)
 	}
 	// COMMIT runs detached from ctx: a caller that goes away while it is
 	// in flight would otherwise cancel it half-way and leave its outcome
@@ -282,6 +311,23 @@ func markUnavailable(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", leasedb.ErrUnavailable, err)
 	}
 	return err
+}
+
+// errServerReadOnly is writesRefused's answer.
+var errServerReadOnly = errors.New("leasedb/postgres: the server takes no writes now (a hot standby, or default_transaction_read_only = on)")
+
+// writesRefused says, from the parameters the server reports to the
+// connection (in_hot_standby and default_transaction_read_only, reported
+// since Postgres 14 with every change, before each ReadyForQuery), whether
+// a transaction begun on it is read-only, so its COMMIT would write
+// nothing the caller asked for: a transaction that wrote nothing (or
+// swallowed a write's refusal) is refused as a write on such a server is.
+// A server that reports neither is taken at its word.
+func writesRefused(pc *pgconn.PgConn) error {
+	if pc.ParameterStatus("in_hot_standby") == "on" || pc.ParameterStatus("default_transaction_read_only") == "on" {
+		return errServerReadOnly
+	}
+	return nil
 }
 
 // serverReadOnly reports whether a read-write transaction failed because

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,23 +141,29 @@ func TestDeadlockIsRetried(t *testing.T) {
 	}
 }
 
-// A serialization failure returned by fn is retried a bounded number of
-// times, then returned unchanged; any other error of fn is not retried.
+// A serialization failure or deadlock returned by fn is retried a bounded
+// number of times, then returned as leasedb.ErrUnavailable (503
+// ServerBusy: contention, not a bug) that still matches fn's error and
+// says nothing committed; any other error of fn is not retried and is
+// returned unchanged.
 func TestRetryBounded(t *testing.T) {
 	s := open(t, pgtest.Start(t))
 	ctx := context.Background()
-	serial := &pgconn.PgError{Code: "40001", Message: "fake serialization failure"}
+	for _, code := range []string{"40001", "40P01"} {
+		contended := &pgconn.PgError{Code: code, Message: "fake contention"}
+		runs := 0
+		err := s.Update(ctx, func(tx leasedb.Tx) error {
+			runs++
+			return contended
+		})
+		if !errors.Is(err, contended) || !errors.Is(err, leasedb.ErrUnavailable) || leasedb.MayHaveCommitted(err) {
+			t.Fatalf("%s: Update returned %v, want fn's error as leasedb.ErrUnavailable, certainly not committed", code, err)
+		}
+		if runs < 2 || runs > 20 {
+			t.Errorf("%s: fn ran %d times; want a bounded number of retries", code, runs)
+		}
+	}
 	runs := 0
-	err := s.Update(ctx, func(tx leasedb.Tx) error {
-		runs++
-		return serial
-	})
-	if err != serial {
-		t.Fatalf("Update returned %v, want fn's error unchanged", err)
-	}
-	if runs < 2 || runs > 20 {
-		t.Errorf("fn ran %d times; want a bounded number of retries", runs)
-	}
 	other := &pgconn.PgError{Code: "23505", Message: "unique violation"}
 	runs = 0
 	if err := s.Update(ctx, func(tx leasedb.Tx) error { runs++; return other }); err != other || runs != 1 {
