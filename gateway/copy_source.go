@@ -57,9 +57,7 @@ type copySource struct {
 	props      leasedb.Props
 	meta       map[string]string
 	tags       map[string]string // local sources only
-	// remoteTags is how many tags a remote source's Get Blob reported
-	// (x-ms-tag-count); they are not in its answer.
-	remoteTags int
+	remoteTags int               // a remote source's x-ms-tag-count (its Get Blob has no tags)
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
 	seq        int64             // a local page blob's sequence number
