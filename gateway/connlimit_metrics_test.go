@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/blobgw/blobgw/gateway"
 )
 
 // TestLimitConnectionsCounted: the connection limiter's answers are in
@@ -70,16 +72,7 @@ func TestLimitConnectionsCounted(t *testing.T) {
 	}
 	limited := gw.LimitTLSConnections(tln, 1)
 	t.Cleanup(func() { limited.Close() })
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		for {
-			c, err := limited.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := gateway.AcceptAll(limited)
 	first, err := net.Dial("tcp", tln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
