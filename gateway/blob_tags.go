@@ -240,7 +240,7 @@ func (s *Server) getBlobTags(w http.ResponseWriter, r *http.Request, req *reques
 	var tags map[string]string
 	if vid != "" {
 		var v *leasedb.Blob
-		v, err = s.db.GetVersionTags(r.Context(), req.ref(), vid, cond)
+		v, err = s.db.GetVersionTags(r.Context(), req.ref(), vid, leaseID, cond)
 		if v != nil {
 			tags = v.Tags
 		}

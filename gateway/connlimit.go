@@ -49,6 +49,24 @@ func LimitConnections(l net.Listener, max int) net.Listener {
 	return &limitListener{Listener: l, slots: make(chan struct{}, max), busy: make(chan struct{}, busyAnswers)}
 }
 
+// LimitConnections is LimitConnections counted in s's metrics: each busy
+// answer as a request of no operation answered 503 (blobgw_requests_total,
+// blobgw_unavailable_total, its duration and bytes), and each connection
+// over the cap closed unanswered in blobgw_connections_refused_total.
+func (s *Server) LimitConnections(l net.Listener, max int) net.Listener {
+	ll := LimitConnections(l, max).(*limitListener)
+	ll.m = s.metrics
+	return ll
+}
+
+// LimitTLSConnections is LimitTLSConnections counted in s's metrics (every
+// connection over the cap is closed unanswered).
+func (s *Server) LimitTLSConnections(l net.Listener, max int) net.Listener {
+	ll := LimitTLSConnections(l, max).(*limitListener)
+	ll.m = s.metrics
+	return ll
+}
+
 // LimitTLSConnections is LimitConnections for a listener whose
 // connections will speak TLS: a connection over the cap is closed at once.
 // A plain-HTTP 503 written into it would reach the client as a failed
@@ -63,6 +81,14 @@ type limitListener struct {
 	slots     chan struct{}
 	busy      chan struct{}
 	closeOnly bool
+	m         *metrics // nil: not counted
+}
+
+// refused counts a connection over the cap closed unanswered.
+func (l *limitListener) refused() {
+	if l.m != nil {
+		l.m.connsRefused.Inc()
+	}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -78,16 +104,24 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		if l.closeOnly {
 			c.Close()
+			l.refused()
 			continue
 		}
 		select {
 		case l.busy <- struct{}{}:
 			go func() {
 				defer func() { <-l.busy }()
-				answerBusy(c)
+				start := time.Now()
+				switch out, ok := answerBusy(c); {
+				case !ok:
+					l.refused()
+				case l.m != nil:
+					l.m.observeRequest("", http.StatusServiceUnavailable, string(svcerr.ServerBusy), time.Since(start), 0, out)
+				}
 			}()
 		default:
 			c.Close()
+			l.refused()
 		}
 	}
 }
@@ -123,14 +157,15 @@ func (c *limitedConn) CloseWrite() error {
 
 // answerBusy reads one request head from c and answers it 503 ServerBusy
 // with the service's error body, then closes c. A connection that sends
-// no complete head within busyDeadline is closed unanswered.
-func answerBusy(c net.Conn) {
+// no complete head within busyDeadline is closed unanswered (ok false);
+// out is the answer's body length.
+func answerBusy(c net.Conn) (out int64, ok bool) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(busyDeadline))
 	br := bufio.NewReaderSize(io.LimitReader(c, busyHeaderBytes), 4096)
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		return
+		return 0, false
 	}
 	id := uuid.NewString()
 	e := svcerr.Newf(svcerr.ServerBusy, "The server is handling too many connections. Please retry your request.")
@@ -157,7 +192,7 @@ func answerBusy(c net.Conn) {
 	bw.WriteString("\r\n")
 	bw.Write(body)
 	if bw.Flush() != nil {
-		return
+		return 0, false
 	}
 	// A lingering close, as net/http does: closing with a request body
 	// still unread would reset the connection, and the client could lose
@@ -167,4 +202,5 @@ func answerBusy(c net.Conn) {
 		cw.CloseWrite()
 	}
 	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	return int64(len(body)), true
 }

@@ -83,16 +83,7 @@ func TestLimitTLSConnections(t *testing.T) {
 	}
 	limited := LimitTLSConnections(ln, 1)
 	t.Cleanup(func() { limited.Close() })
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		for {
-			c, err := limited.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(limited)
 	held, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +112,20 @@ func TestLimitTLSConnections(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("a connection under the cap was not accepted after the slot was freed")
 	}
+}
+
+// acceptAll accepts l's connections until it is closed, handing each over
+// on the channel it returns.
+func acceptAll(l net.Listener) <-chan net.Conn {
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return accepted
 }

@@ -178,7 +178,9 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		preq.Metadata = src.meta
 	}
 	if copyTags {
-		preq.Tags = src.tags
+		if preq.Tags, err = sourceTags(src); err != nil {
+			return err
+		}
 	}
 	if preq.Type == "AppendBlob" {
 		preq.Copy.BlockCount = src.blockCount
@@ -274,6 +276,19 @@ func copyTagOption(h http.Header, op copyOp) (bool, error) {
 		return true, nil
 	}
 	return false, svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-copy-source-tag-option", v)
+}
+
+// sourceTags is what x-ms-copy-source-tag-option: COPY gives the
+// destination: the source's tags. A remote source's Get Blob reports how
+// many tags it has (x-ms-tag-count) but not the tags, so a remote source
+// with tags is refused rather than copied without them.
+func sourceTags(src *copySource) (map[string]string, error) {
+	if src.remoteTags > 0 {
+		e := svcerr.Header(svcerr.NotImplemented, "x-ms-copy-source-tag-option", "COPY")
+		e.Message = "Copying the tags of a copy source outside this gateway is not implemented."
+		return nil, e
+	}
+	return src.tags, nil
 }
 
 // Abort Copy Blob: PUT ?comp=copy&copyid=<id> with x-ms-copy-action: abort.

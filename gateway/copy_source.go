@@ -57,6 +57,7 @@ type copySource struct {
 	props      leasedb.Props
 	meta       map[string]string
 	tags       map[string]string // local sources only
+	remoteTags int               // a remote source's x-ms-tag-count (its Get Blob has no tags)
 	blockCount int               // local append blobs
 	sealed     bool              // a sealed append blob
 	seq        int64             // a local page blob's sequence number
@@ -612,6 +613,7 @@ func (s *Server) openRemote(ctx context.Context, r *http.Request, spec *copySpec
 	}
 	src.typ, src.props, src.meta = remoteBlob(resp.Header, resp.StatusCode == http.StatusOK && !spec.ranged)
 	src.sealed = strings.EqualFold(resp.Header.Get("x-ms-blob-sealed"), "true")
+	src.remoteTags, _ = strconv.Atoi(resp.Header.Get("x-ms-tag-count"))
 	if src.typ == "PageBlob" {
 		// Get Blob of a page blob reports its sequence number.
 		src.seq, _ = strconv.ParseInt(resp.Header.Get("x-ms-blob-sequence-number"), 10, 64)

@@ -16,6 +16,9 @@ func init() { poisonInlineBufs = true }
 // Server's key pool: queue entries that belong to no upload yet.
 func (s *Server) PooledKeys() []string { return s.keys.pooled() }
 
+// AcceptAll accepts a listener's connections onto a channel (connlimit_test.go).
+var AcceptAll = acceptAll
+
 // HeaderRecordMax is the bound of a connection's header record.
 const HeaderRecordMax = headerRecordMax
 

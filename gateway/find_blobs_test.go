@@ -178,9 +178,11 @@ func TestFindBlobsByTags(t *testing.T) {
 			t.Fatalf("after deleting find-b = %v", got)
 		}
 
-		// <> and OR are not allowed here; nor is a malformed expression.
+		// <> and OR are not allowed here; nor is a malformed expression,
+		// nor a key compared twice unless the two bound a range.
 		cc := c.ServiceClient().NewContainerClient("find-a")
-		for _, bad := range []string{`"team" <> 'red'`, `"team" = 'red' OR "team" = 'blue'`, `"team" = red`, ``} {
+		for _, bad := range []string{`"team" <> 'red'`, `"team" = 'red' OR "team" = 'blue'`, `"team" = red`, ``,
+			`"year" > '2023' AND "year" >= '2024'`, `"team" = 'red' AND "team" = 'red'`} {
 			_, err := cc.FilterBlobs(ctx, bad, nil)
 			wantErr(t, err, 400, "InvalidQueryParameterValue")
 			_, err = c.ServiceClient().FilterBlobs(ctx, bad, nil)

@@ -88,7 +88,9 @@ func (s *Server) putBlobFromURL(w http.ResponseWriter, r *http.Request, req *req
 	}
 	overrideProps(&preq.Props, reqProps, r.Header)
 	if copyTags {
-		preq.Tags = src.tags
+		if preq.Tags, err = sourceTags(src); err != nil {
+			return err
+		}
 	}
 	ext, sum, err := s.copyChecked(ctx, r, src, spec.max)
 	if err != nil {

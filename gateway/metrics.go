@@ -33,6 +33,7 @@ type metrics struct {
 	preconditions  *prometheus.CounterVec
 	leaseConflicts *prometheus.CounterVec
 	unavailable    *prometheus.CounterVec
+	connsRefused   prometheus.Counter
 
 	txDuration *prometheus.HistogramVec
 	txRetries  *prometheus.CounterVec
@@ -95,6 +96,8 @@ func newMetrics() *metrics {
 			Help: "Requests refused for a lease (error codes Lease*), by operation and error code."}, []string{"operation", "code"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_unavailable_total",
 			Help: "Answers 503 (ServerBusy: store or backend unavailable, overload), by operation."}, []string{"operation"}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "blobgw_connections_refused_total",
+			Help: "Connections over max_connections closed without an answer (TLS, too many busy answers at once, no request head in time)."}),
 		txDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "blobgw_metadata_tx_duration_seconds",
 			Help: "Metadata store transactions, retries included, by kind (update, view).", Buckets: lat}, []string{"kind"}),
 		txRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blobgw_metadata_tx_retries_total",
@@ -111,7 +114,7 @@ func newMetrics() *metrics {
 			Help: "Collector passes, by result (ok, error)."}, []string{"result"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.preconditions, m.leaseConflicts,
-		m.unavailable, m.txDuration, m.txRetries, m.txErrors, m.backendLatency, m.backendErrors,
+		m.unavailable, m.connsRefused, m.txDuration, m.txRetries, m.txErrors, m.backendLatency, m.backendErrors,
 		m.collected, m.collectorPass,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

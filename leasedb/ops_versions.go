@@ -212,10 +212,12 @@ func (d *DB) DeleteVersion(ctx context.Context, ref BlobRef, versionID string, c
 
 // updateVersion changes the tier or tags of one version (Set Blob Tier,
 // Set Blob Tags with ?versionid=): the current version through its blob
-// row, with the current blob's lease check (read-style: an id, when
-// given, must match); a previous version through its own row. cond is
-// evaluated against the version. Nothing else of a version changes.
-func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions, fn func(v *Blob) error) (*Blob, error) {
+// row, with the current blob's lease check as the operation takes it
+// without ?versionid= (writeLease: Set Blob Tags', an active lease needs
+// its id; otherwise Set Blob Tier's read-style check, an id, when given,
+// must match); a previous version through its own row. cond is evaluated
+// against the version. Nothing else of a version changes.
+func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID string, writeLease bool, cond Conditions, fn func(v *Blob) error) (*Blob, error) {
 	if err := d.checkWrite(cond); err != nil {
 		return nil, err
 	}
@@ -225,7 +227,13 @@ func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID 
 		if err != nil {
 			return err
 		}
-		if !v.NonCurrent {
+		switch {
+		case v.NonCurrent:
+		case writeLease:
+			if v.Lease, err = CheckWriteLease(v.Lease, leaseID, BlobTarget, now); err != nil {
+				return err
+			}
+		default:
 			if err := CheckReadLease(v.Lease, leaseID, BlobTarget, now); err != nil {
 				return err
 			}
@@ -254,7 +262,7 @@ func (d *DB) updateVersion(ctx context.Context, ref BlobRef, versionID, leaseID 
 // valid (ValidateTags). Only the current version's tags are in the index
 // Find Blobs by Tags reads.
 func (d *DB) SetVersionTags(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions, tags map[string]string) (*Blob, error) {
-	return d.updateVersion(ctx, ref, versionID, leaseID, cond, func(v *Blob) error {
+	return d.updateVersion(ctx, ref, versionID, leaseID, true, cond, func(v *Blob) error {
 		v.Tags = tags
 		return nil
 	})
@@ -262,20 +270,27 @@ func (d *DB) SetVersionTags(ctx context.Context, ref BlobRef, versionID, leaseID
 
 // SetVersionTier is Set Blob Tier with ?versionid= (see SetBlobTier).
 func (d *DB) SetVersionTier(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions, tier string) (*Blob, error) {
-	return d.updateVersion(ctx, ref, versionID, leaseID, cond, func(v *Blob) error {
+	return d.updateVersion(ctx, ref, versionID, leaseID, false, cond, func(v *Blob) error {
 		return applyTier(v, tier)
 	})
 }
 
 // GetVersionTags reads one version for Get Blob Tags with ?versionid=:
-// 404 BlobNotFound when absent, then cond (x-ms-if-tags and
+// 404 BlobNotFound when absent, then, for the current version, the read
+// lease check Get Blob Tags takes without ?versionid= (leaseID, when
+// given, must match the active lease), then cond (x-ms-if-tags and
 // x-ms-blob-if-*); every failed condition is 412 (a tag read has no 304).
-func (d *DB) GetVersionTags(ctx context.Context, ref BlobRef, versionID string, cond Conditions) (*Blob, error) {
+func (d *DB) GetVersionTags(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions) (*Blob, error) {
 	var out *Blob
 	err := d.blobView(ctx, ref, func(tx Tx, now time.Time, b *Blob) error {
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
+		}
+		if !v.NonCurrent {
+			if err := CheckReadLease(v.Lease, leaseID, BlobTarget, now); err != nil {
+				return err
+			}
 		}
 		out = v
 		return EvalWrite(cond, blobResource(v), UpdateWrite)

@@ -21,8 +21,10 @@ import (
 // comparison on a tag the blob does not carry is false, whatever the
 // operator (so `"k" <> 'v'` needs the tag to exist).
 //
-// Find Blobs by Tags accepts a subset (ParseTagFilter): no "<>", no OR, and
-// the pseudo key @container, compared with "=" only.
+// Find Blobs by Tags accepts a subset (ParseTagFilter): no "<>", no OR, the
+// pseudo key @container, compared with "=" only, and each key compared
+// once, or twice when the two comparisons bound it on either side (a
+// range: "Date" > '2023' AND "Date" <= '2024').
 type TagExpr struct {
 	src  string
 	root tagNode
@@ -105,8 +107,7 @@ func (e *TagExpr) MatchIn(container string, tags map[string]string) bool {
 
 // Lookup returns the values of one tag key that every match has, for an
 // index to find the candidates by: the first key compared with "=", else
-// the first key compared with a range, bounded by every comparison of that
-// key. ok is false when the expression has an OR or compares no tag key
+// the first key compared with a range, bounded by its comparisons. ok is false when the expression has an OR or compares no tag key
 // (only @container); container is the value of an "@container =" term, if
 // any (every match is in it).
 func (e *TagExpr) Lookup() (r TagRange, container string, ok bool) {
@@ -151,15 +152,13 @@ func (e *TagExpr) Lookup() (r TagRange, container string, ok bool) {
 		if c.key != key {
 			continue
 		}
+		// A filter bounds a key at most once on each side (the parser
+		// refuses more).
 		switch c.op {
 		case ">", ">=":
-			if r.LoOp == "" || c.value > r.Lo || c.value == r.Lo && c.op == ">" {
-				r.Lo, r.LoOp = c.value, c.op
-			}
+			r.Lo, r.LoOp = c.value, c.op
 		case "<", "<=":
-			if r.HiOp == "" || c.value < r.Hi || c.value == r.Hi && c.op == "<" {
-				r.Hi, r.HiOp = c.value, c.op
-			}
+			r.Hi, r.HiOp = c.value, c.op
 		}
 	}
 	return r, container, true
@@ -171,6 +170,27 @@ type tagParser struct {
 	find  bool
 	depth int
 	keys  []string
+	// sides holds, per key of a tag filter (@container included), the
+	// sides its comparisons so far bound: sideEq, sideLo, sideHi.
+	sides map[string]uint8
+}
+
+// The sides a comparison of a tag filter bounds its key on.
+const (
+	sideEq uint8 = 1 << iota // =
+	sideLo                   // > and >=
+	sideHi                   // < and <=
+)
+
+// opSide is the side op bounds its key on.
+func opSide(op string) uint8 {
+	switch op {
+	case ">", ">=":
+		return sideLo
+	case "<", "<=":
+		return sideHi
+	}
+	return sideEq
 }
 
 func parseTagExpr(s string, find bool) (*TagExpr, error) {
@@ -362,6 +382,20 @@ func (p *tagParser) parseComparison() (tagNode, error) {
 	}
 	if key == containerKey && op != "=" {
 		return nil, p.errorf("@container can only be compared with =")
+	}
+	if p.find {
+		// Find Blobs by Tags compares a key once, or twice to bound it
+		// on both sides (a range): a second equality, or two bounds on
+		// one side ("Rank" > '10' AND "Rank" >= '15'), is refused.
+		side, seen := opSide(op), p.sides[key]
+		if seen != 0 && (side == sideEq || seen&(side|sideEq) != 0) {
+			p.pos = start
+			return nil, p.errorf("can't have multiple conditions for a single tag unless they define a range")
+		}
+		if p.sides == nil {
+			p.sides = map[string]uint8{}
+		}
+		p.sides[key] = seen | side
 	}
 	p.pos += len(op)
 	p.skipSpace()

@@ -125,6 +125,9 @@ func TestTagExprLimits(t *testing.T) {
 	for i := 0; i < 11; i++ {
 		terms = append(terms, fmt.Sprintf(`"k%d" = 'v'`, i))
 	}
+	// k0 bounded from below here and from above below: a range, which a
+	// tag filter may compare twice.
+	terms[0] = `"k0" >= 'v'`
 	ten, eleven := strings.Join(terms[:10], " AND "), strings.Join(terms, " AND ")
 	for _, parse := range []func(string) (*TagExpr, error){ParseTagCondition, ParseTagFilter} {
 		if _, err := parse(ten); err != nil {
@@ -196,6 +199,34 @@ func TestTagFilter(t *testing.T) {
 	} {
 		if _, err := ParseTagFilter(expr); err == nil {
 			t.Errorf("ParseTagFilter(%q) accepted", expr)
+		}
+	}
+	// A filter compares a key once, or twice when the two bound it on
+	// either side (a range); x-ms-if-tags has no such rule.
+	for _, tc := range []struct {
+		expr string
+		pos  int
+	}{
+		{`"b" >= '2' AND "b" > '3'`, 16},
+		{`"b" <= '3' AND "b" < '3'`, 16},
+		{`"b" > '1' AND "b" < '9' AND "b" >= '2'`, 29},
+		{`"a" = '5' AND "a" = '5'`, 15},
+		{`"a" = '5' AND "a" > '1'`, 15},
+		{`"a" < '5' AND "a" = '1'`, 15},
+		{`@container = 'c1' AND @container = 'c2'`, 23},
+	} {
+		_, err := ParseTagFilter(tc.expr)
+		var te *TagExprError
+		if !errors.As(err, &te) || te.Pos != tc.pos || te.Msg != "can't have multiple conditions for a single tag unless they define a range" {
+			t.Errorf("ParseTagFilter(%q): %v, want position %d", tc.expr, err, tc.pos)
+		}
+		if _, err := ParseTagCondition(strings.ReplaceAll(tc.expr, "@container", `"c"`)); err != nil {
+			t.Errorf("ParseTagCondition(%q): %v", tc.expr, err)
+		}
+	}
+	for _, expr := range []string{`"a" > '1' AND "a" <= '5'`, `"a" < '5' AND "b" = 'x' AND "a" >= '1'`, `"a" > '1' AND "b" < '2'`} {
+		if _, err := ParseTagFilter(expr); err != nil {
+			t.Errorf("ParseTagFilter(%q): %v", expr, err)
 		}
 	}
 }
@@ -320,11 +351,7 @@ func TestTagLookup(t *testing.T) {
 		{`"b" > '2' AND "a" = '1'`, eq("a", "1"), "", true},
 		{`("b" > '2') AND ("c" = 'x' AND "a" = '1')`, eq("c", "x"), "", true},
 		{`"b" > '2' AND "b" <= '5'`, TagRange{Key: "b", Lo: "2", LoOp: ">", Hi: "5", HiOp: "<="}, "", true},
-		// The tightest of several bounds on one key; an exclusive bound
-		// beats an inclusive one at the same value.
-		{`"b" >= '2' AND "b" > '3' AND "b" < '9' AND "b" < '7' AND "b" >= '3'`, TagRange{Key: "b", Lo: "3", LoOp: ">", Hi: "7", HiOp: "<"}, "", true},
-		{`"b" >= '3' AND "b" > '3'`, TagRange{Key: "b", Lo: "3", LoOp: ">"}, "", true},
-		{`"b" <= '3' AND "b" < '3'`, TagRange{Key: "b", Hi: "3", HiOp: "<"}, "", true},
+		{`"b" < '9' AND "b" >= '3'`, TagRange{Key: "b", Lo: "3", LoOp: ">=", Hi: "9", HiOp: "<"}, "", true},
 		// Only the first ranged key bounds the lookup.
 		{`"b" < '2' AND "c" > '5'`, TagRange{Key: "b", Hi: "2", HiOp: "<"}, "", true},
 		{`@container = 'logs' AND "b" < '2'`, TagRange{Key: "b", Hi: "2", HiOp: "<"}, "logs", true},

@@ -367,9 +367,9 @@ func serve(c *cli.Context) error {
 	// is closed: its busy answer would need the handshake).
 	// A response that makes no progress for body_idle_timeout is cut.
 	if cfg.TLSCert == "" {
-		ln = gateway.PreserveHeaderCase(gateway.LimitWriteStalls(gateway.LimitConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout))
+		ln = gateway.PreserveHeaderCase(gateway.LimitWriteStalls(srv.LimitConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout))
 	} else {
-		ln = gateway.LimitWriteStalls(gateway.LimitTLSConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout)
+		ln = gateway.LimitWriteStalls(srv.LimitTLSConnections(ln, cfg.MaxConnections), cfg.BodyIdleTimeout)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		ConnContext: gateway.ConnContext}
