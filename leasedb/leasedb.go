@@ -477,6 +477,11 @@ type Tx interface {
 	// PutServiceProperties stores (inserts or replaces) the account's Blob
 	// service properties document.
 	PutServiceProperties(ctx context.Context, account, doc string) error
+	// LockServiceProperties locks the account's Blob service properties
+	// document for the rest of the transaction (creating it "" when none
+	// was stored) and returns it as the lock found it: a Set Blob Service
+	// Properties that merges into it loses no concurrent one's change.
+	LockServiceProperties(ctx context.Context, account string) (string, error)
 
 	// AccountTx keeps the storage accounts and their keys (ops_accounts.go).
 	AccountTx

@@ -383,6 +383,21 @@ func (t Tx[T]) ServiceProperties(ctx context.Context, account string) (string, e
 	return doc, nil
 }
 
+// LockServiceProperties implements leasedb.Tx: the upsert takes the row's
+// lock (on Postgres, at READ COMMITTED, after waiting for a concurrent
+// writer, whose document it then returns) and changes nothing stored.
+func (t Tx[T]) LockServiceProperties(ctx context.Context, account string) (string, error) {
+	if err := CheckText(t.D.Name, account); err != nil {
+		return "", err
+	}
+	var doc string
+	if _, err := t.queryRow(ctx, `INSERT INTO service_properties (account, doc) VALUES (`+t.D.Placeholder(1)+`, '')
+		ON CONFLICT (account) DO UPDATE SET doc = service_properties.doc RETURNING doc`, []any{account}, &doc); err != nil {
+		return "", t.errorf(ctx, err, "lock service properties %s", account)
+	}
+	return doc, nil
+}
+
 // PutServiceProperties implements leasedb.Tx.
 func (t Tx[T]) PutServiceProperties(ctx context.Context, account, doc string) error {
 	if err := CheckText(t.D.Name, account, doc); err != nil {
