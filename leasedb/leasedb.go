@@ -433,6 +433,11 @@ type Tx interface {
 	// AccountSettings returns the account's stored settings (the zero
 	// value when none were ever stored).
 	AccountSettings(ctx context.Context, account string) (AccountSettings, error)
+	// LockAccountSettings locks the account's settings row for the rest
+	// of the transaction (storing the defaults when none were) and
+	// returns the settings as the lock found them, for a write that
+	// changes one setting and keeps the others (PutAccountSettings).
+	LockAccountSettings(ctx context.Context, account string) (AccountSettings, error)
 	// PutAccountSettings stores (inserts or replaces) the account's
 	// settings.
 	PutAccountSettings(ctx context.Context, account string, s AccountSettings) error

@@ -116,9 +116,10 @@ func (d *DB) SetServicePropertiesRetention(ctx context.Context, account, doc str
 }
 
 // putRetentionDays stores the account's blob delete retention days in its
-// settings, keeping the rest of them.
+// settings, keeping the rest of them (locked before the read, so a
+// concurrent SetVersioning is not written back over).
 func putRetentionDays(ctx context.Context, tx Tx, account string, days int) error {
-	s, err := tx.AccountSettings(ctx, account)
+	s, err := tx.LockAccountSettings(ctx, account)
 	if err != nil {
 		return err
 	}
