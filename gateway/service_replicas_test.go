@@ -2,9 +2,7 @@ package gateway_test
 
 import (
 	"context"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -33,48 +31,16 @@ func TestSetServicePropertiesRacingReplicas(t *testing.T) {
 	}
 	createContainers(t, b.client, "cont")
 
-	holder := pgtest.Connect(t, b.dsn)
-	htx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer htx.Rollback(ctx)
-	if _, err := htx.Exec(ctx, `SELECT doc FROM service_properties WHERE account = $1 FOR UPDATE`, config.DevAccountName); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 2)
-	go func() {
-		_, err := svc(0).SetProperties(ctx, &service.SetPropertiesOptions{
-			DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}})
-		done <- err
-	}()
-	go func() {
-		_, err := svc(1).SetProperties(ctx, &service.SetPropertiesOptions{CORS: testCORSRules()})
-		done <- err
-	}()
-	watcher := pgtest.Connect(t, b.dsn)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var n int
-		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests wait for the service properties' row lock, want 2", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := htx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	pgtest.RaceBehindLock(t, b.dsn, `SELECT doc FROM service_properties WHERE account = $1 FOR UPDATE`, []any{config.DevAccountName},
+		func() error {
+			_, err := svc(0).SetProperties(ctx, &service.SetPropertiesOptions{
+				DeleteRetentionPolicy: &service.RetentionPolicy{Enabled: to.Ptr(false)}})
+			return err
+		},
+		func() error {
+			_, err := svc(1).SetProperties(ctx, &service.SetPropertiesOptions{CORS: testCORSRules()})
+			return err
+		})
 
 	for i := range b.servers {
 		props, err := svc(i).GetProperties(ctx, nil)
@@ -96,19 +62,8 @@ func TestSetServicePropertiesRacingReplicas(t *testing.T) {
 	if _, err := bc.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	pager := b.client.ServiceClient().NewContainerClient("cont").NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
-		Include: container.ListBlobsInclude{Deleted: true}})
-	var kept []string
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			kept = append(kept, *it.Name)
-		}
-	}
+	kept := listFlat(t, b.client.ServiceClient().NewContainerClient("cont"), container.ListBlobsInclude{Deleted: true}, 10)
 	if len(kept) != 0 {
-		t.Errorf("soft delete off, yet the deleted blob is kept: %s", strings.Join(kept, ", "))
+		t.Errorf("soft delete off, yet the deleted blob is kept: %s", render(kept))
 	}
 }

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/leasedb/pgtest"
@@ -24,43 +23,11 @@ func TestAccountSettingsRacingWrites(t *testing.T) {
 	if err := db.SetVersioning(ctx, "a", false); err != nil {
 		t.Fatal(err)
 	}
-	holder := pgtest.Connect(t, dsn)
-	htx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer htx.Rollback(ctx)
-	if _, err := htx.Exec(ctx, `SELECT 1 FROM account_settings WHERE account = 'a' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 2)
-	go func() { done <- db.SetVersioning(ctx, "a", true) }()
-	go func() {
-		done <- db.MergeServiceProperties(ctx, "a", func(string) (string, error) { return "<StorageServiceProperties/>", nil }, 3)
-	}()
-	watcher := pgtest.Connect(t, dsn)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var n int
-		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writers wait for the settings row's lock, want 2", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := htx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	pgtest.RaceBehindLock(t, dsn, `SELECT 1 FROM account_settings WHERE account = 'a' FOR UPDATE`, nil,
+		func() error { return db.SetVersioning(ctx, "a", true) },
+		func() error {
+			return db.MergeServiceProperties(ctx, "a", func(string) (string, error) { return "<StorageServiceProperties/>", nil }, 3)
+		})
 	got, err := db.GetAccountSettings(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
