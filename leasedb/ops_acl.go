@@ -84,11 +84,3 @@ func (d *DB) MergeServiceProperties(ctx context.Context, account string, merge f
 		return putRetentionDays(ctx, tx, account, days)
 	})
 }
-
-// SetServiceProperties stores the account's Blob service properties
-// document, shared by every replica on the database.
-func (d *DB) SetServiceProperties(ctx context.Context, account, doc string) error {
-	return d.Store.Update(ctx, func(tx Tx) error {
-		return tx.PutServiceProperties(ctx, account, doc)
-	})
-}
