@@ -84,26 +84,19 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	old, err := s.db.ServiceProperties(ctx, req.account)
-	if err != nil {
-		return err
+	// The stored document is merged into under its lock, so a
+	// concurrent Set Blob Service Properties on any replica keeps its
+	// elements. The policy's days go into the account's settings in the
+	// same transaction: every replica's next commit acts on them.
+	if !retentionSet {
+		days = -1
 	}
-	if old == "" {
-		old = defaultServiceProps
-	}
-	doc, err := mergeServiceProps([]byte(old), &next)
-	if err != nil {
-		return err
-	}
-	if retentionSet {
-		// The policy's days go into the account's settings in the
-		// document's transaction: every replica's next commit acts on
-		// them.
-		err = s.db.SetServicePropertiesRetention(ctx, req.account, doc, days)
-	} else {
-		err = s.db.SetServiceProperties(ctx, req.account, doc)
-	}
+	err = s.db.MergeServiceProperties(r.Context(), req.account, func(old string) (string, error) {
+		if old == "" {
+			old = defaultServiceProps
+		}
+		return mergeServiceProps([]byte(old), &next)
+	}, days)
 	if err != nil {
 		return err
 	}

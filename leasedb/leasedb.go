@@ -433,6 +433,11 @@ type Tx interface {
 	// AccountSettings returns the account's stored settings (the zero
 	// value when none were ever stored).
 	AccountSettings(ctx context.Context, account string) (AccountSettings, error)
+	// LockAccountSettings locks the account's settings row for the rest
+	// of the transaction (storing the defaults when none were) and
+	// returns the settings as the lock found them, for a write that
+	// changes one setting and keeps the others (PutAccountSettings).
+	LockAccountSettings(ctx context.Context, account string) (AccountSettings, error)
 	// PutAccountSettings stores (inserts or replaces) the account's
 	// settings.
 	PutAccountSettings(ctx context.Context, account string, s AccountSettings) error
@@ -477,6 +482,11 @@ type Tx interface {
 	// PutServiceProperties stores (inserts or replaces) the account's Blob
 	// service properties document.
 	PutServiceProperties(ctx context.Context, account, doc string) error
+	// LockServiceProperties locks the account's Blob service properties
+	// document for the rest of the transaction (creating it "" when none
+	// was stored) and returns it as the lock found it: a Set Blob Service
+	// Properties that merges into it loses no concurrent one's change.
+	LockServiceProperties(ctx context.Context, account string) (string, error)
 
 	// AccountTx keeps the storage accounts and their keys (ops_accounts.go).
 	AccountTx

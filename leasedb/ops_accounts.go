@@ -29,6 +29,11 @@ type AccountTx interface {
 	// with the one it last read and rereads the accounts only when it
 	// moved. One row read.
 	AccountKeysGeneration(ctx context.Context) (int64, error)
+	// LockAccountKeys takes the lock every change to the accounts takes
+	// (the generation's), for the rest of the transaction: a change that
+	// reads an account before it writes it (SetAccountKey) reads it after
+	// any concurrent change committed.
+	LockAccountKeys(ctx context.Context) error
 	// ListAccountKeys returns every account, ordered by name.
 	ListAccountKeys(ctx context.Context) ([]AccountKeys, error)
 	// InsertAccountKeys inserts a (Name, Key1, Key2, CreatedAt, UpdatedAt
@@ -147,6 +152,11 @@ func (d *DB) SetAccountKey(ctx context.Context, name string, slot int, key strin
 	}
 	var out *AccountKeys
 	err := d.Store.Update(ctx, func(tx Tx) error {
+		// Locked before the read: a concurrent rotation of the other
+		// key is kept, never written back over with the key it retired.
+		if err := tx.LockAccountKeys(ctx); err != nil {
+			return err
+		}
 		all, err := tx.ListAccountKeys(ctx)
 		if err != nil {
 			return err

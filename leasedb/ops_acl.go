@@ -54,10 +54,33 @@ func (d *DB) ServiceProperties(ctx context.Context, account string) (string, err
 	return doc, err
 }
 
-// SetServiceProperties stores the account's Blob service properties
-// document, shared by every replica on the database.
-func (d *DB) SetServiceProperties(ctx context.Context, account, doc string) error {
+// MergeServiceProperties is Set Blob Service Properties: it replaces the
+// account's stored document ("" when none) by merge's result in one
+// transaction that holds the document's lock from its read to its write,
+// so two at once on any replicas each keep the other's elements. With
+// days >= 0 (a DeleteRetentionPolicy in the request; 0 when it is off) the
+// blob delete retention goes into the account's settings in the same
+// transaction, as SetServicePropertiesRetention does; the document and
+// what deletes act on never disagree. merge may run more than once.
+func (d *DB) MergeServiceProperties(ctx context.Context, account string, merge func(old string) (string, error), days int) error {
+	if days > MaxRetentionDays {
+		return svcerr.New(svcerr.InvalidXmlDocument)
+	}
 	return d.Store.Update(ctx, func(tx Tx) error {
-		return tx.PutServiceProperties(ctx, account, doc)
+		old, err := tx.LockServiceProperties(ctx, account)
+		if err != nil {
+			return err
+		}
+		doc, err := merge(old)
+		if err != nil {
+			return err
+		}
+		if err := tx.PutServiceProperties(ctx, account, doc); err != nil {
+			return err
+		}
+		if days < 0 {
+			return nil
+		}
+		return putRetentionDays(ctx, tx, account, days)
 	})
 }

@@ -111,16 +111,23 @@ func (d *DB) SetServicePropertiesRetention(ctx context.Context, account, doc str
 		if err := tx.PutServiceProperties(ctx, account, doc); err != nil {
 			return err
 		}
-		s, err := tx.AccountSettings(ctx, account)
-		if err != nil {
-			return err
-		}
-		if s.DeleteRetentionDays == days {
-			return nil
-		}
-		s.DeleteRetentionDays = days
-		return tx.PutAccountSettings(ctx, account, s)
+		return putRetentionDays(ctx, tx, account, days)
 	})
+}
+
+// putRetentionDays stores the account's blob delete retention days in its
+// settings, keeping the rest of them (locked before the read, so a
+// concurrent SetVersioning is not written back over).
+func putRetentionDays(ctx context.Context, tx Tx, account string, days int) error {
+	s, err := tx.LockAccountSettings(ctx, account)
+	if err != nil {
+		return err
+	}
+	if s.DeleteRetentionDays == days {
+		return nil
+	}
+	s.DeleteRetentionDays = days
+	return tx.PutAccountSettings(ctx, account, s)
 }
 
 // softDelete keeps row (a blob or snapshot row of ref just removed from

@@ -37,7 +37,9 @@ func (d *DB) GetAccountSettings(ctx context.Context, account string) (AccountSet
 // next commit on every replica. Turning it off keeps every version.
 func (d *DB) SetVersioning(ctx context.Context, account string, on bool) error {
 	return d.Store.Update(ctx, func(tx Tx) error {
-		s, err := tx.AccountSettings(ctx, account)
+		// Locked before the read: a concurrent change of the retention
+		// days is kept, not written back over.
+		s, err := tx.LockAccountSettings(ctx, account)
 		if err != nil {
 			return err
 		}

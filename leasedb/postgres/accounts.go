@@ -17,6 +17,15 @@ func (t *tx) AccountKeysGeneration(ctx context.Context) (int64, error) {
 	return gen, nil
 }
 
+// LockAccountKeys implements leasedb.Tx: the generation's row, which
+// every account change updates, updated to itself.
+func (t *tx) LockAccountKeys(ctx context.Context) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE account_keys_generation SET generation = generation WHERE id = 1`); err != nil {
+		return fmt.Errorf("leasedb/postgres: lock accounts: %w", sqlq.CtxErr(ctx, err))
+	}
+	return nil
+}
+
 // bumpAccountKeys moves the generation (taking its row lock, so account
 // changes serialize) and returns the new value.
 func (t *tx) bumpAccountKeys(ctx context.Context) (int64, error) {

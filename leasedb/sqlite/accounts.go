@@ -18,6 +18,15 @@ func (t *tx) AccountKeysGeneration(ctx context.Context) (int64, error) {
 	return gen, nil
 }
 
+// LockAccountKeys implements leasedb.Tx: the generation's row, which
+// every account change updates, updated to itself.
+func (t *tx) LockAccountKeys(ctx context.Context) error {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE account_keys_generation SET generation = generation WHERE id = 1`); err != nil {
+		return fmt.Errorf("leasedb/sqlite: lock accounts: %w", sqlq.CtxErr(ctx, err))
+	}
+	return nil
+}
+
 // bumpAccountKeys moves the generation and returns the new value.
 func (t *tx) bumpAccountKeys(ctx context.Context) (int64, error) {
 	var gen int64

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) leasedb.Store) {
 		{"FindTagged", testFindTagged},
 		{"RoundTripContainerACL", testContainerACL},
 		{"ServiceProperties", testServiceProperties},
+		{"LockedSettings", testLockedSettings},
 		{"StageBlock", testStageBlock},
 		{"StageBlockOrder", testStageBlockOrder},
 		{"StageBlockNeedsContainer", testStageBlockNeedsContainer},

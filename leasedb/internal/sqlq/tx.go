@@ -362,6 +362,22 @@ func (t Tx[T]) AccountSettings(ctx context.Context, account string) (leasedb.Acc
 	return leasedb.AccountSettings{Versioning: v != 0, DeleteRetentionDays: days}, nil
 }
 
+// LockAccountSettings implements leasedb.Tx: the upsert takes the row's
+// lock (on Postgres, at READ COMMITTED, after waiting for a concurrent
+// writer, whose settings it then returns) and changes nothing stored.
+func (t Tx[T]) LockAccountSettings(ctx context.Context, account string) (leasedb.AccountSettings, error) {
+	if err := CheckText(t.D.Name, account); err != nil {
+		return leasedb.AccountSettings{}, err
+	}
+	var v, days int
+	if _, err := t.queryRow(ctx, `INSERT INTO account_settings (account, versioning, delete_retention_days) VALUES (`+t.D.Placeholder(1)+`, 0, 0)
+		ON CONFLICT (account) DO UPDATE SET versioning = account_settings.versioning
+		RETURNING versioning, delete_retention_days`, []any{account}, &v, &days); err != nil {
+		return leasedb.AccountSettings{}, t.errorf(ctx, err, "lock account settings %s", account)
+	}
+	return leasedb.AccountSettings{Versioning: v != 0, DeleteRetentionDays: days}, nil
+}
+
 // PutAccountSettings implements leasedb.Tx.
 func (t Tx[T]) PutAccountSettings(ctx context.Context, account string, s leasedb.AccountSettings) error {
 	if err := CheckText(t.D.Name, account); err != nil {
@@ -379,6 +395,21 @@ func (t Tx[T]) ServiceProperties(ctx context.Context, account string) (string, e
 	var doc string
 	if _, err := t.queryRow(ctx, `SELECT doc FROM service_properties WHERE account = `+t.D.Placeholder(1), []any{account}, &doc); err != nil {
 		return "", t.errorf(ctx, err, "service properties %s", account)
+	}
+	return doc, nil
+}
+
+// LockServiceProperties implements leasedb.Tx: the upsert takes the row's
+// lock (on Postgres, at READ COMMITTED, after waiting for a concurrent
+// writer, whose document it then returns) and changes nothing stored.
+func (t Tx[T]) LockServiceProperties(ctx context.Context, account string) (string, error) {
+	if err := CheckText(t.D.Name, account); err != nil {
+		return "", err
+	}
+	var doc string
+	if _, err := t.queryRow(ctx, `INSERT INTO service_properties (account, doc) VALUES (`+t.D.Placeholder(1)+`, '')
+		ON CONFLICT (account) DO UPDATE SET doc = service_properties.doc RETURNING doc`, []any{account}, &doc); err != nil {
+		return "", t.errorf(ctx, err, "lock service properties %s", account)
 	}
 	return doc, nil
 }
