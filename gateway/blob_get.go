@@ -57,14 +57,8 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		// snapshots (incremental.go in leasedb).
 		return svcerr.New(svcerr.OperationNotAllowedOnIncrementalCopyBlob)
 	}
-	writeBlobHeaders(h, b, now)
-	if req.sas {
-		// rscc/rscd/rsce/rscl/rsct of a verified service SAS.
-		for k, v := range auth.ResponseOverrides(r.URL.Query()) {
-			h.Set(k, v)
-		}
-	}
 	if r.Method == http.MethodHead {
+		writeReadHeaders(h, r, req, b, now)
 		h.Set("Content-Length", strconv.FormatInt(b.Size, 10))
 		if b.Props.ContentMD5 != nil {
 			h.Set("Content-Md5", b64(b.Props.ContentMD5))
@@ -72,6 +66,10 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
+	// The blob's headers go out only with its bytes: an error answer
+	// (416, 400, a first object that cannot be opened) is XML that
+	// neither the blob's Content-Encoding, Content-Disposition and cache
+	// headers nor its ETag and metadata describe.
 	start, end, ranged, err := parseRange(r.Header, b.Size)
 	if err != nil {
 		// Get Blob: a 416 names the blob's size, "bytes */0" for an
@@ -86,26 +84,27 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	status := http.StatusOK
 	if ranged {
 		status = http.StatusPartialContent
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
-		if b.Props.ContentMD5 != nil {
-			h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
-		}
-		setSumHeaders(h, rangeSums)
-	} else if b.Props.ContentMD5 != nil {
-		h.Set("Content-Md5", b64(b.Props.ContentMD5))
 	}
-	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	sent := false
 	err = s.streamExtents(r, w, leasedb.Segments(b), start, end, func() {
 		sent = true
+		writeReadHeaders(h, r, req, b, now)
+		if ranged {
+			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
+			if b.Props.ContentMD5 != nil {
+				h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
+			}
+			setSumHeaders(h, rangeSums)
+		} else if b.Props.ContentMD5 != nil {
+			h.Set("Content-Md5", b64(b.Props.ContentMD5))
+		}
+		h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 		w.WriteHeader(status)
 	})
 	if err != nil && !sent {
 		// The first extent could not be opened: nothing is sent yet, so
 		// the client gets an error answer (logged with the request id
 		// as every 5xx), not a cut connection.
-		h.Del("Content-Md5")
-		h.Del("X-Ms-Blob-Content-Md5")
 		return fmt.Errorf("read %s: %w", req.ref(), err)
 	}
 	if err != nil {
@@ -115,6 +114,18 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// writeReadHeaders sets the headers of a blob read's answer: the blob's
+// properties, then the response header overrides (rscc, rscd, rsce, rscl,
+// rsct) of a verified service SAS.
+func writeReadHeaders(h http.Header, r *http.Request, req *request, b *leasedb.Blob, now time.Time) {
+	writeBlobHeaders(h, b, now)
+	if req.sas {
+		for k, v := range auth.ResponseOverrides(r.URL.Query()) {
+			h.Set(k, v)
+		}
+	}
 }
 
 // maxRangeDigest is the largest range whose MD5 or CRC64 Get Blob computes
