@@ -95,3 +95,33 @@ func TestReadErrorCarriesNoBlobHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestGetBlobStructuredBodyRefused: a Get Blob asking for its answer as a
+// structured message (x-ms-structured-body: the SDKs' segmented CRC64
+// framing, TransferValidationTypeComputeStructuredMessageCRC64) is 400
+// UnsupportedHeader. The gateway answered the plain bytes without the
+// header, and the SDK, finding no framing to decode, handed them over
+// without the CRC64 checks the caller asked for.
+func TestGetBlobStructuredBodyRefused(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "framing")
+	bc := blockClient(b.client, "framing", "x")
+	if _, err := bc.UploadBuffer(ctx, []byte("framed or not"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rng := range []blob.HTTPRange{{}, {Offset: 2, Count: 5}} {
+		resp, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: rng,
+			TransactionalValidation: blob.TransferValidationTypeComputeStructuredMessageCRC64(4 << 10)})
+		if err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("range %+v: read %q unchecked, want 400 UnsupportedHeader", rng, data)
+		}
+		wantErr(t, err, 400, "UnsupportedHeader")
+	}
+	// Without it the blob reads as before.
+	if got := string(download(t, b.client, "framing", "x")); got != "framed or not" {
+		t.Fatalf("read %q", got)
+	}
+}
