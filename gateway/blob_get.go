@@ -20,8 +20,9 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // Get Blob (GET → 200/206), Get Blob Properties (HEAD → 200) and Get Blob
 // Metadata (comp=metadata → 200, headers only). The read path: read the row
 // without locking, evaluate read conditions, stream the extents honouring
-// Range. Replaced objects outlive the grace period, so a read that started
-// before an overwrite finishes on the old bytes.
+// Range. Replaced objects stay readable for the grace period, so a read
+// that started before an overwrite finishes on the old bytes if it opens
+// its last object within the grace (a later one is cut).
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	cond, leaseID, err := blobConds(r)
 	if err != nil {
