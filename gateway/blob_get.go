@@ -71,7 +71,11 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	// (416, 400, a first object that cannot be opened) is XML that
 	// neither the blob's Content-Encoding, Content-Disposition and cache
 	// headers nor its ETag and metadata describe.
-	start, end, ranged, err := parseRange(r.Header, b.Size)
+	var start int64
+	end, ranged := b.Size, false
+	if ifRangeHolds(r.Header, b) {
+		start, end, ranged, err = parseRange(r.Header, b.Size)
+	}
 	if err != nil {
 		// Get Blob: a 416 names the blob's size, "bytes */0" for an
 		// empty one.
@@ -254,6 +258,26 @@ func writeZeros(w io.Writer, n int64, buf []byte) error {
 		n -= k
 	}
 	return nil
+}
+
+// ifRangeHolds evaluates If-Range (HTTP's, which a browser or download
+// manager sends to resume a download): the Range is served only while its
+// validator names b, an entity tag compared strongly (a weak W/ one never
+// matches) or b's Last-Modified date exactly; otherwise the Range is
+// ignored and the whole blob answers, so the client does not join the new
+// blob's tail to the old one's head. Without If-Range it holds.
+func ifRangeHolds(h http.Header, b *leasedb.Blob) bool {
+	v := strings.TrimSpace(h.Get("If-Range"))
+	switch {
+	case v == "":
+		return true
+	case strings.HasPrefix(v, "W/"):
+		return false
+	case strings.HasPrefix(v, `"`):
+		return v == b.ETag
+	}
+	t, err := http.ParseTime(v)
+	return err == nil && t.Equal(b.LastModified.Truncate(time.Second))
 }
 
 // parseRange reads x-ms-range (preferred; when it is sent, Range is not

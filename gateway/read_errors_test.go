@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -123,5 +124,55 @@ func TestGetBlobStructuredBodyRefused(t *testing.T) {
 	// Without it the blob reads as before.
 	if got := string(download(t, b.client, "framing", "x")); got != "framed or not" {
 		t.Fatalf("read %q", got)
+	}
+}
+
+// TestGetBlobIfRange: a Range sent with If-Range (a browser or download
+// manager resuming a download) is served only while the validator still
+// names the blob: its ETag, compared strongly (a weak W/ one never
+// matches), or its Last-Modified date exactly. Otherwise the Range is
+// ignored and the whole blob answers 200, so the client does not join the
+// new blob's tail to the old one's head; that holds for a Range past the
+// end too (200, not 416).
+func TestGetBlobIfRange(t *testing.T) {
+	b := setup(t, "sqlite")
+	ctx := context.Background()
+	createContainers(t, b.client, "resume")
+	bc := blockClient(b.client, "resume", "x")
+	first, err := bc.UploadBuffer(ctx, []byte("first content"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := bc.UploadBuffer(ctx, []byte("second content, longer"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag, old := string(*cur.ETag), string(*first.ETag)
+	lm := cur.LastModified.UTC().Format(http.TimeFormat)
+	for _, c := range []struct {
+		name, rng, ifRange string
+		status             int
+		body, crange       string
+	}{
+		{"current etag", "bytes=7-", etag, 206, "content, longer", "bytes 7-21/22"},
+		{"stale etag", "bytes=7-", old, 200, "second content, longer", ""},
+		{"weak etag", "bytes=7-", "W/" + etag, 200, "second content, longer", ""},
+		{"last modified", "bytes=0-5", lm, 206, "second", "bytes 0-5/22"},
+		{"older date", "bytes=0-5", cur.LastModified.Add(-time.Hour).UTC().Format(http.TimeFormat), 200, "second content, longer", ""},
+		{"stale etag, range past the end", "bytes=100-", old, 200, "second content, longer", ""},
+		{"current etag, range past the end", "bytes=100-", etag, 416, "", "bytes */22"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := b.do(t, "GET", "resume/x", "", map[string]string{"x-ms-range": c.rng, "If-Range": c.ifRange})
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d (%s)", resp.StatusCode, c.status, resp.Header.Get("x-ms-error-code"))
+			}
+			if got := resp.Header.Get("Content-Range"); got != c.crange {
+				t.Errorf("Content-Range %q, want %q", got, c.crange)
+			}
+			if c.status != 416 && body != c.body {
+				t.Errorf("body %q, want %q", body, c.body)
+			}
+		})
 	}
 }
