@@ -20,8 +20,9 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // Get Blob (GET → 200/206), Get Blob Properties (HEAD → 200) and Get Blob
 // Metadata (comp=metadata → 200, headers only). The read path: read the row
 // without locking, evaluate read conditions, stream the extents honouring
-// Range. Replaced objects outlive the grace period, so a read that started
-// before an overwrite finishes on the old bytes.
+// Range. Replaced objects stay readable for the grace period, so a read
+// that started before an overwrite finishes on the old bytes if it opens
+// its last object within the grace (a later one is cut).
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	cond, leaseID, err := blobConds(r)
 	if err != nil {
@@ -57,14 +58,8 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		// snapshots (incremental.go in leasedb).
 		return svcerr.New(svcerr.OperationNotAllowedOnIncrementalCopyBlob)
 	}
-	writeBlobHeaders(h, b, now)
-	if req.sas {
-		// rscc/rscd/rsce/rscl/rsct of a verified service SAS.
-		for k, v := range auth.ResponseOverrides(r.URL.Query()) {
-			h.Set(k, v)
-		}
-	}
 	if r.Method == http.MethodHead {
+		writeReadHeaders(h, r, req, b, now)
 		h.Set("Content-Length", strconv.FormatInt(b.Size, 10))
 		if b.Props.ContentMD5 != nil {
 			h.Set("Content-Md5", b64(b.Props.ContentMD5))
@@ -72,7 +67,15 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	start, end, ranged, err := parseRange(r.Header, b.Size)
+	// The blob's headers go out only with its bytes: an error answer
+	// (416, 400, a first object that cannot be opened) is XML that
+	// neither the blob's Content-Encoding, Content-Disposition and cache
+	// headers nor its ETag and metadata describe.
+	var start int64
+	end, ranged := b.Size, false
+	if ifRangeHolds(r.Header, b) {
+		start, end, ranged, err = parseRange(r.Header, b.Size)
+	}
 	if err != nil {
 		// Get Blob: a 416 names the blob's size, "bytes */0" for an
 		// empty one.
@@ -86,26 +89,27 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 	status := http.StatusOK
 	if ranged {
 		status = http.StatusPartialContent
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
-		if b.Props.ContentMD5 != nil {
-			h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
-		}
-		setSumHeaders(h, rangeSums)
-	} else if b.Props.ContentMD5 != nil {
-		h.Set("Content-Md5", b64(b.Props.ContentMD5))
 	}
-	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	sent := false
 	err = s.streamExtents(r, w, leasedb.Segments(b), start, end, func() {
 		sent = true
+		writeReadHeaders(h, r, req, b, now)
+		if ranged {
+			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, b.Size))
+			if b.Props.ContentMD5 != nil {
+				h.Set("X-Ms-Blob-Content-Md5", b64(b.Props.ContentMD5))
+			}
+			setSumHeaders(h, rangeSums)
+		} else if b.Props.ContentMD5 != nil {
+			h.Set("Content-Md5", b64(b.Props.ContentMD5))
+		}
+		h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 		w.WriteHeader(status)
 	})
 	if err != nil && !sent {
 		// The first extent could not be opened: nothing is sent yet, so
 		// the client gets an error answer (logged with the request id
 		// as every 5xx), not a cut connection.
-		h.Del("Content-Md5")
-		h.Del("X-Ms-Blob-Content-Md5")
 		return fmt.Errorf("read %s: %w", req.ref(), err)
 	}
 	if err != nil {
@@ -115,6 +119,18 @@ func (s *Server) respondBlob(w http.ResponseWriter, r *http.Request, req *reques
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// writeReadHeaders sets the headers of a blob read's answer: the blob's
+// properties, then the response header overrides (rscc, rscd, rsce, rscl,
+// rsct) of a verified service SAS.
+func writeReadHeaders(h http.Header, r *http.Request, req *request, b *leasedb.Blob, now time.Time) {
+	writeBlobHeaders(h, b, now)
+	if req.sas {
+		for k, v := range auth.ResponseOverrides(r.URL.Query()) {
+			h.Set(k, v)
+		}
+	}
 }
 
 // maxRangeDigest is the largest range whose MD5 or CRC64 Get Blob computes
@@ -242,6 +258,26 @@ func writeZeros(w io.Writer, n int64, buf []byte) error {
 		n -= k
 	}
 	return nil
+}
+
+// ifRangeHolds evaluates If-Range (HTTP's, which a browser or download
+// manager sends to resume a download): the Range is served only while its
+// validator names b, an entity tag compared strongly (a weak W/ one never
+// matches) or b's Last-Modified date exactly; otherwise the Range is
+// ignored and the whole blob answers, so the client does not join the new
+// blob's tail to the old one's head. Without If-Range it holds.
+func ifRangeHolds(h http.Header, b *leasedb.Blob) bool {
+	v := strings.TrimSpace(h.Get("If-Range"))
+	switch {
+	case v == "":
+		return true
+	case strings.HasPrefix(v, "W/"):
+		return false
+	case strings.HasPrefix(v, `"`):
+		return v == b.ETag
+	}
+	t, err := http.ParseTime(v)
+	return err == nil && t.Equal(b.LastModified.Truncate(time.Second))
 }
 
 // parseRange reads x-ms-range (preferred; when it is sent, Range is not

@@ -294,8 +294,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *request) err
 	}
 	// A structured-message body (x-ms-structured-body: the SDKs' segmented
 	// CRC64 framing) is not the blob's bytes: storing it would store the
-	// framing. Refuse it rather than corrupt the blob.
-	if v := r.Header.Get("X-Ms-Structured-Body"); v != "" && r.Method == http.MethodPut {
+	// framing. Refuse it rather than corrupt the blob. On Get Blob it asks
+	// for the answer so framed, with its CRC64s: answering the plain bytes
+	// would hand them over unchecked (the SDK decodes only an answer that
+	// says it is framed).
+	if v := r.Header.Get("X-Ms-Structured-Body"); v != "" && (r.Method == http.MethodPut || r.Method == http.MethodGet) {
 		return svcerr.Header(svcerr.UnsupportedHeader, "x-ms-structured-body", v)
 	}
 	if isUpload(r, req) {

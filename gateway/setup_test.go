@@ -82,6 +82,9 @@ type setupOpts struct {
 	retentionDay time.Duration
 	// strict is strict_conditions (leasedb.DB.StrictConditions).
 	strict bool
+	// wrapBackend, when set, wraps the byte backend every replica uses
+	// (a fault-injecting one); the bundle's backend stays the plain one.
+	wrapBackend func(backends.Backend) backends.Backend
 }
 
 // newDSN returns a fresh metadata database of the given kind owned by t.
@@ -126,6 +129,9 @@ func setup(t *testing.T, kind string, opts ...setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	b.backend = be
+	if o.wrapBackend != nil {
+		be = o.wrapBackend(be)
+	}
 	accounts := gwtest.DevAccounts(t)
 	for name, key := range o.accounts {
 		if accounts[name], err = auth.NewAccount(name, key); err != nil {
