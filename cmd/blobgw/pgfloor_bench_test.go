@@ -88,14 +88,19 @@ func BenchmarkPostgresFloor(b *testing.B) {
 	}
 	b.Cleanup(pgb.close)
 
-	// The floor's table, in a database with blobgw's schema: like blobs.
-	floorDB, floorDSN, err := pg.CreateDatabase(ctx, "floor")
-	if err != nil {
-		b.Fatal(err)
+	// A database of its own with blobgw's schema.
+	migrated := func(hint string) (name, dsn string) {
+		name, dsn, err := pg.CreateDatabase(ctx, hint)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command(bins["after"], "migrate", "--data-dir", filepath.Join(dir, hint), "--metadata", dsn).CombinedOutput(); err != nil {
+			b.Fatalf("migrate: %v\n%s", err, out)
+		}
+		return name, dsn
 	}
-	if out, err := exec.Command(bins["after"], "migrate", "--data-dir", filepath.Join(dir, "floor"), "--metadata", floorDSN).CombinedOutput(); err != nil {
-		b.Fatalf("migrate: %v\n%s", err, out)
-	}
+	// The floor's table, like blobs.
+	floorDB, floorDSN := migrated("floor")
 	floor, err := pgxpool.New(ctx, floorDSN+"&pool_max_conns=1")
 	if err != nil {
 		b.Fatal(err)
@@ -116,13 +121,7 @@ func BenchmarkPostgresFloor(b *testing.B) {
 	floorRun := &pgbenchDB{pg: pg, bin: pgb.bin, name: floorDB, dir: pgb.dir, clients: clients}
 
 	// The gateway, on a database of its own.
-	gwDB, gwDSN, err := pg.CreateDatabase(ctx, "gw")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if out, err := exec.Command(bins["after"], "migrate", "--data-dir", filepath.Join(dir, "gw"), "--metadata", gwDSN).CombinedOutput(); err != nil {
-		b.Fatalf("migrate: %v\n%s", err, out)
-	}
+	gwDB, gwDSN := migrated("gw")
 	u, gwPid := startServeProcEnv(b, bins["after"], filepath.Join(dir, "gw"), nil, "--metadata", gwDSN)
 	sets := []bench.Set{{Name: "after", Endpoints: devEndpoint(u)}}
 
