@@ -342,11 +342,27 @@ type OneTripPutter interface {
 	// over no blob, its ETag, Created, Last-Modified and lease to be
 	// set by the store: it sets them in row when it wrote) and commits,
 	// under req's lease id and conditions. wrote false with a nil
-	// error: nothing was written and tx is as it was. When it wrote,
-	// the caller makes no other call on tx and returns nil from the
-	// Update function at once. A failure whose outcome is unknown
-	// carries ErrCommitUnknown.
-	PutBlobOneTrip(ctx context.Context, req PutBlobRequest, row *Blob) (wrote bool, err error)
+	// error: nothing was written and tx is as it was; held, when not
+	// nil, is the row it found under the locks. When it wrote, the
+	// caller makes no other call on tx and returns nil from the Update
+	// function at once. A failure whose outcome is unknown carries
+	// ErrCommitUnknown.
+	PutBlobOneTrip(ctx context.Context, req PutBlobRequest, row *Blob) (wrote bool, held *OneTripHeld, err error)
+}
+
+// OneTripHeld is what a PutBlobOneTrip that wrote nothing read under its
+// locks (the container's and the name's, the row FOR UPDATE: its newest
+// version) when the few-statement path, run next, would judge the
+// request by checkPutBlob on that row: the container exists, the
+// account's writes are plain, and the row is present, not a version and
+// not a copy's destination (no copy information). Blob holds what
+// checkPutBlob reads of such a row (ETag, Last-Modified, lease), Now the
+// clock read after the locks. A request checkPutBlob refuses on it is
+// answered so (a 412 of an If-Match that failed, say), without the
+// few-statement path's round trips; one it allows goes on as before.
+type OneTripHeld struct {
+	Blob *Blob
+	Now  time.Time
 }
 
 // OneTripCovers reports whether a Put Blob request is one a OneTripPutter
@@ -379,9 +395,20 @@ func putBlobOneTrip(ctx context.Context, tx Tx, req PutBlobRequest) (done bool, 
 		return false, nil, nil
 	}
 	b = putBlobRow(req, Lease{}, "", time.Time{}, nil)
-	wrote, err := p.PutBlobOneTrip(ctx, req, b)
-	if err != nil || !wrote {
+	wrote, held, err := p.PutBlobOneTrip(ctx, req, b)
+	if err != nil {
 		return false, nil, err
+	}
+	if !wrote {
+		if held != nil {
+			// The rule on the row the statement locked, as the
+			// few-statement path would apply it (OneTripHeld): its
+			// refusal is the answer.
+			if _, err := checkPutBlob(held.Blob, req, held.Now); err != nil {
+				return true, nil, err
+			}
+		}
+		return false, nil, nil
 	}
 	return true, b, nil
 }

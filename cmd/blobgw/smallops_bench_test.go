@@ -456,13 +456,14 @@ func (p *pgbenchDB) exec(args ...string) (string, error) {
 var pgbenchTxRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 
 // run runs script with p's clients for d (whole seconds, at least 1) and
-// returns its rate and the transactions it made.
-func (p *pgbenchDB) run(script string, d time.Duration) (tps float64, txs int64, err error) {
+// returns its rate and the transactions it made; args are more pgbench
+// options ("-M", "prepared").
+func (p *pgbenchDB) run(script string, d time.Duration, args ...string) (tps float64, txs int64, err error) {
 	path := filepath.Join(p.dir, "script.sql")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return 0, 0, err
 	}
-	out, err := p.exec("-n", "-c", strconv.Itoa(p.clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path)
+	out, err := p.exec(append([]string{"-n", "-c", strconv.Itoa(p.clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", path}, args...)...)
 	if err != nil {
 		return 0, 0, err
 	}

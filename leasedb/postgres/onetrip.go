@@ -27,7 +27,11 @@ import (
 // What it covers, all of which must hold (else it writes nothing, its
 // empty transaction commits, and the few-statement path runs in a new
 // transaction of the same tx and gives the exact answer, 412, 409, a lease
-// code, ContainerNotFound or the write):
+// code, ContainerNotFound or the write; except where the statement held
+// a present, plain row that is not a version nor a copy's destination:
+// then leasedb applies checkPutBlob to that row, as the few-statement
+// path would, and a refusal, the 412 of a failed If-Match say, is the
+// answer in this one round trip, leasedb.OneTripHeld):
 //   - the request (leasedb.OneTripCovers): a Put Blob of a block blob whose
 //     body is inline (every extent without a key), no x-ms-lease-action,
 //     not a copy, no x-ms-if-tags, at most one ETag in If-Match (not "")
@@ -151,7 +155,12 @@ var oneTripColTypes = [blobColCount]string{"text", "text", "text", "text", "text
 // every lock), s decides (seq is the ETag's number, NULL when the
 // statement does not write), up writes. It returns one row: seq, the
 // clock, the creation time and lease columns written, the count written
-// (1 or 0) and, when 1, the transaction's mark for oneTripStagedSQL.
+// (1 or 0), when 1 the transaction's mark for oneTripStagedSQL, then
+// held (the container found, the account's writes plain, the row present
+// and not a version nor a copy's destination: where the few-statement
+// path would judge the request by checkPutBlob on this very row) with the
+// row's ETag and Last-Modified, so that a refused write is answered from
+// the row it locked (leasedb.OneTripHeld).
 var oneTripSQL = func() string {
 	vals := make([]string, len(blobColNames))
 	for i, c := range blobColNames {
@@ -187,7 +196,8 @@ var oneTripSQL = func() string {
 s AS MATERIALIZED (SELECT l.etag, l.now,
 	CASE WHEN l.present THEN l.created ELSE l.now END AS created,
 	COALESCE(l.lease_id, '') AS lease_id, COALESCE(l.lease_state, '') AS lease_state, COALESCE(l.lease_duration, 0) AS lease_duration,
-	l.lease_expires, l.lease_break_at, l.lease_since,
+	l.lease_expires, l.lease_break_at, l.lease_since, l.last_modified,
+	COALESCE(l.cont AND l.plain AND l.present AND l.version_id = '' AND l.copy_info = '', FALSE) AS held,
 	CASE WHEN ` + decide + ` THEN nextval('etag_seq') END AS seq FROM l),
 up AS (INSERT INTO blobs (` + sqlq.BlobCols + `, extents_keys)
 	SELECT ` + strings.Join(vals, ", ") + `, FALSE FROM s WHERE s.seq IS NOT NULL
@@ -195,7 +205,7 @@ up AS (INSERT INTO blobs (` + sqlq.BlobCols + `, extents_keys)
 	WHERE blobs.etag IS NOT DISTINCT FROM (SELECT etag FROM s) RETURNING 1),
 u AS (SELECT count(*)::int AS n FROM up)
 SELECT s.seq, s.now, s.created, s.lease_id, s.lease_state, s.lease_duration, s.lease_expires, s.lease_break_at, s.lease_since,
-	u.n, CASE WHEN u.n = 1 THEN set_config('` + oneTripMark + `', 'w', true) END
+	u.n, CASE WHEN u.n = 1 THEN set_config('` + oneTripMark + `', 'w', true) END, s.held, s.etag, s.last_modified
 FROM s, u`
 }()
 
@@ -231,19 +241,19 @@ FROM (SELECT count(*)::int AS n FROM ((SELECT 1 FROM blocks WHERE account = $1 A
 	UNION ALL (SELECT 1 WHERE current_setting('` + oneTripMark + `', true) = 'w' AND NOT ` + plainNowSQL + `)) AS y) AS x`
 
 // PutBlobOneTrip implements leasedb.OneTripPutter.
-func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *leasedb.Blob) (bool, error) {
+func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *leasedb.Blob) (bool, *leasedb.OneTripHeld, error) {
 	l := t.tx
 	cond := &req.Cond
 	if t.readOnly || t.noOneTrip || l.begun || l.unusable() != nil || t.replacing != nil || t.offset%time.Microsecond != 0 ||
 		(cond.HadIMS && !oneTripDate(cond.IfModifiedSince)) || (cond.HadIUS && !oneTripDate(cond.IfUnmodifiedSince)) {
-		return false, nil
+		return false, nil, nil
 	}
 	pc := pairConnOf(l.conn)
 	if !pc.direct {
-		return false, nil
+		return false, nil, nil
 	}
 	if checkText(b.Account, b.Container, b.Name, req.LeaseID) != nil || checkText(cond.IfMatch...) != nil || checkText(cond.IfNoneMatch...) != nil {
-		return false, nil // a text Postgres cannot hold: the few-statement path answers
+		return false, nil, nil // a text Postgres cannot hold: the few-statement path answers
 	}
 	// The arguments and the values they point to in one allocation.
 	x := &struct {
@@ -257,7 +267,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	}{nameKey: nameLockKey(b.Account, b.Container, b.Name), contKey: containerLockKey(b.Account, b.Container),
 		leaseID: req.LeaseID, offset: t.offset.Microseconds()}
 	if err := x.a.setRow(b); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	v := &x.vals
 	copy(v[:3], x.a.vals[:3])
@@ -298,16 +308,16 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	l.begun = true
 	res := pc.send(ctx, l.tracer, watch, deadline, l.batchOf(&q, maxSent), q, maxSent)
 	if res.err != nil {
-		return false, t.oneTripError(ctx, oneTripWhat(b), res)
+		return false, nil, t.oneTripError(ctx, oneTripWhat(b), res)
 	}
 	if res.rolledBack {
-		return false, fmt.Errorf("%s: commit: %w", oneTripWhat(b), pgx.ErrTxCommitRollback)
+		return false, nil, fmt.Errorf("%s: commit: %w", oneTripWhat(b), pgx.ErrTxCommitRollback)
 	}
 	// Committed: with the write, or empty.
 	var r rawRow
 	if res.rows.n == 1 && res.rows.stmt == 1 && res.rows.Next() {
 		r = rawRow{fds: res.rows.fds, raw: res.rows.RawValues()}
-		r.ok = len(r.fds) == 11 && len(r.raw) == 11
+		r.ok = len(r.fds) == 14 && len(r.raw) == 14
 	}
 	var (
 		wrote, seq   int64
@@ -323,17 +333,26 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	}
 	if !r.ok {
 		t.committed = true
-		return false, fmt.Errorf("%s: %w: its answer unread", oneTripWhat(b), leasedb.ErrCommitUnknown)
+		return false, nil, fmt.Errorf("%s: %w: its answer unread", oneTripWhat(b), leasedb.ErrCommitUnknown)
 	}
 	if wrote != 1 {
 		// Nothing written, the empty transaction committed: tx is as
 		// before, its next statement begins a new transaction.
 		l.begun = false
-		return false, nil
+		var held *leasedb.OneTripHeld
+		if r.bool(11) {
+			held = &leasedb.OneTripHeld{Now: r.time(1), Blob: &leasedb.Blob{Account: b.Account, Container: b.Container, Name: b.Name,
+				ETag: r.text(12), LastModified: r.time(13),
+				Lease: leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)), Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}}}
+		}
+		if !r.ok {
+			held = nil // a column not as read: the few-statement path answers
+		}
+		return false, held, nil
 	}
 	t.committed = true
 	b.ETag, b.Created, b.LastModified, b.Lease = formatETag(seq), created, now, lease
-	return true, nil
+	return true, nil, nil
 }
 
 // oneTripWhat names the write in its errors (built only when there is

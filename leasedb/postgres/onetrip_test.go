@@ -34,7 +34,10 @@ func oneTripPut(account, container, name string, leaseID string, cond leasedb.Co
 // TestPutBlobOneTrip: a small inline Put Blob on Postgres takes one round
 // trip (BEGIN, the statement that locks, checks and writes, the staged
 // blocks' check and COMMIT in one batch) exactly in the cases it covers,
-// and every other case falls back to the few-statement path; either way
+// and in those where checkPutBlob refuses the request on the row the
+// statement locked (a present, plain, inline row: an If-Match that
+// fails, a lease id missing), and every other case falls back to the
+// few-statement path; either way
 // it leaves what the generic Tx sequence leaves for the same request over
 // the same state (run in an account of its own): the outcome, the row
 // (its ETag in the stored form, Last-Modified the write's, the creation
@@ -123,6 +126,9 @@ func TestPutBlobOneTrip(t *testing.T) {
 		cond      func(etag string) leasedb.Conditions
 		createOK  bool // CreateOnly
 		oneTrip   bool
+		// answered: refused in the one round trip too, by checkPutBlob
+		// on the row the statement locked (leasedb.OneTripHeld).
+		answered bool
 	}{
 		{name: "create", state: absent, cond: none, oneTrip: true},
 		{name: "create-if-none-match-star", state: absent, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfNoneMatch: []string{"*"}} }, oneTrip: true},
@@ -136,18 +142,18 @@ func TestPutBlobOneTrip(t *testing.T) {
 		{name: "overwrite", state: inline, cond: none, oneTrip: true},
 		{name: "if-match", state: inline, cond: ifMatch, oneTrip: true},
 		{name: "if-match-star", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfMatch: []string{"*"}} }, oneTrip: true},
-		{name: "if-match-wrong", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfMatch: []string{"0x1"}} }},
-		{name: "if-none-match-star", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfNoneMatch: []string{"*"}} }},
+		{name: "if-match-wrong", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfMatch: []string{"0x1"}} }, answered: true},
+		{name: "if-none-match-star", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfNoneMatch: []string{"*"}} }, answered: true},
 		{name: "if-none-match-other", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfNoneMatch: []string{"0x1"}} }, oneTrip: true},
 		{name: "if-none-match-same", state: inline, cond: func(etag string) leasedb.Conditions {
 			return leasedb.Conditions{IfNoneMatch: []string{leasedb.UnquoteETag(etag)}}
-		}},
+		}, answered: true},
 		{name: "if-modified-since-past", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfModifiedSince: past, HadIMS: true} }, oneTrip: true},
-		{name: "if-modified-since-future", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfModifiedSince: future, HadIMS: true} }},
+		{name: "if-modified-since-future", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfModifiedSince: future, HadIMS: true} }, answered: true},
 		{name: "if-unmodified-since-future", state: inline, cond: func(etag string) leasedb.Conditions {
 			return leasedb.Conditions{IfMatch: []string{leasedb.UnquoteETag(etag)}, IfUnmodifiedSince: future, HadIUS: true}
 		}, oneTrip: true},
-		{name: "if-unmodified-since-past", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfUnmodifiedSince: past, HadIUS: true} }},
+		{name: "if-unmodified-since-past", state: inline, cond: func(string) leasedb.Conditions { return leasedb.Conditions{IfUnmodifiedSince: past, HadIUS: true} }, answered: true},
 		// An If-Unmodified-Since of 0001-01-01 (the zero time.Time, an HTTP
 		// date the gateway parses) fails over any blob: 412, not a write.
 		{name: "if-unmodified-since-year-1", state: inline, cond: func(string) leasedb.Conditions {
@@ -158,11 +164,11 @@ func TestPutBlobOneTrip(t *testing.T) {
 		{name: "if-modified-since-year-1", state: inline, cond: func(string) leasedb.Conditions {
 			return leasedb.Conditions{IfModifiedSince: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), HadIMS: true}
 		}},
-		{name: "create-only-exists", state: inline, cond: none, createOK: true},
-		{name: "leased-no-id", state: leased, cond: none},
-		{name: "leased-wrong-id", state: leased, leaseID: "1f8fad5b-d9cb-469f-a165-70867728950e", cond: none},
+		{name: "create-only-exists", state: inline, cond: none, createOK: true, answered: true},
+		{name: "leased-no-id", state: leased, cond: none, answered: true},
+		{name: "leased-wrong-id", state: leased, leaseID: "1f8fad5b-d9cb-469f-a165-70867728950e", cond: none, answered: true},
 		{name: "leased-right-id", state: leased, leaseID: leaseID, cond: ifMatch, oneTrip: true},
-		{name: "unleased-with-id", state: inline, leaseID: leaseID, cond: none},
+		{name: "unleased-with-id", state: inline, leaseID: leaseID, cond: none, answered: true},
 		{name: "broken-lease", state: broken, cond: none},
 		{name: "snapshot", state: snapshot, cond: ifMatch, oneTrip: true},
 		{name: "staged-blocks", state: staged, cond: ifMatch},
@@ -194,8 +200,8 @@ func TestPutBlobOneTrip(t *testing.T) {
 				b, _, err := db.PutBlob(postgres.CountInto(ctx, &ctr), req)
 				after := dbClock(t, s)
 				if i == 0 {
-					if rt := ctr.Counts().RoundTrips; (rt == 1) != c.oneTrip {
-						t.Errorf("Put Blob took %d round trips; one-round-trip case: %v\n%s", rt, c.oneTrip, strings.Join(ctr.Counts().SQL, "\n"))
+					if rt := ctr.Counts().RoundTrips; (rt == 1) != (c.oneTrip || c.answered) {
+						t.Errorf("Put Blob took %d round trips; one-round-trip case: %v, answered from the locked row: %v\n%s", rt, c.oneTrip, c.answered, strings.Join(ctr.Counts().SQL, "\n"))
 					}
 				}
 				got[i] = stepState(t, ctx, s, conn, acct, c.name, old, b, err, before, after)
@@ -358,6 +364,44 @@ func TestPutBlobOneTripAwaitsLocks(t *testing.T) {
 		if !slices.Contains(keys, "staged-key") {
 			t.Fatal("the dropped block's object was not queued for collection")
 		}
+	})
+	// A refusal answered from the locked row (leasedb.OneTripHeld) is
+	// the rule on the row's newest version, the one the holder wrote
+	// while the put waited, in the one round trip.
+	refusedOnce := func(t *testing.T, name string, change func(tx leasedb.Tx, now time.Time) error, cond leasedb.Conditions, want svcerr.Code) {
+		t.Helper()
+		if _, _, err := db.PutBlob(ctx, oneTripPut("a", "c", name, "", leasedb.Conditions{})); err != nil {
+			t.Fatal(err)
+		}
+		old := readBlob(t, s, name)
+		if len(cond.IfMatch) == 1 && cond.IfMatch[0] == "" {
+			cond.IfMatch = []string{leasedb.UnquoteETag(old.ETag)} // the ETag before the holder's write
+		}
+		var ctr postgres.Counter
+		err := raceNameLock(t, s, watcher, name, change, func() error {
+			_, _, err := db.PutBlob(postgres.CountInto(ctx, &ctr), oneTripPut("a", "c", name, "", cond))
+			return err
+		})
+		if !svcerr.HasCode(err, want) {
+			t.Fatalf("Put Blob over the row written while it waited: %v, want %s", err, want)
+		}
+		if rt := ctr.Counts().RoundTrips; rt != 1 {
+			t.Errorf("the refusal took %d round trips, want 1\n%s", rt, strings.Join(ctr.Counts().SQL, "\n"))
+		}
+		if got := data(name); got != "hld" {
+			t.Fatalf("the row holds %q, want the holder's", got)
+		}
+	}
+	t.Run("if-match meets the row rewritten meanwhile", func(t *testing.T) {
+		refusedOnce(t, "rewritten", func(tx leasedb.Tx, now time.Time) error { return tx.PutBlob(ctx, holderRow("rewritten", now)) },
+			leasedb.Conditions{IfMatch: []string{""}}, svcerr.ConditionNotMet)
+	})
+	t.Run("a lease acquired meanwhile", func(t *testing.T) {
+		refusedOnce(t, "leased", func(tx leasedb.Tx, now time.Time) error {
+			b := holderRow("leased", now)
+			b.Lease = leasedb.Lease{ID: "0f8fad5b-d9cb-469f-a165-70867728950e", State: "leased", Duration: -1, Since: now}
+			return tx.PutBlob(ctx, b)
+		}, leasedb.Conditions{}, svcerr.LeaseIdMissing)
 	})
 	t.Run("a container deleted meanwhile", func(t *testing.T) {
 		updateNow(t, s, func(tx leasedb.Tx, now time.Time) error {
