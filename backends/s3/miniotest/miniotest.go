@@ -288,7 +288,14 @@ func (s *Server) CreateBucket(ctx context.Context, hint string) (string, error) 
 	}
 	name = strings.TrimRight(name, "-")
 	if _, err := s.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		return "", fmt.Errorf("miniotest: create bucket %s: %w", name, err)
+		// The name is this server's own (seq), so BucketAlreadyOwnedByYou
+		// is the SDK's retry of a CreateBucket that did succeed: a
+		// distributed cluster still settling its write quorum can answer
+		// the first try with a 503 after creating the bucket.
+		var owned *types.BucketAlreadyOwnedByYou
+		if !errors.As(err, &owned) {
+			return "", fmt.Errorf("miniotest: create bucket %s: %w", name, err)
+		}
 	}
 	return name, nil
 }
