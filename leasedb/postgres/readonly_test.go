@@ -50,6 +50,7 @@ func TestReadOnlyServerReloadRefusesWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	reloaded(t, side, "on")
 	checkReadOnlyRefused(t, s, side)
 	// Back to read-write, the same connections write again.
 	for _, q := range []string{`ALTER SYSTEM RESET default_transaction_read_only`, `SELECT pg_reload_conf()`} {
@@ -69,6 +70,30 @@ func TestReadOnlyServerReloadRefusesWrites(t *testing.T) {
 	}
 	if perr != nil {
 		t.Fatalf("Put Blob once the server is read-write again: %v", perr)
+	}
+}
+
+// reloaded waits until side's backend runs with default_transaction_read_only
+// = want. pg_reload_conf only signals the postmaster, which rereads the file
+// and then signals every backend in one pass; a backend applies it before
+// the next command it reads. So once side sees it, the pooled connections
+// have been signalled too, and their next write sees it (a write sent
+// before that pass is simply earlier than the reload).
+func reloaded(t *testing.T, side *pgx.Conn, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var v string
+		if err := side.QueryRow(context.Background(), `SHOW default_transaction_read_only`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("default_transaction_read_only is %q 30 s after pg_reload_conf, want %q", v, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
