@@ -408,14 +408,15 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 }
 
 // Forget implements leasedb.Store.
-func (s *Store) Forget(ctx context.Context, keys []string) error {
+func (s *Store) Forget(ctx context.Context, keys []string) (int, error) {
 	if len(keys) == 0 {
-		return nil
+		return 0, nil
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys); err != nil {
-		return fmt.Errorf("leasedb/postgres: forget: %w", sqlq.CtxErr(ctx, err))
+	tag, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return 0, fmt.Errorf("leasedb/postgres: forget: %w", sqlq.CtxErr(ctx, err))
 	}
-	return nil
+	return int(tag.RowsAffected()), nil
 }
 
 // CollectionKeys implements leasedb.Store; keys are sorted (byte order).
