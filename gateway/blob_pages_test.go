@@ -900,7 +900,7 @@ func TestPageBlobCompaction(t *testing.T) {
 		if got := runsOf(); !slices.EqualFunc(got, compacted, leasedb.Extent.Equal) {
 			t.Fatalf("a lost compaction changed the map to %+v", got)
 		}
-		if err := b.db.Store.Forget(ctx, []string{"compaction-loses"}); err != nil {
+		if _, err := b.db.Store.Forget(ctx, []string{"compaction-loses"}); err != nil {
 			t.Fatal(err)
 		}
 

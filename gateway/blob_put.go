@@ -309,7 +309,7 @@ func (s *Server) discard(key string) {
 		s.log.Warn("discard staged object", "key", key, "err", err)
 		return
 	}
-	if err := s.db.Store.Forget(ctx, []string{key}); err != nil {
+	if _, err := s.db.Store.Forget(ctx, []string{key}); err != nil {
 		s.log.Warn("forget intent", "key", key, "err", err)
 	}
 }

@@ -33,11 +33,11 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, req *request
 	if err != nil {
 		return err
 	}
-	cond, err := parseConditions(r.Header)
+	cond, leaseID, err := blobConds(r)
 	if err != nil {
 		return err
 	}
-	b, now, err := s.db.GetVersion(r.Context(), req.ref(), vid, cond)
+	b, now, err := s.db.GetVersion(r.Context(), req.ref(), vid, leaseID, cond)
 	return s.respondBlob(w, r, req, b, now, err)
 }
 

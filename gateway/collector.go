@@ -32,10 +32,14 @@ func Collect(ctx context.Context, store leasedb.Store, backend backends.Backend,
 		// Crash tests: claimed, nothing deleted yet.
 		failpoint.Inject("collector-claim")
 		done := deleteObjects(ctx, backend, keys, log)
-		if err := store.Forget(ctx, done); err != nil {
+		// Counted by the entries this Forget removed: a collector that
+		// re-claimed an entry after reclaimAfter may delete the object
+		// too, and only the one whose removal commits counts it.
+		forgotten, err := store.Forget(ctx, done)
+		if err != nil {
 			return total, fmt.Errorf("forget: %w", err)
 		}
-		total += len(done)
+		total += forgotten
 		if len(done) < len(keys) || len(keys) < batch {
 			return total, ctx.Err()
 		}

@@ -373,7 +373,7 @@ func (s *Server) openLocal(ctx context.Context, r *http.Request, req *request, s
 	if snapshot != "" {
 		b, now, err = s.db.GetSnapshot(ctx, ref, snapshot, spec.cond)
 	} else if version != "" {
-		b, now, err = s.db.GetVersion(ctx, ref, version, spec.cond)
+		b, now, err = s.db.GetVersion(ctx, ref, version, "", spec.cond)
 	} else {
 		b, now, err = s.db.GetBlob(ctx, ref, "", spec.cond)
 	}

@@ -159,5 +159,6 @@ func (p *keyPool) close(ctx context.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return p.db.Store.Forget(ctx, keys)
+	_, err := p.db.Store.Forget(ctx, keys)
+	return err
 }

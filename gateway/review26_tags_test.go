@@ -18,23 +18,10 @@ import (
 // alike.
 func TestVersionTagsLeaseCurrent(t *testing.T) {
 	forKinds(t, versionKinds, func(t *testing.T, kind string) {
-		b, _ := setupVersioned(t, kind, "vtags")
+		_, bc, cur, _ := leasedCurrentVersion(t, kind, "vtags", &azblob.UploadBufferOptions{Tags: map[string]string{"t": "1"}})
 		ctx := context.Background()
-		up, err := b.client.UploadBuffer(ctx, "vtags", "v", []byte("x"), &azblob.UploadBufferOptions{Tags: map[string]string{"t": "1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bc := blockClient(b.client, "vtags", "v")
-		cur, err := bc.WithVersionID(*up.VersionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaseID := "11111111-2222-3333-4444-555555555555"
-		other := "99999999-2222-3333-4444-555555555555"
-		if _, err := blobLease(t, bc, leaseID).AcquireLease(ctx, -1, nil); err != nil {
-			t.Fatal(err)
-		}
-		_, err = cur.SetTags(ctx, map[string]string{"t": "2"}, nil)
+		leaseID, other := testLeaseID, otherLeaseID
+		_, err := cur.SetTags(ctx, map[string]string{"t": "2"}, nil)
 		wantErr(t, err, 412, "LeaseIdMissing")
 		_, err = cur.SetTags(ctx, map[string]string{"t": "2"}, &blob.SetTagsOptions{AccessConditions: withLease(other)})
 		wantErr(t, err, 412, "LeaseIdMismatchWithBlobOperation")

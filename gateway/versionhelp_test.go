@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/blobgw/blobgw/leasedb"
 )
@@ -97,4 +99,34 @@ func prefixOpt(prefix string) *string {
 		return nil
 	}
 	return &prefix
+}
+
+// Lease ids of leasedCurrentVersion's lease (testLeaseID) and one that
+// does not match it.
+const (
+	testLeaseID  = "11111111-2222-3333-4444-555555555555"
+	otherLeaseID = "99999999-2222-3333-4444-555555555555"
+)
+
+// leasedCurrentVersion is setupVersioned with cont/v uploaded (with opts)
+// and leased (testLeaseID, infinite): it returns the bundle, the blob's
+// client, the client of its current version by ?versionid= and that
+// version id.
+func leasedCurrentVersion(t *testing.T, kind, cont string, opts *azblob.UploadBufferOptions) (*bundle, *blockblob.Client, *blockblob.Client, string) {
+	t.Helper()
+	b, _ := setupVersioned(t, kind, cont)
+	ctx := context.Background()
+	up, err := b.client.UploadBuffer(ctx, cont, "v", []byte("x"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := blockClient(b.client, cont, "v")
+	cur, err := bc.WithVersionID(*up.VersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blobLease(t, bc, testLeaseID).AcquireLease(ctx, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b, bc, cur, *up.VersionID
 }

@@ -273,8 +273,11 @@ type Store interface {
 	// never receive the same key while its claim is fresh (Postgres: FOR
 	// UPDATE SKIP LOCKED).
 	ClaimDue(ctx context.Context, limit int, reclaimAfter time.Duration) ([]string, error)
-	// Forget removes collection entries after their objects were deleted.
-	Forget(ctx context.Context, keys []string) error
+	// Forget removes collection entries after their objects were deleted
+	// and returns how many it removed: a key whose entry another caller
+	// already removed (a collector that re-claimed it after reclaimAfter
+	// and deleted it too) is not counted again.
+	Forget(ctx context.Context, keys []string) (int, error)
 	// CollectionKeys lists every key in the collection queue (fsck, tests).
 	CollectionKeys(ctx context.Context) ([]string, error)
 	// ReferencedKeys calls fn, in byte order and once each, for every

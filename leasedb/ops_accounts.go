@@ -104,19 +104,31 @@ func (d *DB) AddAccountKeys(ctx context.Context, name, key1, key2 string) (*Acco
 
 // SeedAccountKeys adds each account of seed whose name the store does not
 // hold, and never changes an account it holds. With onlyIfEmpty it adds
-// nothing unless the store holds no account at all (the built-in
-// development account seeds only an empty store). It returns the names
-// added. Replicas seeding at once add each account once.
+// nothing unless the store's accounts were never set up: no account, and
+// a generation still 0, so no account was ever added or removed (the
+// built-in development account, with its published key, seeds only a
+// database that never held an account, never one an operator emptied
+// with blobgw account remove). It returns the names added. Replicas
+// seeding at once add each account once.
 func (d *DB) SeedAccountKeys(ctx context.Context, seed []AccountKeys, onlyIfEmpty bool) ([]string, error) {
 	var added []string
 	err := d.Store.Update(ctx, func(tx Tx) error {
 		added = added[:0]
 		if onlyIfEmpty {
+			// Locked before the reads: a removal committing meanwhile
+			// is seen (its generation), not seeded over.
+			if err := tx.LockAccountKeys(ctx); err != nil {
+				return err
+			}
+			gen, err := tx.AccountKeysGeneration(ctx)
+			if err != nil {
+				return err
+			}
 			have, err := tx.ListAccountKeys(ctx)
 			if err != nil {
 				return err
 			}
-			if len(have) > 0 {
+			if len(have) > 0 || gen != 0 {
 				return nil
 			}
 		}

@@ -158,11 +158,13 @@ func versionOf(ctx context.Context, tx Tx, ref BlobRef, cur *Blob, versionID str
 }
 
 // GetVersion reads one version of a blob for Get Blob / Get Blob
-// Properties / Get Blob Tags with ?versionid=: 404 BlobNotFound when the
-// name has no such version (the current blob answers to its own version
-// id), then the read conditions. A lease guards the current blob's
-// writes; reading a version needs no lease id.
-func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond Conditions) (*Blob, time.Time, error) {
+// Properties / Get Blob Metadata with ?versionid=: 404 BlobNotFound when
+// the name has no such version (the current blob answers to its own
+// version id), then, for the current version, the read lease check Get
+// Blob takes without ?versionid= (leaseID, x-ms-lease-id, when given,
+// must match the active lease), then the read conditions. A previous
+// version has no lease: reading it needs no lease id.
+func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID, leaseID string, cond Conditions) (*Blob, time.Time, error) {
 	var out *Blob
 	var now time.Time
 	err := d.blobView(ctx, ref, func(tx Tx, n time.Time, b *Blob) error {
@@ -170,6 +172,11 @@ func (d *DB) GetVersion(ctx context.Context, ref BlobRef, versionID string, cond
 		v, err := versionOf(ctx, tx, ref, b, versionID)
 		if err != nil {
 			return err
+		}
+		if !v.NonCurrent {
+			if err := CheckReadLease(v.Lease, leaseID, BlobTarget, now); err != nil {
+				return err
+			}
 		}
 		out = v
 		return EvalRead(cond, blobResource(v))

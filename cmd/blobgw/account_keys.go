@@ -221,7 +221,8 @@ func accountAction(nargs int, create bool, fn func(c *cli.Context, db *leasedb.D
 // startAccounts seeds the store's accounts from the configuration (an
 // account absent from the store is added, one present is never
 // overwritten; the built-in development account only seeds a store that
-// holds none), loads them and keeps them fresh every
+// never held one: none now and none ever removed), loads them (warning
+// when there is none) and keeps them fresh every
 // accounts.RefreshInterval until ctx ends. Keys that do not open with
 // BLOBGW_KEY_ENCRYPTION_KEY refuse the start.
 func startAccounts(ctx context.Context, cfg config.Config, store leasedb.Store, log *slog.Logger) (*accounts.Table, error) {
@@ -270,6 +271,11 @@ func startAccounts(ctx context.Context, cfg config.Config, store leasedb.Store, 
 	}
 	if err != nil {
 		return nil, cli.Exit("metadata: loading accounts: "+err.Error(), 1)
+	}
+	if len(table.Names()) == 0 {
+		// The development account seeds only a database that never held
+		// an account; one whose accounts were all removed stays empty.
+		log.Warn("no storage account exists in the metadata store: every request is refused until one is added (blobgw account add ACCOUNT); the development account is seeded only into a new database, never into one whose accounts were removed")
 	}
 	go table.Run(ctx, accounts.RefreshInterval)
 	return table, nil

@@ -240,6 +240,23 @@ func TestAccountKeysSeed(t *testing.T) {
 	if got := keyOf(tab2, config.DevAccountName); len(got) != 1 || got[0] != config.DevAccountKey {
 		t.Fatalf("empty store: dev account %v", got)
 	}
+	// Every account removed (blobgw account remove): the next start does
+	// not seed the development account's published key again, and says
+	// that no account exists.
+	if err := (&leasedb.DB{Store: store2}).RemoveAccountKeys(ctx, config.DevAccountName, true); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	tab2, err = startAccounts(ctx, cfg, store2, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tab2.Names(); len(got) != 0 {
+		t.Fatalf("emptied store seeded again: %v", got)
+	}
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "no storage account exists") {
+		t.Fatalf("start on an emptied store logged %q, want a warning that no account exists", logged.String())
+	}
 }
 
 // TestAccountKeysEncrypted: with BLOBGW_KEY_ENCRYPTION_KEY the keys are

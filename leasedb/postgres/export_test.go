@@ -23,3 +23,6 @@ const ExtentsHaveKeySQL = extentsHaveKeySQL
 
 // ExtentsKeys is the extents_keys column every write of a blob row sets.
 var ExtentsKeys = extentsKeys
+
+// MigrateLockTimeout is a migration statement's lock_timeout.
+const MigrateLockTimeout = migrateLockTimeout

@@ -53,6 +53,10 @@ const (
 	// never overlaps the bigint key space of the blob-name locks.
 	migrateLockClass = 0x626c6f62 // "blob"
 	migrateLockObj   = 1
+	// migrateLockTimeout bounds a migration statement's wait for a table
+	// lock (lock_timeout): while it waits, every query of the table
+	// waits behind it.
+	migrateLockTimeout = 2 * time.Second
 )
 
 // SQLSTATE codes Update retries on.
@@ -408,14 +412,15 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 }
 
 // Forget implements leasedb.Store.
-func (s *Store) Forget(ctx context.Context, keys []string) error {
+func (s *Store) Forget(ctx context.Context, keys []string) (int, error) {
 	if len(keys) == 0 {
-		return nil
+		return 0, nil
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys); err != nil {
-		return fmt.Errorf("leasedb/postgres: forget: %w", sqlq.CtxErr(ctx, err))
+	tag, err := s.pool.Exec(ctx, `DELETE FROM gc_queue WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return 0, fmt.Errorf("leasedb/postgres: forget: %w", sqlq.CtxErr(ctx, err))
 	}
-	return nil
+	return int(tag.RowsAffected()), nil
 }
 
 // CollectionKeys implements leasedb.Store; keys are sorted (byte order).
@@ -492,6 +497,15 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 	if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, migrateLockClass, migrateLockObj); err != nil {
 		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: lock: %w", sqlq.CtxErr(ctx, err))
 	}
+	// Set after the migration lock, whose wait (another replica
+	// migrating) blocks no one else. A DDL statement waiting for its
+	// table lock queues every later statement on that table behind it,
+	// on every replica: behind a long open transaction it waits at most
+	// migrateLockTimeout, then the migration rolls back (55P03, tagged
+	// leasedb.ErrUnavailable, so dbopen.Open runs it again a while).
+	if _, err := ptx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", migrateLockTimeout.Milliseconds())); err != nil {
+		return 0, 0, fmt.Errorf("leasedb/postgres: migrate: lock_timeout: %w", sqlq.CtxErr(ctx, err))
+	}
 	if _, err := ptx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
@@ -510,6 +524,10 @@ func (s *Store) migrateTo(ctx context.Context, target int) (from, to int, err er
 		// No arguments: pgx uses the simple protocol, which runs a file of
 		// several statements.
 		if _, err := ptx.Exec(ctx, f.SQL); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+				return from, from, fmt.Errorf("leasedb/postgres: migrate: %s: a table lock it needs was not granted within %s (a long open transaction holds the table: see pg_stat_activity); nothing was applied: %w", f.Name, migrateLockTimeout, err)
+			}
 			return from, from, fmt.Errorf("leasedb/postgres: migrate: %s: %w", f.Name, sqlq.CtxErr(ctx, err))
 		}
 		if _, err := ptx.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, $2)`, f.Version, f.Name); err != nil {

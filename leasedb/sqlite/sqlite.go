@@ -267,12 +267,15 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, reclaimAfter time.Durat
 }
 
 // Forget implements leasedb.Store.
-func (s *Store) Forget(ctx context.Context, keys []string) error {
+func (s *Store) Forget(ctx context.Context, keys []string) (int, error) {
 	if len(keys) == 0 {
-		return nil
+		return 0, nil
 	}
-	return s.Update(ctx, func(ltx leasedb.Tx) error {
+	var n int
+	err := s.Update(ctx, func(ltx leasedb.Tx) error {
 		t := ltx.(*tx)
+		// The transaction may run again.
+		n = 0
 		const chunk = 500 // well under SQLite's bound-parameter limit
 		for start := 0; start < len(keys); start += chunk {
 			part := keys[start:min(start+chunk, len(keys))]
@@ -281,12 +284,22 @@ func (s *Store) Forget(ctx context.Context, keys []string) error {
 				args[i] = k
 			}
 			q := "DELETE FROM gc_queue WHERE key IN (?" + strings.Repeat(",?", len(part)-1) + ")"
-			if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
+			res, err := t.tx.ExecContext(ctx, q, args...)
+			if err != nil {
 				return fmt.Errorf("leasedb/sqlite: forget: %w", err)
 			}
+			removed, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("leasedb/sqlite: forget: %w", err)
+			}
+			n += int(removed)
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // CollectionKeys implements leasedb.Store; keys are sorted.

@@ -124,6 +124,18 @@ func testAccountKeys(t *testing.T, s leasedb.Store) {
 	if got := list(); len(got) != 1 || got[0].Name != "charlie" {
 		t.Fatalf("after removals: %+v", got)
 	}
+	// Every account removed: onlyIfEmpty seeds nothing into a store
+	// whose accounts an operator emptied (the development account's
+	// published key never comes back on its own).
+	if err := db.RemoveAccountKeys(ctx, "charlie", true); err != nil {
+		t.Fatal(err)
+	}
+	if added, err := db.SeedAccountKeys(ctx, []leasedb.AccountKeys{{Name: "devstoreaccount1", Key1: "k=="}}, true); err != nil || len(added) != 0 {
+		t.Fatalf("seed onlyIfEmpty on an emptied store: %v %v", added, err)
+	}
+	if got := list(); len(got) != 0 {
+		t.Fatalf("emptied store seeded: %+v", got)
+	}
 	// A forced removal keeps the container.
 	var kept *leasedb.Container
 	view(t, s, func(ctx context.Context, tx leasedb.Tx) error {

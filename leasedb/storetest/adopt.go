@@ -80,7 +80,7 @@ func testAdoptBasics(t *testing.T, s leasedb.Store) {
 		t.Fatalf("collection queue after the refused adoption = %q, %v", keys, err)
 	}
 	// Once collected (forgotten), the name can be adopted again.
-	if err := s.Forget(ctx, []string{"x/YQ"}); err != nil {
+	if _, err := s.Forget(ctx, []string{"x/YQ"}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := db.AdoptBlob(ctx, ref, req); err != nil || !ok {
@@ -164,7 +164,7 @@ func testAdoptOneName(t *testing.T, s leasedb.Store) {
 	refused(other, leasedb.ErrAdoptQueued)
 	// Collected and put back: another name takes it over, and from then on
 	// that name holds it.
-	if err := s.Forget(ctx, []string{key}); err != nil {
+	if _, err := s.Forget(ctx, []string{key}); err != nil {
 		t.Fatal(err)
 	}
 	mustAdopt(other)
@@ -175,7 +175,7 @@ func testAdoptOneName(t *testing.T, s leasedb.Store) {
 	if err := db.DeleteContainer(ctx, "acct", "one-c2", "", leasedb.Conditions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Forget(ctx, queue()); err != nil {
+	if _, err := s.Forget(ctx, queue()); err != nil {
 		t.Fatal(err)
 	}
 	mustAdopt(b)
@@ -183,7 +183,7 @@ func testAdoptOneName(t *testing.T, s leasedb.Store) {
 	if err := db.DeleteBlob(ctx, b, "", leasedb.Conditions{}, leasedb.KeepSnapshots); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Forget(ctx, queue()); err != nil {
+	if _, err := s.Forget(ctx, queue()); err != nil {
 		t.Fatal(err)
 	}
 	mustAdopt(b)

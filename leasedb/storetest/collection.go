@@ -204,7 +204,7 @@ func testClaimDueReclaim(t *testing.T, s leasedb.Store) {
 	if got := claim(t, s, 10, time.Hour); len(got) != 0 {
 		t.Errorf("renewed claim reclaimed: %q", got)
 	}
-	if err := s.Forget(ctxT(t), []string{"k"}); err != nil {
+	if _, err := s.Forget(ctxT(t), []string{"k"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := keysOf(t, s); len(got) != 0 {
@@ -277,11 +277,17 @@ func testAddGCForget(t *testing.T, s leasedb.Store) {
 		t.Errorf("ClaimDue = %q, want [i] (re-queued as due)", got)
 	}
 	ctx := ctxT(t)
-	if err := s.Forget(ctx, nil); err != nil {
-		t.Errorf("Forget(nil): %v", err)
+	if n, err := s.Forget(ctx, nil); err != nil || n != 0 {
+		t.Errorf("Forget(nil) = %d, %v", n, err)
 	}
-	if err := s.Forget(ctx, []string{"a", "i", "unknown"}); err != nil {
-		t.Errorf("Forget: %v", err)
+	// The count is of the entries removed: "unknown" has none.
+	if n, err := s.Forget(ctx, []string{"a", "i", "unknown"}); err != nil || n != 2 {
+		t.Errorf("Forget = %d, %v; want 2 removed", n, err)
+	}
+	// Forgotten already (a second collector's Forget of a re-claimed
+	// entry): nothing removed, nothing counted.
+	if n, err := s.Forget(ctx, []string{"a", "i"}); err != nil || n != 0 {
+		t.Errorf("Forget again = %d, %v; want 0 removed", n, err)
 	}
 	if got := keysOf(t, s); !reflect.DeepEqual(got, []string{"b", "c"}) {
 		t.Errorf("CollectionKeys after Forget = %q", got)
@@ -292,8 +298,8 @@ func testAddGCForget(t *testing.T, s leasedb.Store) {
 		many[i] = fmt.Sprintf("m/%05d", i)
 	}
 	update(t, s, func(ctx context.Context, tx leasedb.Tx) error { return tx.AddGC(ctx, many, now) })
-	if err := s.Forget(ctx, many); err != nil {
-		t.Fatal(err)
+	if n, err := s.Forget(ctx, many); err != nil || n != len(many) {
+		t.Fatalf("Forget(many) = %d, %v; want %d", n, err, len(many))
 	}
 	if got := keysOf(t, s); !reflect.DeepEqual(got, []string{"b", "c"}) {
 		t.Errorf("CollectionKeys after Forget(many) has %d keys", len(got))

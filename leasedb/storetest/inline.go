@@ -89,7 +89,7 @@ func testInlineExtents(t *testing.T, s leasedb.Store) {
 		}
 		v1 := put("v", inline("first"), leasedb.CopyTarget{})
 		put("v", inline("second"), leasedb.CopyTarget{})
-		vb, _, err := db.GetVersion(ctx, ref("v"), v1.VersionID, leasedb.Conditions{})
+		vb, _, err := db.GetVersion(ctx, ref("v"), v1.VersionID, "", leasedb.Conditions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func testInlineOldBytes(t *testing.T, s leasedb.Store) {
 	}
 	v1 := get("ver")
 	put("ver", body('2'))
-	vb, _, err := db.GetVersion(ctx, ref("ver"), v1.VersionID, leasedb.Conditions{})
+	vb, _, err := db.GetVersion(ctx, ref("ver"), v1.VersionID, "", leasedb.Conditions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func testSoftDeleteVersionOps(t *testing.T, s leasedb.Store) {
 	if err != nil || !soft {
 		t.Fatalf("DeleteVersion under a retention: soft %v, %v; want soft", soft, err)
 	}
-	if _, _, err := db.GetVersion(ctx, ref, v1, leasedb.Conditions{}); err == nil {
+	if _, _, err := db.GetVersion(ctx, ref, v1, "", leasedb.Conditions{}); err == nil {
 		t.Fatal("Get Blob ?versionid= of a soft-deleted version succeeded")
 	}
 	if _, err := db.DeleteVersion(ctx, ref, v1, leasedb.Conditions{}); err == nil {
@@ -263,7 +263,7 @@ func testSoftDeleteVersionOps(t *testing.T, s leasedb.Store) {
 	if err := db.UndeleteBlob(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	if v, _, err := db.GetVersion(ctx, ref, v1, leasedb.Conditions{}); err != nil || v.Extents[0].Key != "k/1" || !v.NonCurrent {
+	if v, _, err := db.GetVersion(ctx, ref, v1, "", leasedb.Conditions{}); err != nil || v.Extents[0].Key != "k/1" || !v.NonCurrent {
 		t.Fatalf("undeleted version %+v, %v", v, err)
 	}
 	if b, _, err := db.GetBlob(ctx, ref, "", leasedb.Conditions{}); err != nil || b.VersionID != v3 || b.Extents[0].Key != "k/2" {
