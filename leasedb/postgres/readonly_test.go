@@ -58,6 +58,7 @@ func TestReadOnlyServerReloadRefusesWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	reloaded(t, side, "off")
 	db := &leasedb.DB{Store: s}
 	// The first statement of a connection after the reload may still
 	// see the old setting; a write refused then is retried by clients.
