@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,8 @@ func TestBadHeaderValuesRefused(t *testing.T) {
 		{"Copy Blob x-ms-requires-sync", "PUT", "hvc/dst", map[string]string{"x-ms-copy-source": src, "x-ms-requires-sync": "yes"}},
 		{"Copy Blob x-ms-seal-blob", "PUT", "hvc/dst", map[string]string{"x-ms-copy-source": src, "x-ms-seal-blob": "abc"}},
 		{"Copy Blob x-ms-rehydrate-priority", "PUT", "hvc/dst", map[string]string{"x-ms-copy-source": src, "x-ms-rehydrate-priority": "Urgent"}},
+		{"Get Blob x-ms-range-get-content-md5", "GET", "hvc/dst", map[string]string{"x-ms-range": "bytes=0-3", "x-ms-range-get-content-md5": "abc"}},
+		{"Get Blob x-ms-range-get-content-crc64", "GET", "hvc/dst", map[string]string{"x-ms-range": "bytes=0-3", "x-ms-range-get-content-crc64": "-1"}},
 	} {
 		resp, _ := b.do(t, c.method, c.path, "", c.hdr)
 		wantStatus(t, resp, http.StatusBadRequest, "InvalidHeaderValue", c.what)
@@ -37,6 +40,10 @@ func TestBadHeaderValuesRefused(t *testing.T) {
 		resp, _ := b.do(t, "PUT", "hvc/dst2", "", map[string]string{"x-ms-copy-source": src, "x-ms-requires-sync": v, "x-ms-rehydrate-priority": "high"})
 		if resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("Copy Blob x-ms-requires-sync %s: %d %s", v, resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+		}
+		resp, body := b.do(t, "GET", "hvc/dst", "", map[string]string{"x-ms-range": "bytes=0-3", "x-ms-range-get-content-md5": strings.ToLower(v)})
+		if resp.StatusCode != http.StatusPartialContent || body != "dest" {
+			t.Fatalf("Get Blob x-ms-range-get-content-md5 %s: %d %q", v, resp.StatusCode, body)
 		}
 	}
 }
