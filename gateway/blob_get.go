@@ -145,7 +145,19 @@ const maxRangeDigest = 4 << 20
 // BothCrc64AndMd5RangeHeaderPresent, as the service answers).
 func (s *Server) rangeDigests(r *http.Request, b *leasedb.Blob, start, end int64, ranged bool) (sums, error) {
 	md5v, crcv := r.Header.Get("X-Ms-Range-Get-Content-Md5"), r.Header.Get("X-Ms-Range-Get-Content-Crc64")
-	wantMD5, wantCRC := strings.EqualFold(md5v, "true"), strings.EqualFold(crcv, "true")
+	if md5v == "" && crcv == "" {
+		return sums{}, nil
+	}
+	// Each is "true" or "false" (any case); another value is 400
+	// InvalidHeaderValue, never read as false.
+	wantMD5, _, err := boolHeader(r.Header, "x-ms-range-get-content-md5")
+	if err != nil {
+		return sums{}, err
+	}
+	wantCRC, _, err := boolHeader(r.Header, "x-ms-range-get-content-crc64")
+	if err != nil {
+		return sums{}, err
+	}
 	if !wantMD5 && !wantCRC {
 		return sums{}, nil
 	}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/blobgw/blobgw/leasedb"
 	"github.com/blobgw/blobgw/svcerr"
@@ -26,8 +25,8 @@ func (s *Server) setBlobTier(w http.ResponseWriter, r *http.Request, req *reques
 	if !ok {
 		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-access-tier", v)
 	}
-	if p := r.Header.Get("x-ms-rehydrate-priority"); p != "" && !strings.EqualFold(p, "Standard") && !strings.EqualFold(p, "High") {
-		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-rehydrate-priority", p)
+	if err := rehydratePriority(r.Header); err != nil {
+		return err
 	}
 	leaseID, err := leaseIDHeader(r.Header)
 	if err != nil {

@@ -107,8 +107,20 @@ func withoutSignature(raw string) string {
 func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) error {
 	ctx := r.Context()
 	op := opCopyBlob
-	if strings.EqualFold(r.Header.Get("x-ms-requires-sync"), "true") {
+	sync, _, err := boolHeader(r.Header, "x-ms-requires-sync")
+	if err != nil {
+		return err
+	}
+	if sync {
 		op = opCopyBlobSync
+	}
+	// x-ms-seal-blob is read when the source turns out to be an append
+	// blob; a value that is not a boolean is refused before any work.
+	if _, _, err := boolHeader(r.Header, "x-ms-seal-blob"); err != nil {
+		return err
+	}
+	if err := rehydratePriority(r.Header); err != nil {
+		return err
 	}
 	spec, err := parseCopySpec(r, op, math.MaxInt64)
 	if err != nil {

@@ -288,3 +288,28 @@ func setRequestHeaders(h *headerVals, r *http.Request, req *request) {
 		h.set("X-Ms-Client-Request-Id", id)
 	}
 }
+
+// boolHeader reads a header that is "true" or "false" (any case): set
+// says it was sent; any other value is 400 InvalidHeaderValue.
+func boolHeader(h http.Header, name string) (v, set bool, err error) {
+	s := hdrGet(h, name)
+	switch {
+	case s == "":
+		return false, false, nil
+	case strings.EqualFold(s, "true"):
+		return true, true, nil
+	case strings.EqualFold(s, "false"):
+		return false, true, nil
+	}
+	return false, true, svcerr.Header(svcerr.InvalidHeaderValue, name, s)
+}
+
+// rehydratePriority checks x-ms-rehydrate-priority (Set Blob Tier, Copy
+// Blob): Standard or High, in any case, when sent; the gateway keeps
+// archived bytes online, so either is met at once.
+func rehydratePriority(h http.Header) error {
+	if p := hdrGet(h, "x-ms-rehydrate-priority"); p != "" && !strings.EqualFold(p, "Standard") && !strings.EqualFold(p, "High") {
+		return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-rehydrate-priority", p)
+	}
+	return nil
+}

@@ -70,6 +70,10 @@ func (s *Server) setServiceProperties(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
+	// Content-MD5 / x-ms-content-crc64, checked as Put Block List's.
+	if _, err := bodySums(r.Header, body); err != nil {
+		return err
+	}
 	var next propsDoc
 	if err := unmarshalXMLDoc(body, &next); err != nil || next.XMLName.Local != "StorageServiceProperties" {
 		return svcerr.New(svcerr.InvalidXmlDocument)

@@ -27,10 +27,15 @@ func writeXML(w http.ResponseWriter, r *http.Request, status int, v any) error {
 
 // readXML decodes a request body of at most limit bytes. An empty body is
 // allowed when emptyOK. Malformed XML is 400 InvalidXmlDocument, an
-// oversized body 413 RequestBodyTooLarge.
+// oversized body 413 RequestBodyTooLarge, a Content-MD5 or
+// x-ms-content-crc64 the body does not match 400 Md5Mismatch /
+// Crc64Mismatch (bodySums).
 func readXML(r *http.Request, limit int64, v any, emptyOK bool) error {
 	body, err := readSmallBody(r, limit)
 	if err != nil {
+		return err
+	}
+	if _, err := bodySums(r.Header, body); err != nil {
 		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
