@@ -372,7 +372,7 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 	// neither stored nor listed. Nor can one with a control character
 	// (Azure's naming rules refuse them) or U+FFFE / U+FFFF: XML 1.0 has
 	// no form for most of them, so List Blobs would name another blob.
-	if req.blob != "" && (unlistable(req.blob) || !utf8.ValidString(req.blob)) {
+	if req.blob != "" && (leasedb.Unlistable(req.blob) || !utf8.ValidString(req.blob)) {
 		return svcerr.New(svcerr.InvalidResourceName)
 	}
 	// Longer than 1,024 UTF-16 code units: 400 OutOfRangeInput, as Azure
@@ -382,23 +382,6 @@ func (s *Server) parseAddress(r *http.Request, req *request) error {
 		return svcerr.New(svcerr.OutOfRangeInput)
 	}
 	return nil
-}
-
-// unlistable reports whether s holds a control character, U+0000-U+001F,
-// U+007F or U+0080-U+009F (unicode.IsControl), or U+FFFE or U+FFFF (no
-// XML character), byte by byte: this runs on every request.
-func unlistable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c == 0x7f:
-			return true
-		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
-			return true
-		case c == 0xef && i+2 < len(s) && s[i+1] == 0xbf && s[i+2] >= 0xbe:
-			return true
-		}
-	}
-	return false
 }
 
 // containerNameChars reports whether n is letters a-z, digits and

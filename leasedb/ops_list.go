@@ -103,6 +103,26 @@ func BlobNameFits(name string) bool {
 	return units <= MaxBlobNameUnits
 }
 
+// Unlistable reports whether s holds a control character, U+0000-U+001F,
+// U+007F or U+0080-U+009F (unicode.IsControl), or U+FFFE or U+FFFF (no
+// XML character), byte by byte: the gateway runs it on every request.
+// A blob name that holds one is refused, by the gateway and by import s3:
+// Azure's naming rules refuse control characters, and XML 1.0 has no
+// form for most of them, so List Blobs would name another blob.
+func Unlistable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			return true
+		case c == 0xef && i+2 < len(s) && s[i+1] == 0xbf && s[i+2] >= 0xbe:
+			return true
+		}
+	}
+	return false
+}
+
 // PastPrefix follows a List Blobs BlobPrefix P (never empty: it ends with
 // the delimiter) in the position past every name under P: P + PastPrefix
 // sorts after each name that starts with P. One U+10FFFF, the largest

@@ -141,7 +141,11 @@ func adoptOne(ctx context.Context, db *leasedb.DB, st *s3.Store, bucket, obj str
 	if len(obj) > s3.MaxAdoptedName {
 		return false, 0, fmt.Errorf("object name is %d bytes; at most %d can be adopted", len(obj), s3.MaxAdoptedName)
 	}
-	if !utf8.ValidString(ref.Name) || !leasedb.BlobNameFits(ref.Name) || strings.ContainsRune(ref.Name, 0) {
+	// The gateway's rules for a name in a request's path: one it refuses
+	// (not UTF-8, a control character, too long) would be a blob no
+	// request can name or List Blobs write; one with a backslash, which
+	// every request's path reads as "/", a blob no request reaches.
+	if !utf8.ValidString(ref.Name) || leasedb.Unlistable(ref.Name) || strings.ContainsRune(ref.Name, '\\') || !leasedb.BlobNameFits(ref.Name) {
 		return false, 0, errors.New("object name is not a valid blob name")
 	}
 	key := s3.AdoptedKey(obj)
