@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/blobgw/blobgw/backends"
@@ -114,9 +113,10 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 	if sync {
 		op = opCopyBlobSync
 	}
-	// x-ms-seal-blob is read when the source turns out to be an append
+	// x-ms-seal-blob applies when the source turns out to be an append
 	// blob; a value that is not a boolean is refused before any work.
-	if _, _, err := boolHeader(r.Header, "x-ms-seal-blob"); err != nil {
+	seal, sealSet, err := boolHeader(r.Header, "x-ms-seal-blob")
+	if err != nil {
 		return err
 	}
 	if err := rehydratePriority(r.Header); err != nil {
@@ -199,10 +199,8 @@ func (s *Server) copyBlob(w http.ResponseWriter, r *http.Request, req *request) 
 		// A sealed source makes a sealed copy, unless x-ms-seal-blob
 		// says otherwise (it may also seal the copy of an open one).
 		preq.Copy.Sealed = src.sealed
-		if v := r.Header.Get("x-ms-seal-blob"); v != "" {
-			if preq.Copy.Sealed, err = strconv.ParseBool(v); err != nil {
-				return svcerr.Header(svcerr.InvalidHeaderValue, "x-ms-seal-blob", v)
-			}
+		if sealSet {
+			preq.Copy.Sealed = seal
 		}
 	}
 	// A whole source in this gateway shares its extents with the new row:
