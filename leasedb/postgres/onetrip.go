@@ -329,7 +329,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	}
 	if r.ok && wrote == 1 {
 		seq, now, created = r.int(0), r.time(1), r.time(2)
-		lease = leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)), Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}
+		lease = r.oneTripLease()
 	}
 	if !r.ok {
 		t.committed = true
@@ -342,8 +342,7 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 		var held *leasedb.OneTripHeld
 		if r.bool(11) {
 			held = &leasedb.OneTripHeld{Now: r.time(1), Blob: &leasedb.Blob{Account: b.Account, Container: b.Container, Name: b.Name,
-				ETag: r.text(12), LastModified: r.time(13),
-				Lease: leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)), Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}}}
+				ETag: r.text(12), LastModified: r.time(13), Lease: r.oneTripLease()}}
 		}
 		if !r.ok {
 			held = nil // a column not as read: the few-statement path answers
@@ -353,6 +352,12 @@ func (t *tx) PutBlobOneTrip(ctx context.Context, req leasedb.PutBlobRequest, b *
 	t.committed = true
 	b.ETag, b.Created, b.LastModified, b.Lease = formatETag(seq), created, now, lease
 	return true, nil, nil
+}
+
+// oneTripLease is the lease columns of oneTripSQL's answer (3 to 8): the
+// lease written, or the held row's.
+func (r *rawRow) oneTripLease() leasedb.Lease {
+	return leasedb.Lease{ID: r.text(3), State: r.text(4), Duration: int(r.int(5)), Expires: r.time(6), BreakAt: r.time(7), Since: r.time(8)}
 }
 
 // oneTripWhat names the write in its errors (built only when there is
